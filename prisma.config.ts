@@ -1,0 +1,14 @@
+// Prisma CLI configuration: the WebAssembly schema engine over an embedded PGlite directory,
+// so `prisma migrate dev` / `prisma migrate diff` work offline. The service itself applies
+// migrations with src/db/migrate.ts; this file is only for authoring them.
+import { defineConfig } from 'prisma/config';
+import { PGlite } from '@electric-sql/pglite';
+import { PrismaPGlite } from 'pglite-prisma-adapter';
+
+export default defineConfig({
+  experimental: { adapter: true },
+  engine: 'js',
+  schema: 'prisma/schema.prisma',
+  migrations: { path: 'prisma/migrations' },
+  adapter: async () => new PrismaPGlite(new PGlite(process.env.PRISMA_DEV_DB_DIR ?? '.prisma-dev-db')),
+});

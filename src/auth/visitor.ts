@@ -1,0 +1,52 @@
+// From request headers to the visitor a request acts as (contract §2).
+import type { PrismaClient } from '../generated/prisma/client.js';
+import { ApiError } from '../errors.js';
+import type { Visitor } from '../permissions/access.js';
+import { hashKey } from './keys.js';
+
+export interface BuiltInGroupIds { guest: number; registered: number; moderator: number; administrator: number }
+
+export async function visitorFromHeaders(
+  prisma: PrismaClient, headers: Headers, groups: BuiltInGroupIds,
+): Promise<Visitor> {
+  const key = headers.get('forum-api-key');
+  if (!key) throw new ApiError('no_api_key_in_request', 'No API key was included in the request (header Forum-Api-Key).');
+  const row = await prisma.apiKey.findUnique({ where: { keyHash: hashKey(key) } });
+  if (!row) throw new ApiError('api_key_not_found', 'The API key in the request was not found.');
+  if (!row.isActive || (row.expiresAt && row.expiresAt.getTime() <= Date.now())) {
+    throw new ApiError('api_key_inactive', 'The API key in the request has been revoked or has expired.');
+  }
+  const scopes = new Set(row.scopes);
+  const asUserHeader = headers.get('forum-api-user');
+  if (asUserHeader !== null && row.type !== 'super') {
+    throw new ApiError('api_user_header_not_allowed', 'Only super-user keys may send the Forum-Api-User header.');
+  }
+
+  let userId: number | null = null;
+  if (row.type === 'user') userId = row.userId;
+  if (row.type === 'super' && asUserHeader !== null) {
+    if (!/^\d+$/.test(asUserHeader.trim())) {
+      throw new ApiError('invalid_api_user', `Forum-Api-User must be a user id, got "${asUserHeader}".`, { user_id: asUserHeader });
+    }
+    userId = Number(asUserHeader.trim());
+    if (userId === 0) userId = null; // acting as the guest
+  }
+
+  const base = { isSuper: row.type === 'super', scopes, apiKeyId: row.id };
+  if (userId === null) {
+    return { ...base, userId: 0, username: 'Guest', isAdmin: false, isModerator: false, groupIds: [groups.guest] };
+  }
+  const user = await prisma.user.findUnique({ where: { id: userId }, include: { memberships: true } });
+  if (!user) {
+    if (row.type === 'user') throw new ApiError('api_key_inactive', 'The user this API key belongs to no longer exists.');
+    throw new ApiError('invalid_api_user', `No user with id ${userId} exists (header Forum-Api-User).`, { user_id: userId });
+  }
+  return {
+    ...base,
+    userId: user.id,
+    username: user.username,
+    isAdmin: user.isAdmin,
+    isModerator: user.isModerator,
+    groupIds: [user.primaryGroupId, ...user.memberships.map((m) => m.groupId)],
+  };
+}

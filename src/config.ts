@@ -1,0 +1,72 @@
+// Every environment variable the service reads, parsed and validated in one place.
+import path from 'node:path';
+
+export type StorageKind = 'local' | 's3';
+export type CategoryDeletePolicy = 'reassign' | 'cascade';
+
+export interface Config {
+  port: number;
+  host: string;
+  baseUrl: string;
+  dataDir: string;
+  /** PostgreSQL server URL; undefined selects the embedded PGlite database under dataDir/db. */
+  databaseUrl?: string;
+  storage: StorageKind;
+  bootstrapKey?: string;
+  categoryDeletePolicy: CategoryDeletePolicy;
+  softDeleteRetentionDays: number;
+  commentFloodSeconds: number;
+  maxUploadBytes: number;
+  maxBodyBytes: number;
+  externalUrlAllowPrivate: boolean;
+  logLevel: string;
+}
+
+export class ConfigError extends Error {}
+
+function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < min) throw new ConfigError(`${name} must be a whole number ≥ ${min}, got "${raw}"`);
+  return Number(raw);
+}
+
+function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, values: readonly T[], fallback: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!values.includes(raw as T)) throw new ConfigError(`${name} must be one of ${values.join(', ')}, got "${raw}"`);
+  return raw as T;
+}
+
+function flag(env: NodeJS.ProcessEnv, name: string): boolean {
+  const raw = (env[name] ?? '').toLowerCase();
+  if (raw === '' || raw === '0' || raw === 'false') return false;
+  if (raw === '1' || raw === 'true') return true;
+  throw new ConfigError(`${name} must be 1 or 0, got "${env[name]}"`);
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
+  const port = int(env, 'PORT', 3000);
+  const dataDir = path.resolve(env.DATA_DIR || './data');
+  const config: Config = {
+    port,
+    host: env.HOST || '127.0.0.1',
+    baseUrl: (env.BASE_URL || `http://localhost:${port}`).replace(/\/+$/, ''),
+    dataDir,
+    databaseUrl: env.DATABASE_URL || undefined,
+    storage: oneOf(env, 'STORAGE', ['local', 's3'] as const, 'local'),
+    bootstrapKey: env.DM_BOOTSTRAP_KEY || undefined,
+    categoryDeletePolicy: oneOf(env, 'CATEGORY_DELETE_POLICY', ['reassign', 'cascade'] as const, 'reassign'),
+    softDeleteRetentionDays: int(env, 'SOFT_DELETE_RETENTION_DAYS', 30),
+    commentFloodSeconds: int(env, 'COMMENT_FLOOD_SECONDS', 10),
+    maxUploadBytes: int(env, 'MAX_UPLOAD_BYTES', 2 * 1024 ** 3, 1),
+    maxBodyBytes: int(env, 'MAX_BODY_BYTES', 1024 * 1024, 1),
+    externalUrlAllowPrivate: flag(env, 'EXTERNAL_URL_ALLOW_PRIVATE'),
+    logLevel: env.LOG_LEVEL || 'info',
+    ...overrides,
+  };
+  if (config.databaseUrl && !/^postgres(ql)?:\/\//.test(config.databaseUrl)) {
+    throw new ConfigError('DATABASE_URL must start with postgres:// or postgresql://');
+  }
+  return config;
+}

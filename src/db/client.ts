@@ -1,0 +1,73 @@
+// The database: PGlite in-process by default, a PostgreSQL server when a URL is given.
+// Both are driven through Prisma (driver adapters) and expose a raw session for the migrator.
+import fs from 'node:fs';
+import path from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { PrismaPGlite } from 'pglite-prisma-adapter';
+import { PrismaPg } from '@prisma/adapter-pg';
+import pg from 'pg';
+import { PrismaClient } from '../generated/prisma/client.js';
+
+/** One connection's worth of raw SQL, for work that must stay on a single session (advisory locks). */
+export interface Session {
+  exec(sql: string): Promise<void>;
+  query<R = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<R[]>;
+}
+
+export interface Database {
+  kind: 'pglite' | 'postgres';
+  prisma: PrismaClient;
+  /** Runs `fn` on one dedicated connection. */
+  session<T>(fn: (s: Session) => Promise<T>): Promise<T>;
+  /** Cheap round trip, for /readyz. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export type DatabaseTarget = { url: string } | { pgliteDir: string } | { memory: true };
+
+export async function openDatabase(target: DatabaseTarget): Promise<Database> {
+  if ('url' in target) return openPostgres(target.url);
+  let lite: PGlite;
+  if ('pgliteDir' in target) {
+    fs.mkdirSync(path.dirname(target.pgliteDir), { recursive: true });
+    lite = new PGlite(target.pgliteDir);
+  } else {
+    lite = new PGlite();
+  }
+  await lite.waitReady;
+  const prisma = new PrismaClient({ adapter: new PrismaPGlite(lite) });
+  const session: Session = {
+    exec: async (sql) => { await lite.exec(sql); },
+    query: async <R,>(sql: string, params?: unknown[]) => (await lite.query<R>(sql, params as any[])).rows,
+  };
+  return {
+    kind: 'pglite',
+    prisma,
+    session: (fn) => fn(session),
+    ping: async () => { await lite.query('SELECT 1'); },
+    close: async () => { await prisma.$disconnect(); await lite.close(); },
+  };
+}
+
+async function openPostgres(url: string): Promise<Database> {
+  const pool = new pg.Pool({ connectionString: url, max: Number(process.env.DATABASE_POOL_SIZE || 10) });
+  const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+  return {
+    kind: 'postgres',
+    prisma,
+    async session(fn) {
+      const client = await pool.connect();
+      try {
+        return await fn({
+          exec: async (sql) => { await client.query(sql); },
+          query: async <R,>(sql: string, params?: unknown[]) => (await client.query(sql, params)).rows as R[],
+        });
+      } finally {
+        client.release();
+      }
+    },
+    ping: async () => { await pool.query('SELECT 1'); },
+    close: async () => { await prisma.$disconnect(); await pool.end().catch(() => {}); },
+  };
+}

@@ -1,0 +1,71 @@
+// The one place that knows error codes and their HTTP statuses (contract §4).
+import { GraphQLError } from 'graphql';
+
+const STATUS: Record<string, number> = {
+  no_api_key_in_request: 401,
+  api_key_not_found: 401,
+  api_key_inactive: 401,
+  api_scope_missing: 403,
+  api_user_header_not_allowed: 403,
+  invalid_api_user: 400,
+  do_not_have_permission: 403,
+  endpoint_not_found: 404,
+  method_not_allowed: 405,
+  required_input_missing: 400,
+  invalid_input: 400,
+  request_too_large: 413,
+  'mc_dm_api_error.rate_limited': 429,
+  server_error: 500,
+};
+
+/** Status for a code: the table above, 404 for `*_not_found`, 422 for every other mc_dm_api_error. */
+export function statusOf(code: string): number {
+  if (code in STATUS) return STATUS[code]!;
+  if (code.startsWith('mc_dm_api_error.') && code.endsWith('_not_found')) return 404;
+  if (code.startsWith('mc_dm_api_error.')) return 422;
+  return 400;
+}
+
+export type ErrorParams = Record<string, unknown>;
+
+/** A domain error: a code from the contract, a message a person can act on, optional params. */
+export class ApiError extends GraphQLError {
+  readonly code: string;
+  readonly params: ErrorParams;
+  constructor(code: string, message: string, params: ErrorParams = {}, headers?: Record<string, string>) {
+    super(message, {
+      extensions: { code, params, http: { status: statusOf(code), ...(headers ? { headers } : {}) } },
+    });
+    this.code = code;
+    this.params = params;
+  }
+}
+
+export const notFound = (kind: 'category' | 'download' | 'comment' | 'file' | 'version' | 'user' | 'prefix' | 'api_key', id: number) =>
+  new ApiError(`mc_dm_api_error.${kind}_not_found`, `The requested ${kind.replace('_', ' ')} (${id}) could not be found.`, { [`${kind}_id`]: id });
+
+export const noPermission = (what = 'do that') =>
+  new ApiError('do_not_have_permission', `You do not have permission to ${what}.`);
+
+export const invalidInput = (field: string, message: string) =>
+  new ApiError('invalid_input', message, { field });
+
+export const requiredMissing = (missing: string[]) =>
+  new ApiError('required_input_missing', `Please provide: ${missing.join(', ')}.`, { missing });
+
+/** The body shape of every error answer (REST and, in extensions, GraphQL). */
+export interface ErrorBodyItem { code: string; message: string; params: ErrorParams }
+
+export function toErrorItem(err: unknown): ErrorBodyItem {
+  if (err instanceof GraphQLError) {
+    const ext = err.extensions ?? {};
+    const code = typeof ext.code === 'string' ? ext.code : undefined;
+    if (code && code !== 'INTERNAL_SERVER_ERROR') {
+      return { code, message: err.message, params: (ext.params as ErrorParams) ?? {} };
+    }
+    if (err.originalError && err.originalError !== err) return toErrorItem(err.originalError);
+    // graphql-js validation and variable coercion errors have no code: they are bad input.
+    if (!err.originalError) return { code: 'invalid_input', message: err.message, params: {} };
+  }
+  return { code: 'server_error', message: 'An unexpected error occurred. It has been logged.', params: {} };
+}
