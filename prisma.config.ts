@@ -10,5 +10,6 @@ export default defineConfig({
   engine: 'js',
   schema: 'prisma/schema.prisma',
   migrations: { path: 'prisma/migrations' },
-  adapter: async () => new PrismaPGlite(new PGlite(process.env.PRISMA_DEV_DB_DIR ?? '.prisma-dev-db')),
+  // (cast: the adapter pins an older @prisma/driver-adapter-utils whose types differ, not its behaviour)
+  adapter: async () => new PrismaPGlite(new PGlite(process.env.PRISMA_DEV_DB_DIR ?? '.prisma-dev-db')) as any,
 });

@@ -36,7 +36,8 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
     lite = new PGlite();
   }
   await lite.waitReady;
-  const prisma = new PrismaClient({ adapter: new PrismaPGlite(lite) });
+  // pglite-prisma-adapter pins an older @prisma/driver-adapter-utils: the runtime contract matches, the types differ.
+  const prisma = new PrismaClient({ adapter: new PrismaPGlite(lite) as unknown as PrismaPg });
   const session: Session = {
     exec: async (sql) => { await lite.exec(sql); },
     query: async <R,>(sql: string, params?: unknown[]) => (await lite.query<R>(sql, params as any[])).rows,

@@ -1,0 +1,27 @@
+// GraphQL results out as the spec's envelopes: snake_case keys (keys that start with a capital, such as the
+// embedded `Category` and `CurrentVersion`, are kept as written), and errors as `{ errors: [...] }`.
+import { statusOf, type ErrorBodyItem } from '../src/errors.js';
+import { toSnake } from './inputs.js';
+
+export function snakeKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(snakeKeys);
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) out[/^[A-Z]/.test(k) ? k : toSnake(k)] = snakeKeys(v);
+  return out;
+}
+
+/** Wraps the value of the operation's single root field. */
+export function envelope(key: string, rootValue: unknown): Record<string, unknown> {
+  let value = rootValue as Record<string, unknown> | null;
+  if (value && typeof value === 'object' && key in value && !Array.isArray(value)) value = value[key] as Record<string, unknown>;
+  if (key === 'success') return { success: (value as unknown) === true || (value as any)?.success === true };
+  if (value && typeof value === 'object' && 'nodes' in value && 'pagination' in value) {
+    return { [key]: snakeKeys(value.nodes), pagination: snakeKeys(value.pagination) };
+  }
+  return { [key]: snakeKeys(value) };
+}
+
+export function errorBody(items: ErrorBodyItem[]): { status: number; body: { errors: ErrorBodyItem[] } } {
+  return { status: statusOf(items[0]?.code ?? 'server_error'), body: { errors: items } };
+}

@@ -1,0 +1,126 @@
+// Request fields in, GraphQL variables out. Driven by the operation's variable types, so a new route
+// needs no code here: path, query and body fields are matched by snake_case name, booleans accept
+// 1/0/true/false, integers must be unsigned, enums match case-insensitively, `name[]` makes a list,
+// and the fields of an input-object variable are gathered the same way.
+import {
+  GraphQLEnumType, GraphQLInputObjectType, GraphQLList, GraphQLNonNull, GraphQLScalarType,
+  typeFromAST, type GraphQLInputType, type GraphQLSchema, type OperationDefinitionNode,
+} from 'graphql';
+import { ApiError, invalidInput, requiredMissing } from '../src/errors.js';
+
+export type Raw = string | number | boolean | null | Raw[] | { [k: string]: Raw };
+export type RawFields = Map<string, Raw>;
+
+export const toSnake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+/** Adds URL-encoded pairs (query string or form body); `tags[]=a&tags[]=b` becomes the list `tags`. */
+export function addPairs(into: RawFields, pairs: Iterable<[string, string]>): void {
+  for (const [key, value] of pairs) {
+    if (key.endsWith('[]')) {
+      const name = key.slice(0, -2);
+      const prev = into.get(name);
+      into.set(name, Array.isArray(prev) ? [...prev, value] : [value]);
+    } else {
+      into.set(key, value);
+    }
+  }
+}
+
+const MAX_INT = 2 ** 31 - 1;
+
+function coerce(type: GraphQLInputType, raw: Raw, field: string, missing: string[]): unknown {
+  if (type instanceof GraphQLNonNull) {
+    if (raw === null) throw invalidInput(field, `${field} cannot be empty.`);
+    return coerce(type.ofType, raw, field, missing);
+  }
+  if (raw === null) return null;
+  if (type instanceof GraphQLList) {
+    const items = Array.isArray(raw) ? raw : [raw];
+    return items.map((item) => coerce(type.ofType, item, field, missing));
+  }
+  if (Array.isArray(raw)) throw invalidInput(field, `${field} takes a single value, not a list.`);
+  if (type instanceof GraphQLInputObjectType) {
+    if (typeof raw !== 'object') throw invalidInput(field, `${field} must be an object.`);
+    return gather(type, new Map(Object.entries(raw)), missing, `${field}.`);
+  }
+  if (type instanceof GraphQLEnumType) {
+    const wanted = String(raw).toUpperCase();
+    const value = type.getValues().find((v) => v.name === wanted);
+    if (!value || typeof raw === 'object') {
+      const allowed = type.getValues().map((v) => v.name.toLowerCase()).join(', ');
+      throw invalidInput(field, `${field} must be one of: ${allowed}; got "${String(raw)}".`);
+    }
+    return value.name;
+  }
+  const scalar = type as GraphQLScalarType;
+  switch (scalar.name) {
+    case 'Int': {
+      const n = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\s*\d+\s*$/.test(raw) ? Number(raw) : NaN;
+      if (!Number.isInteger(n) || n < 0 || n > MAX_INT) {
+        throw invalidInput(field, `${field} must be a whole number of 0 or more, got "${String(raw)}".`);
+      }
+      return n;
+    }
+    case 'Boolean': {
+      if (typeof raw === 'boolean') return raw;
+      const s = String(raw).trim().toLowerCase();
+      if (s === '1' || s === 'true') return true;
+      if (s === '0' || s === 'false') return false;
+      throw invalidInput(field, `${field} must be 1 or 0 (or true/false), got "${String(raw)}".`);
+    }
+    case 'String':
+      if (typeof raw === 'object') throw invalidInput(field, `${field} must be text.`);
+      return String(raw);
+    default: {
+      if (typeof raw === 'object') throw invalidInput(field, `${field} has the wrong shape.`);
+      try {
+        scalar.parseValue(raw);
+      } catch (err) {
+        throw invalidInput(field, err instanceof Error ? `${field}: ${err.message}` : `${field} is malformed.`);
+      }
+      return raw;
+    }
+  }
+}
+
+function gather(type: GraphQLInputObjectType, raw: RawFields, missing: string[], prefix = ''): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const f of Object.values(type.getFields())) {
+    const name = toSnake(f.name);
+    if (raw.has(name)) {
+      out[f.name] = coerce(f.type, raw.get(name)!, prefix + name, missing);
+    } else if (f.type instanceof GraphQLNonNull && f.defaultValue === undefined) {
+      missing.push(prefix + name);
+    }
+  }
+  return out;
+}
+
+/**
+ * Builds the variables of `operation` from the request's fields. A variable of input-object type gathers its
+ * fields from the same flat set of request fields (the spec's form bodies are flat).
+ * Throws 400 required_input_missing (all missing names at once) or 400 invalid_input (params.field).
+ */
+export function toVariables(schema: GraphQLSchema, operation: OperationDefinitionNode, raw: RawFields): Record<string, unknown> {
+  const variables: Record<string, unknown> = {};
+  const missing: string[] = [];
+  for (const def of operation.variableDefinitions ?? []) {
+    const name = def.variable.name.value;
+    const type = typeFromAST(schema, def.type as any) as GraphQLInputType | undefined;
+    if (!type) throw new ApiError('server_error', `Operation variable $${name} has an unknown type.`);
+    if (name === 'full') {
+      variables.full = raw.get('with') === 'full';
+      continue;
+    }
+    const base = type instanceof GraphQLNonNull ? type.ofType : type;
+    if (base instanceof GraphQLInputObjectType) {
+      variables[name] = gather(base, raw, missing);
+      continue;
+    }
+    const field = toSnake(name);
+    if (raw.has(field)) variables[name] = coerce(type, raw.get(field)!, field, missing);
+    else if (type instanceof GraphQLNonNull && !def.defaultValue) missing.push(field);
+  }
+  if (missing.length > 0) throw requiredMissing(missing);
+  return variables;
+}

@@ -1,0 +1,133 @@
+// The REST adapter as a Yoga plugin: requests under /api/ are matched against the route table, turned into
+// variables, executed in-process against the schema (no HTTP hop), and answered in the spec's envelopes.
+import { execute, Kind, validate, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
+import type { Plugin } from 'graphql-yoga';
+import { ApiError, toErrorItem, type ErrorBodyItem } from '../src/errors.js';
+import { addPairs, toVariables, type Raw, type RawFields } from './inputs.js';
+import { envelope, errorBody } from './envelope.js';
+import type { Route } from './routes.js';
+
+interface CompiledRoute extends Route {
+  pattern: RegExp;
+  operation: OperationDefinitionNode;
+  rootField: string;
+}
+
+/** Parses nothing at request time: every document is validated against the schema once, here. */
+export function compileRoutes(schema: GraphQLSchema, routes: Route[]): CompiledRoute[] {
+  return routes.map((route) => {
+    const doc = route.document as DocumentNode;
+    const problems = validate(schema, doc);
+    if (problems.length > 0) {
+      throw new Error(`REST route ${route.method} ${route.path}: its operation does not match the schema: ${problems.map((p) => p.message).join('; ')}`);
+    }
+    const operation = doc.definitions.find((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION);
+    const root = operation?.selectionSet.selections[0];
+    if (!operation || !root || root.kind !== Kind.FIELD) throw new Error(`REST route ${route.method} ${route.path}: no operation with a root field.`);
+    const source = route.path.replace(/\/+$/, '').replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:([a-z_]+)/g, '(?<$1>[^/]+)');
+    return { ...route, pattern: new RegExp(`^${source}/?$`), operation, rootField: root.alias?.value ?? root.name.value };
+  });
+}
+
+export interface RestAdapterOptions {
+  schema: GraphQLSchema;
+  routes: Route[];
+  /** Builds the GraphQL context for a request (resolves the key and visitor); throws ApiError on 401/403. */
+  contextFor(request: Request): Promise<unknown>;
+  maxBodyBytes: number;
+  /** Called with errors that are not part of the contract (they answer 500 server_error). */
+  onUnexpectedError(err: unknown): void;
+}
+
+async function readLimited(request: Request, limit: number): Promise<Uint8Array> {
+  const declared = Number(request.headers.get('content-length') ?? NaN);
+  const tooLarge = () => new ApiError('request_too_large', `The request body is larger than the limit of ${limit} bytes.`, { limit });
+  if (declared > limit) throw tooLarge();
+  if (!request.body) return new Uint8Array();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of request.body as unknown as AsyncIterable<Uint8Array>) {
+    size += chunk.byteLength;
+    if (size > limit) throw tooLarge();
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}
+
+/** Query string, then the body (form, multipart or JSON), then path parameters: later sources win. */
+async function requestFields(request: Request, url: URL, pathParams: Record<string, string>, maxBodyBytes: number): Promise<RawFields> {
+  const raw: RawFields = new Map();
+  addPairs(raw, url.searchParams);
+  const type = (request.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+  if (request.method !== 'GET' && request.method !== 'HEAD') {
+    const bytes = await readLimited(request, maxBodyBytes);
+    if (bytes.byteLength > 0) {
+      if (type === 'application/json') {
+        let json: unknown;
+        try {
+          json = JSON.parse(Buffer.from(bytes).toString('utf8'));
+        } catch {
+          throw new ApiError('invalid_input', 'The request body is not valid JSON.', { field: 'body' });
+        }
+        if (json === null || typeof json !== 'object' || Array.isArray(json)) {
+          throw new ApiError('invalid_input', 'A JSON request body must be an object of fields.', { field: 'body' });
+        }
+        for (const [k, v] of Object.entries(json)) raw.set(k.replace(/\[\]$/, ''), v as Raw);
+      } else if (type === 'application/x-www-form-urlencoded') {
+        addPairs(raw, new URLSearchParams(Buffer.from(bytes).toString('utf8')));
+      } else if (type === 'multipart/form-data') {
+        const form = await new Response(bytes as unknown as BodyInit, { headers: { 'content-type': request.headers.get('content-type')! } }).formData();
+        addPairs(raw, [...form].filter((e): e is [string, string] => typeof e[1] === 'string'));
+      }
+    }
+  }
+  for (const [k, v] of Object.entries(pathParams)) raw.set(k, decodeURIComponent(v));
+  return raw;
+}
+
+function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } });
+}
+
+function fail(items: ErrorBodyItem[], headers?: Record<string, string>): Response {
+  const { status, body } = errorBody(items);
+  return json(status, body, headers);
+}
+
+export function restAdapter(options: RestAdapterOptions): Plugin {
+  const compiled = compileRoutes(options.schema, options.routes);
+
+  const itemOf = (err: unknown): ErrorBodyItem => {
+    const item = toErrorItem(err);
+    if (item.code === 'server_error') options.onUnexpectedError(err);
+    return item;
+  };
+
+  async function handle(request: Request, url: URL): Promise<Response> {
+    const candidates = compiled.map((r) => ({ r, m: r.pattern.exec(url.pathname) })).filter((c) => c.m);
+    if (candidates.length === 0) {
+      return fail([{ code: 'endpoint_not_found', message: `No API endpoint at ${url.pathname}.`, params: {} }]);
+    }
+    const hit = candidates.find((c) => c.r.method === request.method);
+    if (!hit) {
+      const allow = [...new Set(candidates.map((c) => c.r.method))].join(', ');
+      return fail([{ code: 'method_not_allowed', message: `${request.method} is not allowed here; use ${allow}.`, params: { allowed: allow.split(', ') } }], { allow });
+    }
+    try {
+      const contextValue = await options.contextFor(request);
+      const raw = await requestFields(request, url, { ...hit.m!.groups }, options.maxBodyBytes);
+      const variableValues = toVariables(options.schema, hit.r.operation, raw);
+      const result = await execute({ schema: options.schema, document: hit.r.document as DocumentNode, variableValues, contextValue });
+      if (result.errors?.length) return fail(result.errors.map(itemOf));
+      return json(200, envelope(hit.r.envelope, result.data?.[hit.r.rootField]));
+    } catch (err) {
+      return fail([itemOf(err)]);
+    }
+  }
+
+  return {
+    async onRequest({ request, url, endResponse }) {
+      if (url.pathname === '/api' || url.pathname.startsWith('/api/')) endResponse(await handle(request, url));
+    },
+  };
+}

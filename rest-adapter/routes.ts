@@ -1,0 +1,28 @@
+// The REST surface of the spec, as data: each row names its method, path, the GraphQL operation it runs
+// and the envelope key that wraps the result. How request fields become variables is one generic rule
+// (see inputs.ts): path, query and body fields are matched to the operation's variables by snake_case name,
+// fields of an input-object variable likewise, and `with=full` sets `$full`.
+import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
+import * as ops from './generated/operations.js';
+
+export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
+
+export interface Route {
+  method: Method;
+  /** Spec path; `:name` segments become the field `name`. The trailing slash is optional on requests. */
+  path: string;
+  document: TypedDocumentNode<any, any>;
+  /**
+   * Envelope key: a list result (`{ nodes, pagination }`) answers `{ <key>: [...], pagination }`,
+   * a `{ success }` payload answers `{ success: true }`, anything else `{ <key>: {...} }`.
+   */
+  envelope: string;
+}
+
+export const routes: Route[] = [
+  { method: 'GET', path: '/api/mc-dm-categories/', document: ops.ListCategoriesDocument, envelope: 'categories' },
+  { method: 'GET', path: '/api/mc-dm-categories/:category_id/', document: ops.GetCategoryDocument, envelope: 'category' },
+  { method: 'POST', path: '/api/mc-dm-categories/', document: ops.CreateCategoryDocument, envelope: 'category' },
+  { method: 'PUT', path: '/api/mc-dm-categories/:category_id/', document: ops.UpdateCategoryDocument, envelope: 'category' },
+  { method: 'DELETE', path: '/api/mc-dm-categories/:category_id/', document: ops.DeleteCategoryDocument, envelope: 'success' },
+];

@@ -1,0 +1,54 @@
+// Assembles the service: database → migrations → first-start data → HTTP server.
+// `main.ts` runs it from the environment; tests run it on a fresh database.
+import type http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import type { Config } from './config.js';
+import { openDatabase, type Database } from './db/client.js';
+import { migrate } from './db/migrate.js';
+import { bootstrap } from './db/bootstrap.js';
+import { createLogger, type Logger } from './log.js';
+import { schema } from './schema/index.js';
+import type { Services } from './schema/context.js';
+import { createHttpServer } from './http/server.js';
+
+export interface App {
+  url: string;
+  server: http.Server;
+  db: Database;
+  services: Services;
+  log: Logger;
+  /** The generated bootstrap key, when this start created one. */
+  generatedKey?: string;
+  close(): Promise<void>;
+}
+
+export async function startApp(config: Config, opts: { db?: Database; log?: Logger } = {}): Promise<App> {
+  const log = opts.log ?? createLogger(config.logLevel);
+  const db = opts.db ?? await openDatabase(config.databaseUrl ? { url: config.databaseUrl } : { pgliteDir: path.join(config.dataDir, 'db') });
+  try {
+    const applied = await migrate(db);
+    if (applied.length > 0) log.info({ applied }, 'migrations applied');
+    const { groups, generatedKey } = await bootstrap(db, config.bootstrapKey);
+    const services: Services = { prisma: db.prisma, config, groups };
+    const server = createHttpServer({ schema, services, ping: db.ping, log });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.port, config.host, () => resolve());
+    });
+    const { port } = server.address() as AddressInfo;
+    const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+    log.info({ url, database: db.kind }, 'listening');
+    return {
+      url, server, db, services, log, generatedKey,
+      async close() {
+        server.closeAllConnections?.();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+        await db.close();
+      },
+    };
+  } catch (err) {
+    if (!opts.db) await db.close().catch(() => {});
+    throw err;
+  }
+}

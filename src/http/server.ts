@@ -1,0 +1,84 @@
+// The HTTP edge: one Yoga instance serves /graphql (with GraphiQL), /api/* (the REST adapter plugin),
+// /healthz and /readyz.
+import http from 'node:http';
+import { createYoga } from 'graphql-yoga';
+import { GraphQLError, type GraphQLSchema } from 'graphql';
+import type { Logger } from '../log.js';
+import type { Services } from '../schema/context.js';
+import { createContext } from '../schema/context.js';
+import { visitorFromHeaders } from '../auth/visitor.js';
+import { restAdapter } from '../../rest-adapter/plugin.js';
+import { routes } from '../../rest-adapter/routes.js';
+import { healthPlugin, requestLogPlugin } from './plugins.js';
+
+const SERVER_ERROR = 'An unexpected error occurred. It has been logged.';
+
+const DEFAULT_QUERY = `# Set your key in the Headers tab: { "Forum-Api-Key": "dm_…" }
+query Start {
+  viewer { userId username isSuperKey scopes }
+  categories(perPage: 10) {
+    nodes { categoryId parentCategoryId title downloadCount }
+    pagination { page perPage total lastPage }
+  }
+}
+`;
+
+export interface HttpOptions {
+  schema: GraphQLSchema;
+  services: Services;
+  ping(): Promise<void>;
+  log: Logger;
+}
+
+export function createHttpServer({ schema, services, ping, log }: HttpOptions): http.Server {
+  const contextFor = async (request: Request) =>
+    createContext(services, await visitorFromHeaders(services.prisma, request.headers, services.groups));
+
+  const yoga = createYoga({
+    schema,
+    graphqlEndpoint: '/graphql',
+    landingPage: false,
+    logging: {
+      debug: (...a) => log.debug({ yoga: a }),
+      info: (...a) => log.info({ yoga: a }),
+      warn: (...a) => log.warn({ yoga: a }),
+      error: (...a) => log.error({ yoga: a }),
+    },
+    graphiql: {
+      title: 'Downloads Catalogue Service',
+      headers: JSON.stringify({ 'Forum-Api-Key': '' }, null, 2),
+      defaultQuery: DEFAULT_QUERY,
+    },
+    context: ({ request }) => contextFor(request),
+    maskedErrors: {
+      maskError(error) {
+        if (error instanceof GraphQLError) {
+          const original = error.originalError;
+          if (!original || original instanceof GraphQLError) {
+            if (error.extensions?.code) return error;
+            // graphql-js validation and coercion errors: bad input, per contract §4.
+            return new GraphQLError(error.message, {
+              nodes: error.nodes, source: error.source, positions: error.positions, path: error.path,
+              extensions: { ...error.extensions, code: 'invalid_input' },
+            });
+          }
+          log.error({ err: original, path: error.path }, 'unexpected error');
+          return new GraphQLError(SERVER_ERROR, { nodes: error.nodes, path: error.path, extensions: { code: 'server_error' } });
+        }
+        log.error({ err: error }, 'unexpected error');
+        return new GraphQLError(SERVER_ERROR, { extensions: { code: 'server_error', http: { status: 500 } } });
+      },
+    },
+    plugins: [
+      requestLogPlugin(log),
+      healthPlugin(ping),
+      restAdapter({
+        schema, routes, contextFor,
+        maxBodyBytes: services.config.maxBodyBytes,
+        onUnexpectedError: (err) => log.error({ err }, 'unexpected error'),
+      }),
+    ],
+  });
+
+  return http.createServer(yoga);
+}

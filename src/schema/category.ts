@@ -1,0 +1,135 @@
+// Category: the tree that groups downloads. Queries need mc_dm_category:read; writes need
+// mc_dm_category:write and admin rights; delete also mc_dm_category:delete_hard.
+import type { Category } from '../generated/prisma/client.js';
+import { builder, type Types } from './builder.js';
+import { listOf, pageArgs } from './pagination.js';
+import { payloadOf, SuccessPayload } from './payloads.js';
+import { CATEGORY_ORDERS, createCategory, deleteCategory, listCategories, updateCategory, viewableCategory } from '../domain/categories.js';
+
+const READ = ['mc_dm_category:read'];
+const WRITE = ['mc_dm_category:write'];
+
+export const CategoryRef = builder.prismaObject('Category', {
+  description: 'A node of the category tree. Permissions are inherited down the tree.',
+  fields: (t) => ({
+    categoryId: t.exposeInt('id'),
+    parentCategoryId: t.int({ description: '0 for a top-level category.', resolve: (c) => c.parentId ?? 0 }),
+    title: t.exposeString('title'),
+    description: t.exposeString('description'),
+    displayOrder: t.exposeInt('displayOrder'),
+    downloadCount: t.exposeInt('downloadCount', { description: 'Visible downloads in this category.' }),
+    faIcon: t.exposeString('faIcon'),
+    iconColor: t.exposeString('iconColor'),
+    viewUrl: t.string({ resolve: (c, _a, ctx) => categoryUrl(ctx.config.baseUrl, c) }),
+    requireApproval: t.exposeBoolean('requireApproval'),
+    requireCommentApproval: t.exposeBoolean('requireCommentApproval'),
+    enableVersioning: t.exposeBoolean('enableVersioning'),
+    allowMultiFile: t.exposeBoolean('allowMultiFile'),
+    maxTeamMembers: t.exposeInt('maxTeamMembers'),
+    maxFilesPerVersion: t.exposeInt('maxFilesPerVersion'),
+    maxFileSize: t.expose('maxFileSize', { type: 'Long', description: 'Bytes.' }),
+    maxVersionSize: t.expose('maxVersionSize', { type: 'Long', description: 'Bytes.' }),
+    maxDownloadSize: t.expose('maxDownloadSize', { type: 'Long', description: 'Bytes.' }),
+    allowedFileTypes: t.exposeString('allowedFileTypes', { description: 'Comma-separated extensions; empty allows any.' }),
+    previewTextEnabled: t.exposeBoolean('previewTextEnabled'),
+    previewImageEnabled: t.exposeBoolean('previewImageEnabled'),
+    canAddDownload: t.boolean({ resolve: async (c, _a, ctx) => (await ctx.access()).canAddDownload(c) }),
+  }),
+});
+
+export function categoryUrl(baseUrl: string, c: Pick<Category, 'id'>): string {
+  return `${baseUrl}/downloads/categories/${c.id}/`;
+}
+
+const CategoryOrderEnum = builder.enumType('CategoryOrder', {
+  values: Object.fromEntries(Object.keys(CATEGORY_ORDERS).map((k) => [k.toUpperCase(), { value: k }])) as
+    Record<'DISPLAY_ORDER' | 'TITLE' | 'DOWNLOAD_COUNT', { value: keyof typeof CATEGORY_ORDERS }>,
+});
+
+const CategoryList = listOf<Category>('Category', CategoryRef);
+
+builder.queryFields((t) => ({
+  categories: t.field({
+    type: CategoryList,
+    description: 'Every category the visitor may view, one page at a time (default order DISPLAY_ORDER, DESC).',
+    authScopes: { scope: READ },
+    args: { ...pageArgs(t.arg), order: t.arg({ type: CategoryOrderEnum, required: false }) },
+    resolve: async (_r, args, ctx) => listCategories(ctx.prisma, await ctx.access(), args),
+  }),
+  category: t.prismaField({
+    type: 'Category',
+    nullable: true,
+    description: 'One category. Unknown ids answer mc_dm_api_error.category_not_found; hidden ones do_not_have_permission.',
+    authScopes: { scope: READ },
+    args: { categoryId: t.arg.int({ required: true }) },
+    resolve: async (_q, _r, args, ctx) => viewableCategory(ctx.prisma, await ctx.access(), args.categoryId),
+  }),
+}));
+
+const fieldInputs = (t: PothosSchemaTypes.InputFieldBuilder<Types, 'InputObject'>) => ({
+  description: t.string({ required: false }),
+  parentCategoryId: t.int({ required: false, description: '0 for top-level.' }),
+  displayOrder: t.int({ required: false }),
+  faIcon: t.string({ required: false, description: 'Icon class name.' }),
+  iconColor: t.string({ required: false, description: 'CSS hex colour, e.g. #1e90ff.' }),
+});
+
+const CreateCategoryInput = builder.inputType('CreateCategoryInput', {
+  description: 'Configuration knobs are not accepted on create; set them with updateCategory.',
+  fields: (t) => ({ title: t.string({ required: true }), ...fieldInputs(t) }),
+});
+
+const UpdateCategoryInput = builder.inputType('UpdateCategoryInput', {
+  description: 'Omitted fields are left untouched.',
+  fields: (t) => ({
+    categoryId: t.int({ required: true }),
+    title: t.string({ required: false }),
+    ...fieldInputs(t),
+    requireApproval: t.boolean({ required: false }),
+    requireCommentApproval: t.boolean({ required: false }),
+    enableVersioning: t.boolean({ required: false }),
+    allowMultiFile: t.boolean({ required: false }),
+    maxTeamMembers: t.int({ required: false }),
+    maxFilesPerVersion: t.int({ required: false }),
+    maxFileSize: t.field({ type: 'Long', required: false }),
+    maxVersionSize: t.field({ type: 'Long', required: false }),
+    maxDownloadSize: t.field({ type: 'Long', required: false }),
+    allowedFileTypes: t.string({ required: false, description: 'Comma-separated extensions, e.g. "zip,rar"; empty allows any.' }),
+    previewTextEnabled: t.boolean({ required: false }),
+    previewImageEnabled: t.boolean({ required: false }),
+  }),
+});
+
+const DeleteCategoryInput = builder.inputType('DeleteCategoryInput', {
+  fields: (t) => ({
+    categoryId: t.int({ required: true }),
+    hard: t.boolean({ required: false, description: 'Must be true: categories are only hard-deleted.' }),
+  }),
+});
+
+const CreateCategoryPayload = payloadOf<Category>('CreateCategoryPayload', 'category', CategoryRef);
+const UpdateCategoryPayload = payloadOf<Category>('UpdateCategoryPayload', 'category', CategoryRef);
+
+builder.mutationFields((t) => ({
+  createCategory: t.field({
+    type: CreateCategoryPayload,
+    authScopes: { scope: WRITE, admin: true },
+    args: { input: t.arg({ type: CreateCategoryInput, required: true }) },
+    resolve: async (_r, { input }, ctx) => ({ category: await createCategory(ctx.prisma, input) }),
+  }),
+  updateCategory: t.field({
+    type: UpdateCategoryPayload,
+    authScopes: { scope: WRITE, admin: true },
+    args: { input: t.arg({ type: UpdateCategoryInput, required: true }) },
+    resolve: async (_r, { input }, ctx) => ({ category: await updateCategory(ctx.prisma, input.categoryId, input) }),
+  }),
+  deleteCategory: t.field({
+    type: SuccessPayload,
+    authScopes: { scope: [...WRITE, 'mc_dm_category:delete_hard'], admin: true },
+    args: { input: t.arg({ type: DeleteCategoryInput, required: true }) },
+    resolve: async (_r, { input }, ctx) => {
+      await deleteCategory(ctx.prisma, ctx.config, ctx.visitor.userId, input.categoryId, input.hard ?? false);
+      return { success: true };
+    },
+  }),
+}));

@@ -1,0 +1,8 @@
+// Imports every type module (each registers itself on the builder) and builds the schema.
+import { builder } from './builder.js';
+import './pagination.js';
+import './viewer.js';
+import './category.js';
+import './admin.js';
+
+export const schema = builder.toSchema({ sortSchema: false });
