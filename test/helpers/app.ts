@@ -1,0 +1,149 @@
+// Boots the real service on a fresh database for a test file, and talks to it over HTTP like a client.
+// Embedded PGlite always; a PostgreSQL server too when TEST_DATABASE_URL is set (a fresh database per file).
+import crypto from 'node:crypto';
+import os from 'node:os';
+import path from 'node:path';
+import fs from 'node:fs';
+import pg from 'pg';
+import { describe } from 'vitest';
+import { loadConfig, type Config } from '../../src/config.js';
+import { openDatabase, type Database } from '../../src/db/client.js';
+import { startApp, type App } from '../../src/app.js';
+import { createLogger } from '../../src/log.js';
+
+export type DbKind = 'pglite' | 'postgres';
+export const SUPER_KEY = 'dm_test_super_key_with_every_scope_000000000';
+
+/** Runs `body` once per database kind; the PostgreSQL block is reported as skipped without TEST_DATABASE_URL. */
+export function forEachDatabase(body: (kind: DbKind) => void): void {
+  describe('embedded PGlite', () => body('pglite'));
+  describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL server', () => body('postgres'));
+}
+
+/** A fresh, empty database on the TEST_DATABASE_URL server; dropped by the returned function. */
+export async function freshPostgres(): Promise<{ url: string; drop(): Promise<void> }> {
+  const base = process.env.TEST_DATABASE_URL!;
+  const name = `dcs_test_${process.pid}_${crypto.randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: base });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE "${name}"`);
+  await admin.end();
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const c = new pg.Client({ connectionString: base });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+export interface RestOptions {
+  key?: string | null;
+  /** Sent as application/x-www-form-urlencoded (arrays as name[]). */
+  form?: Record<string, string | number | boolean | (string | number)[]>;
+  json?: unknown;
+  query?: Record<string, string | number>;
+  headers?: Record<string, string>;
+}
+
+export interface RestResult { status: number; body: any; headers: Headers }
+
+export class TestApp {
+  constructor(readonly app: App, readonly config: Config, private readonly cleanup: () => Promise<void>) {}
+
+  get url() { return this.app.url; }
+  get prisma() { return this.app.db.prisma; }
+
+  async rest(method: string, pathname: string, opts: RestOptions = {}): Promise<RestResult> {
+    const url = new URL(pathname, this.url);
+    for (const [k, v] of Object.entries(opts.query ?? {})) url.searchParams.set(k, String(v));
+    const headers: Record<string, string> = { ...opts.headers };
+    const key = opts.key === undefined ? SUPER_KEY : opts.key;
+    if (key !== null) headers['Forum-Api-Key'] = key;
+    let body: string | undefined;
+    if (opts.form) {
+      const p = new URLSearchParams();
+      for (const [k, v] of Object.entries(opts.form)) {
+        if (Array.isArray(v)) v.forEach((item) => p.append(`${k}[]`, String(item)));
+        else p.append(k, typeof v === 'boolean' ? (v ? '1' : '0') : String(v));
+      }
+      body = p.toString();
+      headers['content-type'] = 'application/x-www-form-urlencoded';
+    } else if (opts.json !== undefined) {
+      body = JSON.stringify(opts.json);
+      headers['content-type'] = 'application/json';
+    }
+    const res = await fetch(url, { method, headers, body });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try { parsed = JSON.parse(text); } catch { /* not JSON */ }
+    return { status: res.status, body: parsed, headers: res.headers };
+  }
+
+  /** POST /graphql; returns the HTTP status and the parsed `{ data, errors }`. */
+  async gql(query: string, variables: Record<string, unknown> = {}, key: string | null = SUPER_KEY, headers: Record<string, string> = {}) {
+    const res = await fetch(new URL('/graphql', this.url), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(key !== null ? { 'Forum-Api-Key': key } : {}), ...headers },
+      body: JSON.stringify({ query, variables }),
+    });
+    const body = (await res.json()) as { data?: any; errors?: any[] };
+    return { status: res.status, ...body, codes: (body.errors ?? []).map((e: any) => e.extensions?.code) };
+  }
+
+  /** Runs a GraphQL operation that must succeed, returning its data. */
+  async gqlOk(query: string, variables: Record<string, unknown> = {}, key: string | null = SUPER_KEY) {
+    const r = await this.gql(query, variables, key);
+    if (r.errors?.length) throw new Error(`GraphQL failed: ${JSON.stringify(r.errors)}`);
+    return r.data;
+  }
+
+  /** Creates a user (admin mutation) and a user key bound to it with the given scopes. */
+  async user(username: string, opts: { isAdmin?: boolean; isModerator?: boolean; groups?: string[]; scopes?: string[] } = {}) {
+    const { createUser } = await this.gqlOk(
+      `mutation($input: CreateUserInput!) { createUser(input: $input) { user { userId username } } }`,
+      { input: { username, isAdmin: opts.isAdmin ?? false, isModerator: opts.isModerator ?? false, groups: opts.groups ?? [] } });
+    const key = await this.key('USER', opts.scopes ?? ['all'], createUser.user.userId);
+    return { userId: createUser.user.userId as number, username, key };
+  }
+
+  /** Creates an API key of `type` (GUEST | USER | SUPER) and returns the key itself. */
+  async key(type: 'GUEST' | 'USER' | 'SUPER', scopes: string[] = ['all'], userId?: number): Promise<string> {
+    const { createApiKey } = await this.gqlOk(
+      `mutation($input: CreateApiKeyInput!) { createApiKey(input: $input) { key apiKey { apiKeyId } } }`,
+      { input: { type, scopes, userId } });
+    return createApiKey.key;
+  }
+
+  async close() {
+    await this.app.close();
+    await this.cleanup();
+  }
+}
+
+/** Starts the service on a fresh database of `kind`, listening on a free port, with SUPER_KEY bootstrapped. */
+export async function startTestApp(kind: DbKind = 'pglite', overrides: Partial<Config> = {}): Promise<TestApp> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-test-'));
+  let db: Database;
+  let dropDb = async () => {};
+  if (kind === 'postgres') {
+    const fresh = await freshPostgres();
+    db = await openDatabase({ url: fresh.url });
+    dropDb = fresh.drop;
+  } else {
+    db = await openDatabase({ memory: true });
+  }
+  const config = loadConfig({}, {
+    port: 0, host: '127.0.0.1', dataDir, logLevel: 'silent', bootstrapKey: SUPER_KEY, ...overrides,
+  });
+  const app = await startApp(config, { db, log: createLogger('silent') });
+  if (!overrides.baseUrl) config.baseUrl = app.url;
+  return new TestApp(app, config, async () => {
+    await dropDb();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+}
