@@ -25,4 +25,7 @@ export const routes: Route[] = [
   { method: 'POST', path: '/api/mc-dm-categories/', document: ops.CreateCategoryDocument, envelope: 'category' },
   { method: 'PUT', path: '/api/mc-dm-categories/:category_id/', document: ops.UpdateCategoryDocument, envelope: 'category' },
   { method: 'DELETE', path: '/api/mc-dm-categories/:category_id/', document: ops.DeleteCategoryDocument, envelope: 'success' },
+  // ── downloads (rows added here)
+  // ── comments (rows added here)
+  // ── files (rows added here)
 ];

@@ -41,7 +41,7 @@ export class ApiError extends GraphQLError {
   }
 }
 
-export const notFound = (kind: 'category' | 'download' | 'comment' | 'file' | 'version' | 'user' | 'prefix' | 'api_key', id: number) =>
+export const notFound = (kind: 'category' | 'download' | 'comment' | 'file' | 'version' | 'user' | 'prefix' | 'api_key' | 'group', id: number) =>
   new ApiError(`mc_dm_api_error.${kind}_not_found`, `The requested ${kind.replace('_', ' ')} (${id}) could not be found.`, { [`${kind}_id`]: id });
 
 export const noPermission = (what = 'do that') =>

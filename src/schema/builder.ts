@@ -24,6 +24,7 @@ export const builder = new SchemaBuilder<{
   DefaultAuthStrategy: 'all';
   Scalars: {
     Long: { Input: bigint; Output: bigint | number };
+    DateTime: { Input: Date; Output: Date };
   };
 }>({
   defaultFieldNullability: false,
@@ -68,6 +69,23 @@ builder.scalarType('Long', {
 });
 
 export type Types = typeof builder extends PothosSchemaTypes.SchemaBuilder<infer T> ? T : never;
+
+// ISO 8601 with a date, optional time and zone, e.g. 2026-11-22, 2026-11-22T10:00:00Z, 2026-11-22T10:00:00+01:00.
+const ISO_8601 = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/;
+
+builder.scalarType('DateTime', {
+  description: 'An ISO 8601 date or date-time (inputs such as `since`); a zone-less time is read as UTC.',
+  serialize: (v) => (v instanceof Date ? v.toISOString() : v),
+  parseValue: (v) => {
+    if (typeof v === 'string' && ISO_8601.test(v.trim())) {
+      let s = v.trim().replace(' ', 'T');
+      if (/T/.test(s) && !/(Z|[+-]\d{2}:?\d{2})$/.test(s)) s += 'Z';
+      const d = new Date(s);
+      if (!Number.isNaN(d.getTime())) return d;
+    }
+    throw new ApiError('invalid_input', `Expected an ISO 8601 date such as 2026-11-22T10:00:00Z, got ${JSON.stringify(v)}.`);
+  },
+});
 
 /** Unix seconds, the spec's timestamp form. */
 export const unix = (d: Date | null | undefined): number => (d ? Math.floor(d.getTime() / 1000) : 0);

@@ -4,5 +4,6 @@ import './pagination.js';
 import './viewer.js';
 import './category.js';
 import './admin.js';
+// resource modules are imported below, one line each
 
 export const schema = builder.toSchema({ sortSchema: false });
