@@ -1,5 +1,6 @@
 // Small Yoga plugins: health endpoints and request logs.
 import type { Plugin } from 'graphql-yoga';
+import type { GraphQLError } from 'graphql';
 import type { Logger } from '../log.js';
 
 const json = (status: number, body: unknown) =>
@@ -38,6 +39,26 @@ export function requestLogPlugin(log: Logger): Plugin {
         status: response.status,
         ms: t0 === undefined ? undefined : Math.round((performance.now() - t0) * 10) / 10,
       }, 'request');
+    },
+  };
+}
+
+/** Codes graphql-yoga gives to malformed requests; the contract calls them all invalid_input (§4). */
+const GRAPHQL_INPUT_CODES = new Set(['GRAPHQL_VALIDATION_FAILED', 'GRAPHQL_PARSE_FAILED', 'BAD_USER_INPUT']);
+
+/** Rewrites parse, validation and coercion error codes to the contract's `invalid_input`. */
+export function contractCodesPlugin(): Plugin {
+  return {
+    onResultProcess({ result }) {
+      for (const r of Array.isArray(result) ? result : [result]) {
+        const errors = (r as { errors?: readonly GraphQLError[] } | undefined)?.errors;
+        for (const e of errors ?? []) {
+          const code = e.extensions?.code;
+          if (code === undefined || (typeof code === 'string' && GRAPHQL_INPUT_CODES.has(code))) {
+            (e.extensions as Record<string, unknown>).code = 'invalid_input';
+          }
+        }
+      }
     },
   };
 }

@@ -9,7 +9,7 @@ import { createContext } from '../schema/context.js';
 import { visitorFromHeaders } from '../auth/visitor.js';
 import { restAdapter } from '../../rest-adapter/plugin.js';
 import { routes } from '../../rest-adapter/routes.js';
-import { healthPlugin, requestLogPlugin } from './plugins.js';
+import { contractCodesPlugin, healthPlugin, requestLogPlugin } from './plugins.js';
 
 const SERVER_ERROR = 'An unexpected error occurred. It has been logged.';
 
@@ -55,12 +55,7 @@ export function createHttpServer({ schema, services, ping, log }: HttpOptions): 
         if (error instanceof GraphQLError) {
           const original = error.originalError;
           if (!original || original instanceof GraphQLError) {
-            if (error.extensions?.code) return error;
-            // graphql-js validation and coercion errors: bad input, per contract §4.
-            return new GraphQLError(error.message, {
-              nodes: error.nodes, source: error.source, positions: error.positions, path: error.path,
-              extensions: { ...error.extensions, code: 'invalid_input' },
-            });
+            return error; // contract errors, and bad input (coded by contractCodesPlugin)
           }
           log.error({ err: original, path: error.path }, 'unexpected error');
           return new GraphQLError(SERVER_ERROR, { nodes: error.nodes, path: error.path, extensions: { code: 'server_error' } });
@@ -72,6 +67,7 @@ export function createHttpServer({ schema, services, ping, log }: HttpOptions): 
     plugins: [
       requestLogPlugin(log),
       healthPlugin(ping),
+      contractCodesPlugin(),
       restAdapter({
         schema, routes, contextFor,
         maxBodyBytes: services.config.maxBodyBytes,

@@ -1,0 +1,176 @@
+// Contract §3 as pure functions: resolution down the category tree, overrides, several groups, super keys,
+// and the derived can* checks.
+import { describe, expect, it } from 'vitest';
+import { PermissionResolver, emptyPermissionData, type PermissionData, type OverrideValue } from '../src/permissions/resolve.js';
+import { Access, type Visitor } from '../src/permissions/access.js';
+import { BUILT_IN_GROUPS, PERMISSIONS } from '../src/permissions/names.js';
+
+// Tree: 1 (top) → 2 → 3 ; 4 (top, sibling)
+const GUEST = 1, REG = 2, MOD = 3, EXTRA = 5;
+
+function data(overrides: [number, number, string, OverrideValue][] = []): PermissionData {
+  const d = emptyPermissionData();
+  d.grants.set(GUEST, new Set(BUILT_IN_GROUPS.guest));
+  d.grants.set(REG, new Set(BUILT_IN_GROUPS.registered));
+  d.grants.set(MOD, new Set(BUILT_IN_GROUPS.moderator));
+  d.grants.set(EXTRA, new Set());
+  d.parents.set(1, null).set(2, 1).set(3, 2).set(4, null);
+  for (const [cat, group, perm, value] of overrides) {
+    if (!d.overrides.has(cat)) d.overrides.set(cat, new Map());
+    const byGroup = d.overrides.get(cat)!;
+    if (!byGroup.has(group)) byGroup.set(group, new Map());
+    byGroup.get(group)!.set(perm, value);
+  }
+  return d;
+}
+
+const visitor = (over: Partial<Visitor> = {}): Visitor => ({
+  userId: 7, username: 'u', isSuper: false, isAdmin: false, isModerator: false, groupIds: [REG], scopes: new Set(), apiKeyId: 1, ...over,
+});
+
+describe('built-in group defaults', () => {
+  it('guest ⊂ registered ⊂ moderator = administrator = every permission', () => {
+    expect(BUILT_IN_GROUPS.guest).toEqual(['view', 'viewComments', 'download']);
+    for (const p of BUILT_IN_GROUPS.guest) expect(BUILT_IN_GROUPS.registered).toContain(p);
+    expect([...BUILT_IN_GROUPS.registered].sort()).toEqual(
+      ['view', 'viewComments', 'download', 'add', 'comment', 'editOwn', 'deleteOwn', 'editOwnComment', 'deleteOwnComment'].sort());
+    expect([...BUILT_IN_GROUPS.moderator].sort()).toEqual([...PERMISSIONS].sort());
+    expect([...BUILT_IN_GROUPS.administrator].sort()).toEqual([...PERMISSIONS].sort());
+  });
+});
+
+describe('resolution down the tree', () => {
+  it('without overrides every level falls back to the global grant', () => {
+    const r = new PermissionResolver([REG], data());
+    for (const c of [1, 2, 3, 4]) {
+      expect(r.has('add', c)).toBe(true);
+      expect(r.has('editAny', c)).toBe(false);
+    }
+    expect(r.has('add')).toBe(true);
+  });
+
+  it('a deny on the top level is inherited by the second and third levels, not by a sibling tree', () => {
+    const r = new PermissionResolver([REG], data([[1, REG, 'add', 'deny']]));
+    expect([r.has('add', 1), r.has('add', 2), r.has('add', 3), r.has('add', 4)]).toEqual([false, false, false, true]);
+  });
+
+  it('an override on the middle level applies to it and below, the top keeps the global value', () => {
+    const r = new PermissionResolver([REG], data([[2, REG, 'editAny', 'allow']]));
+    expect([r.has('editAny', 1), r.has('editAny', 2), r.has('editAny', 3)]).toEqual([false, true, true]);
+  });
+
+  it('an override on the leaf applies only there', () => {
+    const r = new PermissionResolver([REG], data([[3, REG, 'view', 'deny']]));
+    expect([r.has('view', 1), r.has('view', 2), r.has('view', 3)]).toEqual([true, true, false]);
+  });
+
+  it('the nearest override wins: deny at the top, allow again in the middle, deny at the leaf', () => {
+    const r = new PermissionResolver([REG], data([
+      [1, REG, 'download', 'deny'], [2, REG, 'download', 'allow'], [3, REG, 'download', 'deny'],
+    ]));
+    expect([r.has('download', 1), r.has('download', 2), r.has('download', 3)]).toEqual([false, true, false]);
+  });
+
+  it('overrides of another group do not affect this one', () => {
+    const r = new PermissionResolver([REG], data([[1, GUEST, 'view', 'deny']]));
+    expect(r.has('view', 3)).toBe(true);
+  });
+});
+
+describe('several groups: any group that resolves to allow grants', () => {
+  it('a deny in one group is outweighed by an allow in another', () => {
+    const r = new PermissionResolver([REG, EXTRA], data([[1, REG, 'view', 'deny'], [2, EXTRA, 'view', 'allow']]));
+    expect([r.has('view', 1), r.has('view', 2), r.has('view', 3)]).toEqual([false, true, true]);
+  });
+
+  it('an extra group with no grants adds nothing, a moderator group adds everything', () => {
+    expect(new PermissionResolver([REG, EXTRA], data()).has('deleteAny', 3)).toBe(false);
+    expect(new PermissionResolver([REG, MOD], data()).has('deleteAny', 3)).toBe(true);
+  });
+
+  it('when every group is denied, the permission is withheld', () => {
+    const r = new PermissionResolver([REG, MOD], data([[2, REG, 'view', 'deny'], [2, MOD, 'view', 'deny']]));
+    expect(r.has('view', 3)).toBe(false);
+  });
+});
+
+describe('super-user keys', () => {
+  it('pass every permission and every derived check, whatever the overrides say', () => {
+    const a = new Access(visitor({ isSuper: true, userId: 0, groupIds: [GUEST] }), null);
+    for (const p of PERMISSIONS) expect(a.has(p, 3)).toBe(true);
+    const d = { id: 1, categoryId: 3, userId: 99, state: 'draft' as const };
+    expect(a.canViewDownload(d)).toBe(true);
+    expect(a.canHardDeleteDownload(d)).toBe(true);
+    expect(a.canViewComment({ userId: 5, state: 'deleted' }, d)).toBe(true);
+    expect(a.hasAdminRights).toBe(true);
+  });
+});
+
+describe('derived checks', () => {
+  const access = (groups: number[], overrides: [number, number, string, OverrideValue][] = [], v: Partial<Visitor> = {}) =>
+    new Access(visitor({ groupIds: groups, ...v }), new PermissionResolver(groups, data(overrides)));
+  const dl = (state: 'visible' | 'moderated' | 'deleted' | 'draft', userId = 99, categoryId = 3) => ({ id: 1, categoryId, userId, state });
+
+  it('download visibility follows the state rule', () => {
+    const reg = access([REG]);
+    expect(reg.canViewDownload(dl('visible'))).toBe(true);
+    expect(reg.canViewDownload(dl('moderated'))).toBe(false);
+    expect(reg.canViewDownload(dl('moderated', 7))).toBe(true); // owner
+    expect(reg.canViewDownload(dl('deleted', 7))).toBe(false);
+    expect(reg.canViewDownload(dl('draft', 7))).toBe(true);
+    expect(reg.canViewDownload(dl('draft'))).toBe(false);
+    const mod = access([REG, MOD]);
+    expect(mod.canViewDownload(dl('moderated'))).toBe(true);
+    expect(mod.canViewDownload(dl('deleted'))).toBe(true);
+    expect(mod.canViewDownload(dl('draft'))).toBe(false); // drafts are the owner's alone
+    expect(access([REG], [[2, REG, 'view', 'deny']]).canViewDownload(dl('visible'))).toBe(false);
+  });
+
+  it('edit: editAny, or owner / team member with editOwn; files follow edit', () => {
+    const reg = access([REG]);
+    expect(reg.canEditDownload(dl('visible'))).toBe(false);
+    expect(reg.canEditDownload(dl('visible', 7))).toBe(true);
+    expect(reg.canEditDownload(dl('visible'), true)).toBe(true);
+    expect(reg.canManageFiles(dl('visible'), true)).toBe(true);
+    expect(access([REG], [[3, REG, 'editOwn', 'deny']]).canEditDownload(dl('visible', 7))).toBe(false);
+    expect(access([REG, MOD]).canEditDownload(dl('visible'))).toBe(true);
+  });
+
+  it('delete, hard delete, move, download', () => {
+    const reg = access([REG]);
+    expect(reg.canDeleteDownload(dl('visible', 7))).toBe(true);
+    expect(reg.canDeleteDownload(dl('visible'))).toBe(false);
+    expect(reg.canHardDeleteDownload(dl('visible', 7))).toBe(false);
+    expect(reg.canMoveDownload(dl('visible', 7))).toBe(false);
+    expect(reg.canDownload(dl('visible'))).toBe(true);
+    expect(access([REG], [[1, REG, 'download', 'deny']]).canDownload(dl('visible'))).toBe(false);
+    const mod = access([REG, MOD]);
+    expect(mod.canHardDeleteDownload(dl('visible'))).toBe(true);
+    expect(mod.canMoveDownload(dl('visible'))).toBe(true);
+  });
+
+  it('the guest visitor owns nothing', () => {
+    const guest = access([GUEST], [], { userId: 0 });
+    expect(guest.canEditDownload(dl('visible', 0))).toBe(false);
+    expect(guest.canViewDownload(dl('draft', 0))).toBe(false);
+    expect(guest.canAddDownload({ id: 3 })).toBe(false);
+  });
+
+  it('comments: view needs viewComments and the download; edit and delete own or any', () => {
+    const reg = access([REG]);
+    const d = dl('visible');
+    expect(reg.canViewComments(d)).toBe(true);
+    expect(access([REG], [[1, REG, 'viewComments', 'deny']]).canViewComments(d)).toBe(false);
+    expect(reg.canViewComment({ userId: 99, state: 'moderated' }, d)).toBe(false);
+    expect(reg.canViewComment({ userId: 7, state: 'moderated' }, d)).toBe(true);
+    expect(reg.canEditComment({ userId: 7, state: 'visible' }, d)).toBe(true);
+    expect(reg.canEditComment({ userId: 99, state: 'visible' }, d)).toBe(false);
+    expect(reg.canDeleteComment({ userId: 7, state: 'visible' }, d)).toBe(true);
+    expect(access([REG, MOD]).canDeleteComment({ userId: 99, state: 'visible' }, d)).toBe(true);
+  });
+
+  it('admin rights come from the is_admin flag, not from group permissions', () => {
+    expect(access([REG, MOD]).hasAdminRights).toBe(false);
+    expect(access([REG], [], { isAdmin: true }).hasAdminRights).toBe(true);
+  });
+});
