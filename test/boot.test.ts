@@ -1,0 +1,135 @@
+// Start-up: migrations, the bootstrap key, persistence of the embedded database, several instances on one server.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.js';
+import { startApp } from '../src/app.js';
+import { openDatabase } from '../src/db/client.js';
+import { migrate, readMigrations } from '../src/db/migrate.js';
+import { createLogger } from '../src/log.js';
+import { hashKey } from '../src/auth/keys.js';
+import { freshPostgres } from './helpers/app.js';
+
+const silent = createLogger('silent');
+const tmp = () => fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-boot-'));
+const config = (dataDir: string, extra: Record<string, string> = {}) =>
+  loadConfig({ DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'silent', ...extra });
+
+async function getCategories(url: string, key: string) {
+  const r = await fetch(`${url}/api/mc-dm-categories/`, { headers: { 'Forum-Api-Key': key } });
+  return { status: r.status, body: (await r.json()) as any };
+}
+
+describe('embedded database under DATA_DIR', () => {
+  const dir = tmp();
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('generates a bootstrap key once, stores only its hash, and keeps data across restarts', async () => {
+    const first = await startApp(config(dir), { log: silent });
+    try {
+      expect(first.generatedKey).toMatch(/^dm_/);
+      const key = first.generatedKey!;
+      const stored = await first.db.prisma.apiKey.findMany();
+      expect(stored).toHaveLength(1);
+      expect(stored[0]).toMatchObject({ type: 'super', keyHash: hashKey(key) });
+      expect(stored[0]!.scopes).toHaveLength(6);
+      const created = await fetch(`${first.url}/api/mc-dm-categories/`, {
+        method: 'POST', headers: { 'Forum-Api-Key': key, 'content-type': 'application/x-www-form-urlencoded' }, body: 'title=Persisted',
+      });
+      expect(created.status).toBe(200);
+      await first.close();
+
+      expect(fs.existsSync(path.join(dir, 'db'))).toBe(true);
+      const second = await startApp(config(dir), { log: silent });
+      try {
+        expect(second.generatedKey).toBeUndefined();
+        const list = await getCategories(second.url, key);
+        expect(list.body.categories.map((c: any) => c.title)).toEqual(['Persisted']);
+        expect(await second.db.prisma.group.count()).toBe(4);
+      } finally {
+        await second.close();
+      }
+    } catch (err) {
+      await first.close().catch(() => {});
+      throw err;
+    }
+  });
+});
+
+describe('DM_BOOTSTRAP_KEY', () => {
+  it('ensures a super-user key with that value and every scope, re-activating it if revoked', async () => {
+    const db = await openDatabase({ memory: true });
+    const key = 'dm_operator_chosen_key_0123456789abcdef0123456789';
+    const app = await startApp(config(tmp(), { DM_BOOTSTRAP_KEY: key }), { db, log: silent });
+    try {
+      expect(app.generatedKey).toBeUndefined();
+      expect((await getCategories(app.url, key)).status).toBe(200);
+      await db.prisma.apiKey.update({ where: { keyHash: hashKey(key) }, data: { isActive: false, scopes: [] } });
+      expect((await getCategories(app.url, key)).status).toBe(401);
+    } finally {
+      await app.server.close();
+    }
+    // a restart restores it
+    const again = await startApp(config(tmp(), { DM_BOOTSTRAP_KEY: key }), { db, log: silent });
+    try {
+      expect((await getCategories(again.url, key)).status).toBe(200);
+      expect(await db.prisma.apiKey.count()).toBe(1);
+    } finally {
+      await again.close();
+    }
+  });
+});
+
+describe('migrator', () => {
+  it('applies each migration once and refuses a migration changed after it was applied', async () => {
+    const db = await openDatabase({ memory: true });
+    try {
+      const all = readMigrations();
+      expect(await migrate(db, all)).toEqual(all.map((m) => m.name));
+      expect(await migrate(db, all)).toEqual([]);
+      const tampered = all.map((m, i) => (i === 0 ? { ...m, checksum: 'x'.repeat(64) } : m));
+      await expect(migrate(db, tampered)).rejects.toThrow(/changed after it was applied/);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('rolls back a failing migration entirely', async () => {
+    const db = await openDatabase({ memory: true });
+    try {
+      await migrate(db);
+      const bad = [...readMigrations(), { name: '99999999_bad', sql: 'CREATE TABLE half_done (id int); SELECT broken_syntax FROM;', checksum: 'b'.repeat(64) }];
+      await expect(migrate(db, bad)).rejects.toThrow(/99999999_bad failed/);
+      const tables = await db.session((s) => s.query(`SELECT to_regclass('half_done') AS t`));
+      expect(tables[0]!.t).toBeNull();
+    } finally {
+      await db.close();
+    }
+  });
+});
+
+describe.skipIf(!process.env.TEST_DATABASE_URL)('several instances on one PostgreSQL server', () => {
+  it('start together without breaking each other: migrations and first-start data are applied once', async () => {
+    const fresh = await freshPostgres();
+    try {
+      const cfg = (extra: Record<string, string> = {}) => config(tmp(), { DATABASE_URL: fresh.url, ...extra });
+      const apps = await Promise.all([1, 2, 3].map(() => startApp(cfg(), { log: silent })));
+      try {
+        const keys = apps.map((a) => a.generatedKey).filter(Boolean);
+        expect(keys).toHaveLength(1); // exactly one instance generated the bootstrap key
+        const prisma = apps[0]!.db.prisma;
+        expect(await prisma.group.count()).toBe(4);
+        expect(await prisma.groupPermission.count({ where: { group: { name: 'guest' } } })).toBe(3);
+        const applied = await apps[0]!.db.session((s) => s.query<{ n: number }>(`SELECT count(*)::int AS n FROM "_prisma_migrations"`));
+        expect(applied[0]!.n).toBe(readMigrations().length);
+        // every instance serves the same data
+        for (const a of apps) expect((await getCategories(a.url, keys[0]!)).status).toBe(200);
+      } finally {
+        for (const a of apps) await a.close();
+      }
+    } finally {
+      await fresh.drop();
+    }
+  });
+});
