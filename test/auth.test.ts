@@ -99,6 +99,7 @@ forEachDatabase((kind) => {
       const html = await r.text();
       expect(html).toContain('Downloads Catalogue Service');
       expect(html).toContain('Forum-Api-Key');
+      expect(html).not.toContain('unpkg.com'); // assets are bundled: works offline
     });
   });
 });

@@ -2,6 +2,7 @@
 // /healthz and /readyz.
 import http from 'node:http';
 import { createYoga } from 'graphql-yoga';
+import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { GraphQLError, type GraphQLSchema } from 'graphql';
 import type { Logger } from '../log.js';
 import type { Services } from '../schema/context.js';
@@ -38,6 +39,8 @@ export function createHttpServer({ schema, services, ping, log }: HttpOptions): 
     schema,
     graphqlEndpoint: '/graphql',
     landingPage: false,
+    // GraphiQL with its assets bundled: it works on machines without internet access.
+    renderGraphiQL,
     logging: {
       debug: (...a) => log.debug({ yoga: a }),
       info: (...a) => log.info({ yoga: a }),
