@@ -346,6 +346,24 @@ forEachDatabase((kind) => {
     });
   });
 
+  describe('node(id)', () => {
+    it('fetches a category by its global id with the same permission and scope rules', async () => {
+      const c = await t.gqlOk(`mutation { createCategory(input: { title: "Noded" }) { category { id categoryId } } }`);
+      const { id, categoryId } = c.createCategory.category;
+      const found = await t.gqlOk(`query($id: ID!) { node(id: $id) { id ... on Category { categoryId title } } }`, { id });
+      expect(found.node).toEqual({ id, categoryId, title: 'Noded' });
+      const u = await t.user(`noder_${kind}`);
+      await t.gqlOk(`mutation($i: SetCategoryPermissionInput!) { setCategoryPermission(input: $i) { ok } }`,
+        { i: { categoryId, group: 'registered', permission: 'view', value: 'DENY' } });
+      expect((await t.gql(`query($id: ID!) { node(id: $id) { id } }`, { id }, u.key)).codes).toEqual(['do_not_have_permission']);
+      const noScope = await t.key('SUPER', ['mc_dm_download:read']);
+      expect((await t.gql(`query($id: ID!) { node(id: $id) { id } }`, { id }, noScope)).codes).toEqual(['api_scope_missing']);
+      expect((await t.gql(`{ node(id: "bm9wZToxMjM") { id } }`)).codes).toEqual(['invalid_input']);
+      const gone = Buffer.from('Category:999999').toString('base64url');
+      expect((await t.gql(`query($id: ID!) { node(id: $id) { id } }`, { id: gone })).codes).toEqual(['mc_dm_api_error.category_not_found']);
+    });
+  });
+
   describe('REST routing', () => {
     it('404 endpoint_not_found for unknown paths and 405 method_not_allowed for known ones', async () => {
       const nf = await t.rest('GET', '/api/mc-dm-nothing/');

@@ -4,6 +4,7 @@ import type { Category } from '../generated/prisma/client.js';
 import { builder, type Types } from './builder.js';
 import { listOf, pageArgs } from './pagination.js';
 import { payloadOf, SuccessPayload } from './payloads.js';
+import { NodeRef, registerNode } from './node.js';
 import { CATEGORY_ORDERS, createCategory, deleteCategory, listCategories, updateCategory, viewableCategory } from '../domain/categories.js';
 
 const READ = ['mc_dm_category:read'];
@@ -11,6 +12,7 @@ const WRITE = ['mc_dm_category:write'];
 
 export const CategoryRef = builder.prismaObject('Category', {
   description: 'A node of the category tree. Permissions are inherited down the tree.',
+  interfaces: [NodeRef],
   fields: (t) => ({
     categoryId: t.exposeInt('id'),
     parentCategoryId: t.int({ description: '0 for a top-level category.', resolve: (c) => c.parentId ?? 0 }),
@@ -40,6 +42,8 @@ export const CategoryRef = builder.prismaObject('Category', {
 export function categoryUrl(baseUrl: string, c: Pick<Category, 'id'>): string {
   return `${baseUrl}/downloads/categories/${c.id}/`;
 }
+
+registerNode('Category', READ, async (ctx, id) => viewableCategory(ctx.prisma, await ctx.access(), id));
 
 const CategoryOrderEnum = builder.enumType('CategoryOrder', {
   values: Object.fromEntries(Object.keys(CATEGORY_ORDERS).map((k) => [k.toUpperCase(), { value: k }])) as

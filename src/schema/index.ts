@@ -1,6 +1,7 @@
 // Imports every type module (each registers itself on the builder) and builds the schema.
 import { builder } from './builder.js';
 import './pagination.js';
+import './node.js';
 import './viewer.js';
 import './category.js';
 import './admin.js';
