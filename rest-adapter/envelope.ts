@@ -1,5 +1,6 @@
 // GraphQL results out as the spec's envelopes: snake_case keys (keys that start with a capital, such as the
-// embedded `Category` and `CurrentVersion`, are kept as written), and errors as `{ errors: [...] }`.
+// embedded `Category` and `CurrentVersion`, are kept as written, and left out when null: the spec says such
+// objects are present only when set), and errors as `{ errors: [...] }`.
 import { statusOf, type ErrorBodyItem } from '../src/errors.js';
 import { toSnake } from './inputs.js';
 
@@ -7,7 +8,13 @@ export function snakeKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(snakeKeys);
   if (value === null || typeof value !== 'object') return value;
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) out[/^[A-Z]/.test(k) ? k : toSnake(k)] = snakeKeys(v);
+  for (const [k, v] of Object.entries(value)) {
+    if (/^[A-Z]/.test(k)) {
+      if (v !== null) out[k] = snakeKeys(v);
+    } else {
+      out[toSnake(k)] = snakeKeys(v);
+    }
+  }
   return out;
 }
 

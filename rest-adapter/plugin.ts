@@ -6,11 +6,13 @@ import { ApiError, toErrorItem, type ErrorBodyItem } from '../src/errors.js';
 import { addPairs, toVariables, type Raw, type RawFields } from './inputs.js';
 import { envelope, errorBody } from './envelope.js';
 import type { Route } from './routes.js';
+import { enumTree, lowerEnums, type EnumTree } from './enums.js';
 
 interface CompiledRoute extends Route {
   pattern: RegExp;
   operation: OperationDefinitionNode;
   rootField: string;
+  enums: EnumTree;
 }
 
 /** Parses nothing at request time: every document is validated against the schema once, here. */
@@ -25,7 +27,9 @@ export function compileRoutes(schema: GraphQLSchema, routes: Route[]): CompiledR
     const root = operation?.selectionSet.selections[0];
     if (!operation || !root || root.kind !== Kind.FIELD) throw new Error(`REST route ${route.method} ${route.path}: no operation with a root field.`);
     const source = route.path.replace(/\/+$/, '').replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:([a-z_]+)/g, '(?<$1>[^/]+)');
-    return { ...route, pattern: new RegExp(`^${source}/?$`), operation, rootField: root.alias?.value ?? root.name.value };
+    const rootField = root.alias?.value ?? root.name.value;
+    const enums = (enumTree(schema, doc, operation).get(rootField) as EnumTree | undefined) ?? new Map();
+    return { ...route, pattern: new RegExp(`^${source}/?$`), operation, rootField, enums };
   });
 }
 
@@ -119,7 +123,7 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
       const variableValues = toVariables(options.schema, hit.r.operation, raw);
       const result = await execute({ schema: options.schema, document: hit.r.document as DocumentNode, variableValues, contextValue });
       if (result.errors?.length) return fail(result.errors.map(itemOf));
-      return json(200, envelope(hit.r.envelope, result.data?.[hit.r.rootField]));
+      return json(200, envelope(hit.r.envelope, lowerEnums(result.data?.[hit.r.rootField], hit.r.enums)));
     } catch (err) {
       return fail([itemOf(err)]);
     }

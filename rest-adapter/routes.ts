@@ -26,6 +26,11 @@ export const routes: Route[] = [
   { method: 'PUT', path: '/api/mc-dm-categories/:category_id/', document: ops.UpdateCategoryDocument, envelope: 'category' },
   { method: 'DELETE', path: '/api/mc-dm-categories/:category_id/', document: ops.DeleteCategoryDocument, envelope: 'success' },
   // ── downloads (rows added here)
+  { method: 'GET', path: '/api/mc-dm-downloads/', document: ops.ListDownloadsDocument, envelope: 'downloads' },
+  { method: 'GET', path: '/api/mc-dm-downloads/:download_id/', document: ops.GetDownloadDocument, envelope: 'download' },
+  { method: 'POST', path: '/api/mc-dm-downloads/', document: ops.CreateDownloadDocument, envelope: 'download' },
+  { method: 'PUT', path: '/api/mc-dm-downloads/:download_id/', document: ops.UpdateDownloadDocument, envelope: 'download' },
+  { method: 'DELETE', path: '/api/mc-dm-downloads/:download_id/', document: ops.DeleteDownloadDocument, envelope: 'success' },
   // ── comments (rows added here)
   // ── files (rows added here)
 ];

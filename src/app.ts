@@ -11,6 +11,8 @@ import { createLogger, type Logger } from './log.js';
 import { schema } from './schema/index.js';
 import type { Services } from './schema/context.js';
 import { createHttpServer } from './http/server.js';
+import { LocalStorage } from './files/storage/local.js';
+import { schedulePurge } from './jobs/purge.js';
 
 export interface App {
   url: string;
@@ -30,7 +32,8 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
     const applied = await migrate(db);
     if (applied.length > 0) log.info({ applied }, 'migrations applied');
     const { groups, generatedKey } = await bootstrap(db, config.bootstrapKey);
-    const services: Services = { prisma: db.prisma, config, groups };
+    const storage = new LocalStorage(path.join(config.dataDir, 'files'));
+    const services: Services = { prisma: db.prisma, config, groups, storage };
     const server = createHttpServer({ schema, services, ping: db.ping, log });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -39,9 +42,11 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
     const { port } = server.address() as AddressInfo;
     const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
     log.info({ url, database: db.kind }, 'listening');
+    const stopPurge = schedulePurge(db.prisma, storage, config.softDeleteRetentionDays, log);
     return {
       url, server, db, services, log, generatedKey,
       async close() {
+        stopPurge();
         server.closeAllConnections?.();
         await new Promise<void>((resolve) => server.close(() => resolve()));
         await db.close();

@@ -51,7 +51,8 @@ describe('toVariables', () => {
 
 describe('envelopes', () => {
   it('snake-cases keys but keeps capitalised embedded objects', () => {
-    expect(snakeKeys({ downloadId: 1, Category: { categoryId: 2 }, CurrentVersion: null })).toEqual({ download_id: 1, Category: { category_id: 2 }, CurrentVersion: null });
+    expect(snakeKeys({ downloadId: 1, coverUrl: null, Category: { categoryId: 2 }, CurrentVersion: null }))
+      .toEqual({ download_id: 1, cover_url: null, Category: { category_id: 2 } });
   });
 
   it('wraps single, list and success results', () => {

@@ -21,6 +21,8 @@ export interface Database {
   session<T>(fn: (s: Session) => Promise<T>): Promise<T>;
   /** Cheap round trip, for /readyz. */
   ping(): Promise<void>;
+  /** SQL statements sent since the database was opened (outside transactions): for tests that bound query counts. */
+  statements(): number;
   close(): Promise<void>;
 }
 
@@ -36,6 +38,9 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
     lite = new PGlite();
   }
   await lite.waitReady;
+  let statements = 0;
+  const query = lite.query.bind(lite);
+  lite.query = ((...args: Parameters<typeof query>) => { statements++; return query(...args); }) as typeof lite.query;
   // pglite-prisma-adapter pins an older @prisma/driver-adapter-utils: the runtime contract matches, the types differ.
   const prisma = new PrismaClient({ adapter: new PrismaPGlite(lite) as unknown as PrismaPg });
   const session: Session = {
@@ -47,12 +52,18 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
     prisma,
     session: (fn) => fn(session),
     ping: async () => { await lite.query('SELECT 1'); },
+    statements: () => statements,
     close: async () => { await prisma.$disconnect(); await lite.close(); },
   };
 }
 
 async function openPostgres(url: string): Promise<Database> {
   const pool = new pg.Pool({ connectionString: url, max: Number(process.env.DATABASE_POOL_SIZE || 10) });
+  let statements = 0;
+  pool.on('connect', (client) => {
+    const query = client.query.bind(client);
+    client.query = ((...args: unknown[]) => { statements++; return (query as any)(...args); }) as typeof client.query;
+  });
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
   return {
     kind: 'postgres',
@@ -69,6 +80,7 @@ async function openPostgres(url: string): Promise<Database> {
       }
     },
     ping: async () => { await pool.query('SELECT 1'); },
+    statements: () => statements,
     close: async () => { await prisma.$disconnect(); await pool.end().catch(() => {}); },
   };
 }

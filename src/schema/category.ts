@@ -132,7 +132,8 @@ builder.mutationFields((t) => ({
     authScopes: { scope: [...WRITE, 'mc_dm_category:delete_hard'], admin: true },
     args: { input: t.arg({ type: DeleteCategoryInput, required: true }) },
     resolve: async (_r, { input }, ctx) => {
-      await deleteCategory(ctx.prisma, ctx.config, ctx.visitor.userId, input.categoryId, input.hard ?? false);
+      const { removedBlobs } = await deleteCategory(ctx.prisma, ctx.config, ctx.visitor.userId, input.categoryId, input.hard ?? false);
+      await ctx.removeBlobs(removedBlobs);
       return { success: true };
     },
   }),

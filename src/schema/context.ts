@@ -4,24 +4,41 @@ import type { Config } from '../config.js';
 import type { BuiltInGroupIds } from '../auth/visitor.js';
 import { Access, type Visitor } from '../permissions/access.js';
 import { loadPermissionResolver } from '../permissions/load.js';
+import type { Storage } from '../files/storage/index.js';
 
 export interface Services {
   prisma: PrismaClient;
   config: Config;
   groups: BuiltInGroupIds;
+  storage: Storage;
 }
 
 export interface Context extends Services {
   visitor: Visitor;
   /** The visitor's permission checks, loaded once per request on first use. */
   access(): Promise<Access>;
+  /** Removes blobs whose rows a hard delete removed (after the transaction committed). */
+  removeBlobs(keys: readonly string[]): Promise<void>;
+  /** Whether the visitor is on a download's team (one query per request, on first use). */
+  team: { isTeamMember(downloadId: number): Promise<boolean> };
 }
 
 export function createContext(services: Services, visitor: Visitor): Context {
   let access: Promise<Access> | undefined;
+  let teams: Promise<Set<number>> | undefined;
+  const team = {
+    async isTeamMember(downloadId: number) {
+      if (visitor.userId === 0) return false;
+      teams ??= services.prisma.teamMember.findMany({ where: { userId: visitor.userId }, select: { downloadId: true } })
+        .then((rows) => new Set(rows.map((r) => r.downloadId)));
+      return (await teams).has(downloadId);
+    },
+  };
   return {
     ...services,
     visitor,
+    team,
+    removeBlobs: (keys) => (keys.length ? services.storage.remove(keys) : Promise.resolve()),
     access: () => (access ??= visitor.isSuper
       ? Promise.resolve(new Access(visitor, null))
       : loadPermissionResolver(services.prisma, visitor.groupIds).then((r) => new Access(visitor, r))),

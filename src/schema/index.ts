@@ -6,5 +6,6 @@ import './viewer.js';
 import './category.js';
 import './admin.js';
 // resource modules are imported below, one line each
+import './download.js';
 
 export const schema = builder.toSchema({ sortSchema: false });

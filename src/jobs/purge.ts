@@ -1,0 +1,50 @@
+// Purges soft-deleted downloads once their retention window has passed (contract §6): each one is removed with
+// its versions, files, comments and blobs, and recorded in the audit log as `download.purged`.
+import type { PrismaClient } from '../generated/prisma/client.js';
+import type { Storage } from '../files/storage/index.js';
+import type { Logger } from '../log.js';
+import { hardDeleteDownloads } from '../domain/purge.js';
+import { refreshCategoryCounts } from '../domain/categories.js';
+
+const BATCH = 100;
+
+/** Returns the ids it purged. `now` is a parameter so the rule can be tested without waiting. */
+export async function purgeExpiredDownloads(prisma: PrismaClient, storage: Storage, retentionDays: number, now = new Date()): Promise<number[]> {
+  const cutoff = new Date(now.getTime() - retentionDays * 86_400_000);
+  const purged: number[] = [];
+  for (;;) {
+    const due = await prisma.download.findMany({
+      where: { state: 'deleted', deletedAt: { lt: cutoff } }, select: { id: true, categoryId: true }, orderBy: { id: 'asc' }, take: BATCH,
+    });
+    if (due.length === 0) return purged;
+    const blobs = await prisma.$transaction(async (tx) => {
+      const keys = await hardDeleteDownloads(tx, due.map((d) => d.id), 0, `Deleted more than ${retentionDays} days ago.`, 'download.purged');
+      await refreshCategoryCounts(tx, due.map((d) => d.categoryId));
+      return keys;
+    });
+    await storage.remove(blobs);
+    purged.push(...due.map((d) => d.id));
+  }
+}
+
+/** Runs the purge now and then every `everyMs`; returns a function that stops it. */
+export function schedulePurge(prisma: PrismaClient, storage: Storage, retentionDays: number, log: Logger, everyMs = 3_600_000): () => void {
+  let running = false;
+  const run = async () => {
+    if (running) return;
+    running = true;
+    try {
+      const ids = await purgeExpiredDownloads(prisma, storage, retentionDays);
+      if (ids.length) log.info({ purged: ids.length }, 'purged soft-deleted downloads past the retention window');
+    } catch (err) {
+      log.error({ err }, 'purge of soft-deleted downloads failed');
+    } finally {
+      running = false;
+    }
+  };
+  const first = setTimeout(run, 5_000);
+  const timer = setInterval(run, everyMs);
+  first.unref();
+  timer.unref();
+  return () => { clearTimeout(first); clearInterval(timer); };
+}
