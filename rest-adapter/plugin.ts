@@ -89,6 +89,12 @@ async function requestFields(request: Request, url: URL, pathParams: Record<stri
   return raw;
 }
 
+/** Response headers an error asks for (Retry-After on 429), as Yoga honours them on /graphql. */
+function headersOf(err: unknown): Record<string, string> | undefined {
+  const ext = (err as { extensions?: { http?: { headers?: Record<string, string> } } } | null)?.extensions;
+  return ext?.http?.headers;
+}
+
 function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } });
 }
@@ -122,10 +128,10 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
       const raw = await requestFields(request, url, { ...hit.m!.groups }, options.maxBodyBytes);
       const variableValues = toVariables(options.schema, hit.r.operation, raw);
       const result = await execute({ schema: options.schema, document: hit.r.document as DocumentNode, variableValues, contextValue });
-      if (result.errors?.length) return fail(result.errors.map(itemOf));
+      if (result.errors?.length) return fail(result.errors.map(itemOf), headersOf(result.errors[0]));
       return json(200, envelope(hit.r.envelope, lowerEnums(result.data?.[hit.r.rootField], hit.r.enums)));
     } catch (err) {
-      return fail([itemOf(err)]);
+      return fail([itemOf(err)], headersOf(err));
     }
   }
 

@@ -32,5 +32,10 @@ export const routes: Route[] = [
   { method: 'PUT', path: '/api/mc-dm-downloads/:download_id/', document: ops.UpdateDownloadDocument, envelope: 'download' },
   { method: 'DELETE', path: '/api/mc-dm-downloads/:download_id/', document: ops.DeleteDownloadDocument, envelope: 'success' },
   // ── comments (rows added here)
+  { method: 'GET', path: '/api/mc-dm-comments/', document: ops.ListCommentsDocument, envelope: 'comments' },
+  { method: 'GET', path: '/api/mc-dm-comments/:comment_id/', document: ops.GetCommentDocument, envelope: 'comment' },
+  { method: 'POST', path: '/api/mc-dm-comments/', document: ops.CreateCommentDocument, envelope: 'comment' },
+  { method: 'PUT', path: '/api/mc-dm-comments/:comment_id/', document: ops.UpdateCommentDocument, envelope: 'comment' },
+  { method: 'DELETE', path: '/api/mc-dm-comments/:comment_id/', document: ops.DeleteCommentDocument, envelope: 'success' },
   // ── files (rows added here)
 ];

@@ -7,5 +7,6 @@ import './category.js';
 import './admin.js';
 // resource modules are imported below, one line each
 import './download.js';
+import './comment.js';
 
 export const schema = builder.toSchema({ sortSchema: false });

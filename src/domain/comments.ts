@@ -1,0 +1,129 @@
+// Comment rules (spec "Comments", contract §3, §5, §6): lists, visibility, approval, flood control,
+// edit history, soft and hard delete with the moderator log.
+import type { Prisma, PrismaClient, Comment, Download, Category } from '../generated/prisma/client.js';
+import type { Access } from '../permissions/access.js';
+import { ApiError, noPermission, notFound, requiredMissing } from '../errors.js';
+import { pageWindow, paginationOf, type Direction, type Page, type PageRequest } from './lists.js';
+
+export const COMMENT_ORDERS = { comment_date: 'commentDate', last_edit_date: 'lastEditDate' } as const;
+export type CommentOrder = keyof typeof COMMENT_ORDERS;
+
+/** An author editing later than this after posting leaves an edit-history row (contract §6). */
+export const EDIT_GRACE_MS = 5 * 60 * 1000;
+export const MAX_MESSAGE = 50_000;
+
+export interface CommentListArgs extends PageRequest {
+  downloadId?: number | null;
+  since?: Date | null;
+  order?: CommentOrder | null;
+  direction?: Direction | null;
+}
+
+type WithDownload = Comment & { download: Download };
+
+async function viewableParent(prisma: PrismaClient, access: Access, downloadId: number): Promise<Download & { category: Category }> {
+  const d = await prisma.download.findUnique({ where: { id: downloadId }, include: { category: true } });
+  if (!d) throw notFound('download', downloadId);
+  if (!access.canViewComments(d)) throw noPermission("view this download's comments");
+  return d;
+}
+
+export async function listComments(
+  prisma: PrismaClient, access: Access, args: CommentListArgs, extra: Omit<Prisma.CommentFindManyArgs, 'where' | 'orderBy' | 'skip' | 'take'> = {},
+): Promise<Page<Comment>> {
+  const w = pageWindow(args);
+  if (args.downloadId == null && !access.isSuper) throw requiredMissing(['download_id']);
+  const where: Prisma.CommentWhereInput = {};
+  if (args.downloadId != null) {
+    await viewableParent(prisma, access, args.downloadId);
+    where.downloadId = args.downloadId;
+  }
+  // Only super-user keys list comments in every state.
+  if (!access.isSuper) where.state = 'visible';
+  if (args.since) where.commentDate = { gte: args.since };
+  const dir = args.direction ?? 'desc';
+  const orderBy: Prisma.CommentOrderByWithRelationInput[] = (args.order ?? 'comment_date') === 'comment_date'
+    ? [{ commentDate: dir }, { id: dir }]
+    : [{ lastEditDate: { sort: dir, nulls: dir === 'asc' ? 'first' : 'last' } }, { id: dir }];
+  const [total, rows] = await Promise.all([
+    prisma.comment.count({ where }),
+    prisma.comment.findMany({ ...extra, where, orderBy, skip: w.skip, take: w.take, include: { ...(extra as any).include, download: true } }) as unknown as Promise<WithDownload[]>,
+  ]);
+  return { nodes: rows.filter((c) => access.canViewComment(c, c.download)), pagination: paginationOf(w, total) };
+}
+
+export async function viewableComment(prisma: PrismaClient, access: Access, id: number, extra: Omit<Prisma.CommentFindUniqueArgs, 'where'> = {}): Promise<WithDownload> {
+  const c = await prisma.comment.findUnique({ ...extra, where: { id }, include: { ...(extra as any).include, download: true } }) as unknown as WithDownload | null;
+  if (!c) throw notFound('comment', id);
+  if (!access.canViewComment(c, c.download)) throw noPermission('view this comment');
+  return c;
+}
+
+function message(raw: string | null | undefined, onEmpty: () => ApiError): string {
+  const m = (raw ?? '').trim();
+  if (!m) throw onEmpty();
+  if (m.length > MAX_MESSAGE) throw new ApiError('invalid_input', `message must be at most ${MAX_MESSAGE} characters.`, { field: 'message' });
+  return m;
+}
+
+export interface CreateCommentInput { downloadId: number; message: string }
+
+export async function createComment(prisma: PrismaClient, access: Access, floodSeconds: number, input: CreateCommentInput): Promise<Comment> {
+  const d = await viewableParent(prisma, access, input.downloadId);
+  if (!access.isSuper && !access.has('comment', d.categoryId)) throw noPermission('comment on this download');
+  const userId = access.visitor.userId;
+  if (userId === 0) throw new ApiError('do_not_have_permission', 'Guests cannot post comments: act as a user (Forum-Api-User with a super-user key).');
+  const text = message(input.message, () => requiredMissing(['message']));
+  const state = d.category.requireCommentApproval && !access.bypassesCommentApproval(d.categoryId) ? 'moderated' : 'visible';
+  const exempt = access.isModerator || floodSeconds === 0;
+  return prisma.$transaction(async (tx) => {
+    if (!exempt) {
+      // One writer per user at a time, so two simultaneous posts cannot both pass the flood check.
+      await tx.$executeRaw`SELECT pg_advisory_xact_lock(72640333, ${userId}::int)`;
+      const last = await tx.comment.findFirst({ where: { userId }, orderBy: { commentDate: 'desc' }, select: { commentDate: true } });
+      const wait = last ? Math.ceil((last.commentDate.getTime() + floodSeconds * 1000 - Date.now()) / 1000) : 0;
+      if (wait > 0) {
+        throw new ApiError('mc_dm_api_error.rate_limited', `You are posting too fast: wait ${wait} second(s) before commenting again.`,
+          { retry_after: wait }, { 'Retry-After': String(wait) });
+      }
+    }
+    return tx.comment.create({ data: { downloadId: d.id, userId, message: text, state } });
+  });
+}
+
+export interface UpdateCommentInput { commentId: number; message: string }
+
+/** Every edit counts; a history row is written when the editor is not the author, or the author is late. */
+export async function updateComment(prisma: PrismaClient, access: Access, input: UpdateCommentInput): Promise<Comment> {
+  const c = await viewableComment(prisma, access, input.commentId);
+  if (!access.canEditComment(c, c.download)) throw noPermission('edit this comment');
+  const text = message(input.message, () => new ApiError('mc_dm_api_error.message_empty', 'The message cannot be empty.', { field: 'message' }));
+  if (text === c.message) return c;
+  const now = new Date();
+  const editor = access.visitor.userId;
+  const keepHistory = editor !== c.userId || now.getTime() - c.commentDate.getTime() > EDIT_GRACE_MS;
+  return prisma.$transaction(async (tx) => {
+    if (keepHistory) await tx.commentEdit.create({ data: { commentId: c.id, oldMessage: c.message, editorId: editor, editDate: now } });
+    return tx.comment.update({ where: { id: c.id }, data: { message: text, lastEditDate: now, editCount: { increment: 1 } } });
+  });
+}
+
+export interface DeleteCommentInput { commentId: number; hard?: boolean | null; reason?: string | null }
+
+export async function deleteComment(prisma: PrismaClient, access: Access, input: DeleteCommentInput): Promise<void> {
+  const c = await viewableComment(prisma, access, input.commentId);
+  if (!access.canDeleteComment(c, c.download)) throw noPermission('delete this comment');
+  const reason = input.reason?.trim() ?? '';
+  const log = (action: string) => ({ action, contentType: 'comment', contentId: c.id, userId: access.visitor.userId, reason });
+  if (input.hard) {
+    if (!access.visitor.scopes.has('mc_dm_download:delete_hard')) {
+      throw new ApiError('api_scope_missing', 'This API key is missing the scope mc_dm_download:delete_hard.', { scope: 'mc_dm_download:delete_hard' });
+    }
+    await prisma.$transaction([prisma.moderatorLog.create({ data: log('comment.hard_deleted') }), prisma.comment.delete({ where: { id: c.id } })]);
+    return;
+  }
+  await prisma.$transaction([
+    prisma.moderatorLog.create({ data: log('comment.soft_deleted') }),
+    prisma.comment.update({ where: { id: c.id }, data: { state: 'deleted', stateBeforeDelete: c.state === 'deleted' ? c.stateBeforeDelete : c.state } }),
+  ]);
+}
