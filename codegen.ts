@@ -12,7 +12,7 @@ const config: CodegenConfig = {
       config: {
         useTypeImports: true,
         enumsAsTypes: true,
-        scalars: { Long: 'number' },
+        scalars: { Long: 'number', DateTime: 'string', Upload: 'unknown' },
         avoidOptionals: false,
       },
     },

@@ -8,7 +8,10 @@ import {
 } from 'graphql';
 import { ApiError, invalidInput, requiredMissing } from '../src/errors.js';
 
-export type Raw = string | number | boolean | null | Raw[] | { [k: string]: Raw };
+/** A value handed to a custom scalar untouched (an uploaded file). */
+export class Opaque { constructor(readonly value: unknown) {} }
+
+export type Raw = string | number | boolean | null | Opaque | Raw[] | { [k: string]: Raw };
 export type RawFields = Map<string, Raw>;
 
 export const toSnake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
@@ -34,6 +37,7 @@ function coerce(type: GraphQLInputType, raw: Raw, field: string, missing: string
     return coerce(type.ofType, raw, field, missing);
   }
   if (raw === null) return null;
+  if (raw instanceof Opaque) return raw.value;
   if (type instanceof GraphQLList) {
     const items = Array.isArray(raw) ? raw : [raw];
     return items.map((item) => coerce(type.ofType, item, field, missing));

@@ -1,9 +1,11 @@
 // The REST adapter as a Yoga plugin: requests under /api/ are matched against the route table, turned into
 // variables, executed in-process against the schema (no HTTP hop), and answered in the spec's envelopes.
+import { Readable } from 'node:stream';
+import busboy from 'busboy';
 import { execute, Kind, validate, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { ApiError, toErrorItem, type ErrorBodyItem } from '../src/errors.js';
-import { addPairs, toVariables, type Raw, type RawFields } from './inputs.js';
+import { addPairs, Opaque, toVariables, type Raw, type RawFields } from './inputs.js';
 import { envelope, errorBody } from './envelope.js';
 import type { Route } from './routes.js';
 import { enumTree, lowerEnums, type EnumTree } from './enums.js';
@@ -39,6 +41,11 @@ export interface RestAdapterOptions {
   /** Builds the GraphQL context for a request (resolves the key and visitor); throws ApiError on 401/403. */
   contextFor(request: Request): Promise<unknown>;
   maxBodyBytes: number;
+  /**
+   * Receives the file part of an upload route while the request streams in; returns the variable value and a
+   * cleanup run after the operation (whatever its outcome).
+   */
+  receiveUpload?(file: Readable, info: { filename: string; mimeType: string }): Promise<{ value: unknown; cleanup(): Promise<void> }>;
   /** Called with errors that are not part of the contract (they answer 500 server_error). */
   onUnexpectedError(err: unknown): void;
 }
@@ -58,12 +65,45 @@ async function readLimited(request: Request, limit: number): Promise<Uint8Array>
   return Buffer.concat(chunks);
 }
 
+type Receiver = NonNullable<RestAdapterOptions['receiveUpload']>;
+
+/** Streams a multipart body: fields into `raw`, the `uploadField` part through `receive`; other file parts are skipped. */
+function streamMultipart(request: Request, raw: RawFields, uploadField: string, receive: Receiver, maxFieldBytes: number, cleanups: (() => Promise<void>)[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const source = Readable.from(request.body as unknown as AsyncIterable<Uint8Array>);
+    const fail = (err: unknown) => { source.unpipe(); reject(err); };
+    const bb = busboy({ headers: { 'content-type': request.headers.get('content-type')! }, limits: { fieldSize: maxFieldBytes, files: 1, parts: 500 } });
+    const pending: Promise<void>[] = [];
+    bb.on('field', (name, value, info) => {
+      if (info.valueTruncated) return fail(new ApiError('request_too_large', `The field ${name} is larger than ${maxFieldBytes} bytes.`, { field: name }));
+      addPairs(raw, [[name, value]]);
+    });
+    bb.on('file', (name, stream, info) => {
+      if (name !== uploadField) { stream.resume(); return; }
+      pending.push(receive(stream, { filename: info.filename ?? '', mimeType: info.mimeType }).then((r) => {
+        cleanups.push(r.cleanup);
+        raw.set(name, new Opaque(r.value));
+      }));
+      pending.at(-1)!.catch(fail);
+    });
+    bb.on('close', () => { Promise.all(pending).then(() => resolve(), fail); });
+    bb.on('error', fail);
+    source.on('error', fail);
+    source.pipe(bb);
+  });
+}
+
 /** Query string, then the body (form, multipart or JSON), then path parameters: later sources win. */
-async function requestFields(request: Request, url: URL, pathParams: Record<string, string>, maxBodyBytes: number): Promise<RawFields> {
+async function requestFields(
+  request: Request, url: URL, pathParams: Record<string, string>, maxBodyBytes: number,
+  upload: { field: string; receive: Receiver; cleanups: (() => Promise<void>)[] } | null,
+): Promise<RawFields> {
   const raw: RawFields = new Map();
   addPairs(raw, url.searchParams);
   const type = (request.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
-  if (request.method !== 'GET' && request.method !== 'HEAD') {
+  if (upload && type === 'multipart/form-data' && request.body) {
+    await streamMultipart(request, raw, upload.field, upload.receive, maxBodyBytes, upload.cleanups);
+  } else if (request.method !== 'GET' && request.method !== 'HEAD') {
     const bytes = await readLimited(request, maxBodyBytes);
     if (bytes.byteLength > 0) {
       if (type === 'application/json') {
@@ -123,15 +163,21 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
       const allow = [...new Set(candidates.map((c) => c.r.method))].join(', ');
       return fail([{ code: 'method_not_allowed', message: `${request.method} is not allowed here; use ${allow}.`, params: { allowed: allow.split(', ') } }], { allow });
     }
+    const cleanups: (() => Promise<void>)[] = [];
     try {
       const contextValue = await options.contextFor(request);
-      const raw = await requestFields(request, url, { ...hit.m!.groups }, options.maxBodyBytes);
+      const upload = hit.r.upload && options.receiveUpload ? { field: hit.r.upload, receive: options.receiveUpload, cleanups } : null;
+      const raw = await requestFields(request, url, { ...hit.m!.groups }, options.maxBodyBytes, upload);
       const variableValues = toVariables(options.schema, hit.r.operation, raw);
       const result = await execute({ schema: options.schema, document: hit.r.document as DocumentNode, variableValues, contextValue });
       if (result.errors?.length) return fail(result.errors.map(itemOf), headersOf(result.errors[0]));
       return json(200, envelope(hit.r.envelope, lowerEnums(result.data?.[hit.r.rootField], hit.r.enums)));
     } catch (err) {
-      return fail([itemOf(err)], headersOf(err));
+      // An upload cut short leaves the rest of the body unread: do not keep the connection.
+      const close: Record<string, string> = hit.r.upload ? { connection: 'close' } : {};
+      return fail([itemOf(err)], { ...headersOf(err), ...close });
+    } finally {
+      await Promise.all(cleanups.map((c) => c().catch(() => {})));
     }
   }
 

@@ -17,6 +17,11 @@ export interface Route {
    * a `{ success }` payload answers `{ success: true }`, anything else `{ <key>: {...} }`.
    */
   envelope: string;
+  /**
+   * The multipart field that carries a file, for upload routes. Its bytes are streamed to the server's
+   * upload receiver while the request is read, and the result becomes that field's value (an `Upload`).
+   */
+  upload?: string;
 }
 
 export const routes: Route[] = [
@@ -37,5 +42,10 @@ export const routes: Route[] = [
   { method: 'POST', path: '/api/mc-dm-comments/', document: ops.CreateCommentDocument, envelope: 'comment' },
   { method: 'PUT', path: '/api/mc-dm-comments/:comment_id/', document: ops.UpdateCommentDocument, envelope: 'comment' },
   { method: 'DELETE', path: '/api/mc-dm-comments/:comment_id/', document: ops.DeleteCommentDocument, envelope: 'success' },
-  // ── files (rows added here)
+  // ── files (rows added here; the bytes, GET /api/mc-dm-files/<id>/data/, are streamed by src/http/file-data.ts)
+  { method: 'GET', path: '/api/mc-dm-files/', document: ops.ListFilesDocument, envelope: 'files' },
+  { method: 'GET', path: '/api/mc-dm-files/:file_id/', document: ops.GetFileDocument, envelope: 'file' },
+  { method: 'POST', path: '/api/mc-dm-files/', document: ops.CreateFileDocument, envelope: 'file', upload: 'file' },
+  { method: 'PUT', path: '/api/mc-dm-files/:file_id/', document: ops.UpdateFileDocument, envelope: 'file' },
+  { method: 'DELETE', path: '/api/mc-dm-files/:file_id/', document: ops.DeleteFileDocument, envelope: 'success' },
 ];

@@ -11,6 +11,8 @@ import { visitorFromHeaders } from '../auth/visitor.js';
 import { restAdapter } from '../../rest-adapter/plugin.js';
 import { routes } from '../../rest-adapter/routes.js';
 import { contractCodesPlugin, healthPlugin, requestLogPlugin } from './plugins.js';
+import { graphqlUploadPlugin, uploadReceiver } from './uploads.js';
+import { fileDataPlugin } from './file-data.js';
 
 const SERVER_ERROR = 'An unexpected error occurred. It has been logged.';
 
@@ -35,8 +37,12 @@ export function createHttpServer({ schema, services, ping, log }: HttpOptions): 
   const contextFor = async (request: Request) =>
     createContext(services, await visitorFromHeaders(services.prisma, request.headers, services.groups));
 
+  const onUnexpectedError = (err: unknown) => log.error({ err }, 'unexpected error');
   const yoga = createYoga({
     schema,
+    // Multipart bodies are streamed by graphqlUploadPlugin; MAX_UPLOAD_BYTES is enforced while streaming.
+    multipart: false,
+    maxRequestBodySize: services.config.maxBodyBytes,
     graphqlEndpoint: '/graphql',
     landingPage: false,
     // GraphiQL with its assets bundled: it works on machines without internet access.
@@ -71,10 +77,13 @@ export function createHttpServer({ schema, services, ping, log }: HttpOptions): 
       requestLogPlugin(log),
       healthPlugin(ping),
       contractCodesPlugin(),
+      graphqlUploadPlugin(services.config.maxUploadBytes),
+      fileDataPlugin(contextFor, onUnexpectedError),
       restAdapter({
         schema, routes, contextFor,
         maxBodyBytes: services.config.maxBodyBytes,
-        onUnexpectedError: (err) => log.error({ err }, 'unexpected error'),
+        receiveUpload: uploadReceiver(services.storage, services.config.maxUploadBytes),
+        onUnexpectedError,
       }),
     ],
   });

@@ -25,6 +25,7 @@ export const builder = new SchemaBuilder<{
   Scalars: {
     Long: { Input: bigint; Output: bigint | number };
     DateTime: { Input: Date; Output: Date };
+    Upload: { Input: unknown; Output: never };
   };
 }>({
   defaultFieldNullability: false,

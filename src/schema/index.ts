@@ -8,5 +8,6 @@ import './admin.js';
 // resource modules are imported below, one line each
 import './download.js';
 import './comment.js';
+import './file.js';
 
 export const schema = builder.toSchema({ sortSchema: false });

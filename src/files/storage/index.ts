@@ -1,5 +1,18 @@
-// Blob storage behind one small interface. The local driver keeps blobs under DATA_DIR/files.
+// Blob storage behind one small interface. Uploads are streamed to a local temporary file first (while the
+// processors hash and sniff them), then handed to the driver with put(), which makes them visible atomically:
+// a crash leaves at worst an orphan blob, never a row pointing at a partial one.
+import type { Readable } from 'node:stream';
+
+export interface ByteRange { start: number; end: number }
+
 export interface Storage {
+  /** A local directory for temporary files, on the same filesystem as the blobs when the driver is local. */
+  readonly tmpDir: string;
+  /** Moves the complete temporary file at `tmpPath` to `key` (the temporary file is gone afterwards). */
+  put(key: string, tmpPath: string): Promise<void>;
+  /** The blob's bytes, or an inclusive byte range of them. */
+  read(key: string, range?: ByteRange): Promise<Readable>;
+  exists(key: string): Promise<boolean>;
   /** Removes blobs by key; keys that no longer exist are ignored. */
   remove(keys: readonly string[]): Promise<void>;
 }

@@ -1,0 +1,294 @@
+// File rules (spec "Files", contract §6): create from an upload or an external URL through the processors,
+// list/get visibility, metadata updates with one primary per version, soft and hard delete.
+import crypto from 'node:crypto';
+import fs from 'node:fs/promises';
+import type { Prisma, PrismaClient, File, Version, Download, Category } from '../generated/prisma/client.js';
+import type { Access } from '../permissions/access.js';
+import type { Config } from '../config.js';
+import type { Storage } from '../files/storage/index.js';
+import { ApiError, invalidInput, noPermission, notFound, requiredMissing } from '../errors.js';
+import { pageWindow, paginationOf, type Direction, type Page, type PageRequest } from './lists.js';
+import { ingest, type Ingested } from '../files/ingest.js';
+import { runProcessors, type Rejection } from '../files/processors.js';
+import { adapterFor, ExternalUrlError, filenameFromUrl, parseExternalUrl } from '../files/external/index.js';
+import mime from 'mime-types';
+
+export const FILE_ORDERS = { display_order: 'displayOrder', file_size: 'fileSize', download_count: 'downloadCount' } as const;
+export type FileOrder = keyof typeof FILE_ORDERS;
+
+type VersionWithParents = Version & { download: Download & { category: Category } };
+type FileWithParents = File & { version: VersionWithParents };
+
+export interface FileDeps { prisma: PrismaClient; access: Access; storage: Storage; config: Config; isTeamMember(downloadId: number): Promise<boolean> }
+
+/** An uploaded file on its way in: REST has already streamed it to a temporary file, GraphQL streams it here. */
+export interface IncomingFile { filename: string; ingest(tmpDir: string, maxBytes: number): Promise<Ingested> }
+
+const MAX_LABEL = 100;
+
+async function versionFor(prisma: PrismaClient, id: number): Promise<VersionWithParents> {
+  const v = await prisma.version.findUnique({ where: { id }, include: { download: { include: { category: true } } } });
+  if (!v) throw notFound('version', id);
+  return v;
+}
+
+async function canManage(deps: FileDeps, d: Download): Promise<boolean> {
+  return deps.access.canManageFiles(d, await deps.isTeamMember(d.id));
+}
+
+/** Failed (quarantined) and soft-deleted rows are shown only to visitors who may manage the download's files. */
+async function visibleTo(deps: FileDeps, f: File, d: Download): Promise<boolean> {
+  if (!deps.access.canViewDownload(d)) return false;
+  if (f.isDeleted || f.validationStatus === 'failed') return canManage(deps, d);
+  return true;
+}
+
+export interface FileListArgs extends PageRequest { versionId?: number | null; order?: FileOrder | null; direction?: Direction | null }
+
+export async function listFiles(deps: FileDeps, args: FileListArgs, extra: Omit<Prisma.FileFindManyArgs, 'where' | 'orderBy' | 'skip' | 'take'> = {}): Promise<Page<File>> {
+  const w = pageWindow(args);
+  if (args.versionId == null && !deps.access.isSuper) throw requiredMissing(['version_id']);
+  const where: Prisma.FileWhereInput = { isDeleted: false };
+  if (args.versionId != null) {
+    const v = await versionFor(deps.prisma, args.versionId);
+    if (!deps.access.canViewDownload(v.download)) throw noPermission("view this download's files");
+    where.versionId = v.id;
+  }
+  const field = FILE_ORDERS[args.order ?? 'display_order'];
+  const dir = args.direction ?? 'desc';
+  const [total, rows] = await Promise.all([
+    deps.prisma.file.count({ where }),
+    deps.prisma.file.findMany({ ...extra, where, orderBy: [{ [field]: dir }, { id: dir }], skip: w.skip, take: w.take,
+      include: { ...(extra as any).include, version: { include: { download: true } } } }) as unknown as Promise<(File & { version: Version & { download: Download } })[]>,
+  ]);
+  const nodes: File[] = [];
+  for (const f of rows) if (await visibleTo(deps, f, f.version.download)) nodes.push(f);
+  return { nodes, pagination: paginationOf(w, total) };
+}
+
+export async function viewableFile(deps: FileDeps, id: number, extra: Omit<Prisma.FileFindUniqueArgs, 'where'> = {}): Promise<FileWithParents> {
+  const f = await deps.prisma.file.findUnique({ ...extra, where: { id }, include: { ...(extra as any).include, version: { include: { download: { include: { category: true } } } } } }) as unknown as FileWithParents | null;
+  if (!f) throw notFound('file', id);
+  if (!deps.access.canViewDownload(f.version.download)) throw noPermission('view this file');
+  if (!(await visibleTo(deps, f, f.version.download))) throw notFound('file', id);
+  return f;
+}
+
+export interface CreateFileInput {
+  versionId: number;
+  file?: IncomingFile | null;
+  externalUrl?: string | null;
+  linkOnly?: boolean | null;
+  displayLabel?: string | null;
+  isPrimary?: boolean | null;
+  displayOrder?: number | null;
+}
+
+function label(raw: string | null | undefined): string {
+  const l = (raw ?? '').trim();
+  if (l.length > MAX_LABEL) throw invalidInput('display_label', `display_label must be at most ${MAX_LABEL} characters.`);
+  return l;
+}
+
+function uint(field: string, v: number | null | undefined): number {
+  if (v == null) return 0;
+  if (!Number.isInteger(v) || v < 0) throw invalidInput(field, `${field} must be a whole number of 0 or more.`);
+  return v;
+}
+
+const lockVersion = (tx: Prisma.TransactionClient, versionId: number) => tx.$executeRaw`SELECT pg_advisory_xact_lock(72640334, ${versionId}::int)`;
+
+async function checkFileCount(db: Prisma.TransactionClient | PrismaClient, v: VersionWithParents): Promise<void> {
+  // Rows that failed validation wait in quarantine for moderators; they do not take a place.
+  const n = await db.file.count({ where: { versionId: v.id, isDeleted: false, validationStatus: { not: 'failed' } } });
+  const max = v.download.category.allowMultiFile ? v.download.category.maxFilesPerVersion : 1;
+  if (n >= max) {
+    throw new ApiError('mc_dm_api_error.too_many_files',
+      v.download.category.allowMultiFile
+        ? `This version already holds ${n} file(s), the most its category allows (${max}).`
+        : 'This category allows one file per version, and this version has it.',
+      { max_files_per_version: max });
+  }
+}
+
+/** Puts the first file of a version forward as primary; `isPrimary` demotes the previous one. */
+async function settlePrimary(tx: Prisma.TransactionClient, versionId: number, fileId: number, requested: boolean | null | undefined): Promise<void> {
+  const current = await tx.file.findFirst({ where: { versionId, isPrimary: true, isDeleted: false, id: { not: fileId } } });
+  if (requested || (!current && requested !== false)) {
+    if (current) await tx.file.updateMany({ where: { versionId, isPrimary: true, id: { not: fileId } }, data: { isPrimary: false } });
+    await tx.file.update({ where: { id: fileId }, data: { isPrimary: true } });
+  }
+}
+
+async function storedBytes(prisma: PrismaClient, v: VersionWithParents): Promise<{ version: bigint; download: bigint }> {
+  const [inVersion, inDownload] = await Promise.all([
+    prisma.file.aggregate({ where: { versionId: v.id, isDeleted: false, validationStatus: { not: 'failed' } }, _sum: { fileSize: true } }),
+    prisma.file.aggregate({ where: { version: { downloadId: v.downloadId }, isDeleted: false, validationStatus: { not: 'failed' } }, _sum: { fileSize: true } }),
+  ]);
+  return { version: inVersion._sum.fileSize ?? 0n, download: inDownload._sum.fileSize ?? 0n };
+}
+
+/**
+ * Creates a file: checks, then streams the bytes (upload or probed URL) through the processors into storage.
+ * A processor's rejection keeps a `failed` row with its blob in quarantine and answers 422 processor_rejected.
+ */
+export async function createFile(deps: FileDeps, input: CreateFileInput): Promise<File> {
+  const { prisma, storage, config } = deps;
+  const v = await versionFor(prisma, input.versionId);
+  if (!deps.access.canViewDownload(v.download) || !(await canManage(deps, v.download))) throw noPermission('manage the files of this download');
+  const url = input.externalUrl?.trim() ? input.externalUrl.trim() : null;
+  if (input.file && url) throw new ApiError('mc_dm_api_error.upload_exclusive', 'Send either a file or an external_url, not both.');
+  if (!input.file && !url) throw new ApiError('mc_dm_api_error.upload_required', 'Send a file (multipart) or an external_url.');
+  const meta = { displayLabel: label(input.displayLabel), displayOrder: uint('display_order', input.displayOrder) };
+  await checkFileCount(prisma, v);
+
+  if (url && input.linkOnly) {
+    const parsed = parseOrForbid(url);
+    return insertFile(deps, v, input.isPrimary, {
+      ...meta, filename: filenameFromUrl(parsed), externalUrl: parsed.toString(), isExternallyLinked: true, isLinkOnly: true,
+      externalSourceType: adapterFor(parsed).id, validationStatus: 'skipped', mimeType: mime.lookup(parsed.pathname) || 'application/octet-stream',
+    });
+  }
+
+  let filename: string;
+  let ingested: Ingested;
+  let external: Partial<Prisma.FileUncheckedCreateInput> = {};
+  if (url) {
+    const parsed = parseOrForbid(url);
+    const adapter = adapterFor(parsed);
+    external = { externalUrl: parsed.toString(), isExternallyLinked: true, externalSourceType: adapter.id, validationAttempts: 1, lastAttemptDate: new Date() };
+    try {
+      const fetched = await adapter.fetch(parsed, { allowPrivate: config.externalUrlAllowPrivate, timeoutMs: 10_000, maxRedirects: 5 });
+      filename = fetched.filename;
+      ingested = await ingest(fetched.body, storage.tmpDir, config.maxUploadBytes);
+    } catch (err) {
+      if (err instanceof ExternalUrlError && err.kind === 'forbidden') throw forbidden(err.message);
+      if (err instanceof ApiError) throw err; // over the server limit
+      const reason = err instanceof Error ? err.message : String(err);
+      await insertFile(deps, v, false, {
+        ...meta, ...external, filename: filenameFromUrl(parsed), validationStatus: 'failed', validationError: reason, isAvailable: false,
+      });
+      throw new ApiError('mc_dm_api_error.external_url_unreachable', `The URL could not be fetched: ${reason}`, { url: parsed.toString(), reason });
+    }
+  } else {
+    filename = safeFilename(input.file!.filename);
+    ingested = await input.file!.ingest(storage.tmpDir, config.maxUploadBytes);
+  }
+
+  try {
+    const used = await storedBytes(prisma, v);
+    const outcome = await runProcessors({ filename, ingested, limits: v.download.category, versionBytes: used.version, downloadBytes: used.download });
+    const common = {
+      ...meta, validationAttempts: 1, lastAttemptDate: new Date(), ...external,
+      filename, fileSize: BigInt(ingested.size), fileHash: ingested.hash, mimeType: outcome.mimeType,
+    };
+    if (outcome.rejection) return await reject(deps, v, ingested, common, outcome.rejection);
+    const key = `blobs/${v.downloadId}/${v.id}/${crypto.randomUUID()}`;
+    await storage.put(key, ingested.tmpPath);
+    try {
+      return await insertFile(deps, v, input.isPrimary, { ...common, storageKey: key, validationStatus: 'passed' });
+    } catch (err) {
+      await storage.remove([key]);
+      throw err;
+    }
+  } finally {
+    await fs.rm(ingested.tmpPath, { force: true });
+  }
+}
+
+function parseOrForbid(url: string): URL {
+  try {
+    return parseExternalUrl(url);
+  } catch (err) {
+    throw forbidden((err as Error).message);
+  }
+}
+
+const forbidden = (reason: string) => new ApiError('mc_dm_api_error.external_url_forbidden', `This URL cannot be used: ${reason}`, { reason });
+
+/** A name safe to store and to send back in Content-Disposition. */
+export function safeFilename(raw: string): string {
+  const base = raw.split(/[\\/]/).pop() ?? '';
+  const clean = base.replace(/[\0-\x1f\x7f"]/g, '').trim().slice(0, 200);
+  return clean || 'file';
+}
+
+async function reject(deps: FileDeps, v: VersionWithParents, ingested: Ingested, common: Partial<Prisma.FileUncheckedCreateInput>, r: Rejection): Promise<never> {
+  const key = `quarantine/${v.downloadId}/${v.id}/${crypto.randomUUID()}`;
+  await deps.storage.put(key, ingested.tmpPath);
+  const row = await insertFile(deps, v, false, {
+    ...common, filename: common.filename!, storageKey: key, isQuarantined: true, isAvailable: false,
+    validationStatus: 'failed', validationError: `${r.processor}: ${r.reason}`,
+    validationAttempts: (common.validationAttempts as number | undefined) ?? 1, lastAttemptDate: new Date(),
+  });
+  throw new ApiError('mc_dm_api_error.processor_rejected', `The file was rejected by the ${r.processor} check: ${r.reason}`,
+    { processor: r.processor, reason: r.reason, file_id: row.id });
+}
+
+async function insertFile(
+  deps: FileDeps, v: VersionWithParents, isPrimary: boolean | null | undefined, data: Omit<Prisma.FileUncheckedCreateInput, 'versionId'>,
+): Promise<File> {
+  return deps.prisma.$transaction(async (tx) => {
+    await lockVersion(tx, v.id);
+    if (data.validationStatus !== 'failed') await checkFileCount(tx, v);
+    const f = await tx.file.create({ data: { ...data, versionId: v.id, isPrimary: false } });
+    if (data.validationStatus !== 'failed') {
+      await settlePrimary(tx, v.id, f.id, isPrimary);
+      await tx.download.update({ where: { id: v.downloadId }, data: { lastUpdate: new Date() } });
+    }
+    return tx.file.findUniqueOrThrow({ where: { id: f.id } });
+  });
+}
+
+export interface UpdateFileInput { fileId: number; displayLabel?: string | null; isPrimary?: boolean | null; displayOrder?: number | null }
+
+export async function updateFile(deps: FileDeps, input: UpdateFileInput): Promise<File> {
+  const f = await viewableFile(deps, input.fileId);
+  if (!(await canManage(deps, f.version.download))) throw noPermission('manage the files of this download');
+  if (f.isDeleted) throw notFound('file', f.id);
+  const data: Prisma.FileUpdateInput = {};
+  if (input.displayLabel != null) data.displayLabel = label(input.displayLabel);
+  if (input.displayOrder != null) data.displayOrder = uint('display_order', input.displayOrder);
+  if (input.isPrimary != null && input.isPrimary !== f.isPrimary) {
+    if (input.isPrimary && f.validationStatus === 'failed') throw invalidInput('is_primary', 'A file that failed validation cannot be the primary file.');
+    if (!input.isPrimary) data.isPrimary = false;
+  }
+  return deps.prisma.$transaction(async (tx) => {
+    await lockVersion(tx, f.versionId);
+    if (Object.keys(data).length) await tx.file.update({ where: { id: f.id }, data });
+    if (input.isPrimary && !f.isPrimary) {
+      await tx.file.updateMany({ where: { versionId: f.versionId, isPrimary: true, id: { not: f.id } }, data: { isPrimary: false } });
+      await tx.file.update({ where: { id: f.id }, data: { isPrimary: true } });
+    }
+    return tx.file.findUniqueOrThrow({ where: { id: f.id } });
+  });
+}
+
+export interface DeleteFileInput { fileId: number; hard?: boolean | null }
+
+/** Soft: is_deleted=1, blob kept, no re-promotion. Hard: row and blob gone; the next file by display_order becomes primary. */
+export async function deleteFile(deps: FileDeps, input: DeleteFileInput): Promise<{ removedBlobs: string[] }> {
+  const f = await viewableFile(deps, input.fileId);
+  const d = f.version.download;
+  if (!(await canManage(deps, d))) throw noPermission('manage the files of this download');
+  if (!input.hard) {
+    if (!f.isDeleted) await deps.prisma.file.update({ where: { id: f.id }, data: { isDeleted: true, deletedAt: new Date() } });
+    return { removedBlobs: [] };
+  }
+  if (!deps.access.visitor.scopes.has('mc_dm_download:delete_hard')) {
+    throw new ApiError('api_scope_missing', 'This API key is missing the scope mc_dm_download:delete_hard.', { scope: 'mc_dm_download:delete_hard' });
+  }
+  if (!deps.access.canHardDeleteDownload(d)) throw noPermission('permanently delete files of this download');
+  await deps.prisma.$transaction(async (tx) => {
+    await lockVersion(tx, f.versionId);
+    await tx.file.delete({ where: { id: f.id } });
+    if (f.isPrimary && !f.isDeleted) {
+      const next = await tx.file.findFirst({
+        where: { versionId: f.versionId, isDeleted: false, validationStatus: { not: 'failed' } },
+        orderBy: [{ displayOrder: 'asc' }, { id: 'asc' }],
+      });
+      if (next) await tx.file.update({ where: { id: next.id }, data: { isPrimary: true } });
+    }
+  });
+  return { removedBlobs: f.storageKey ? [f.storageKey] : [] };
+}

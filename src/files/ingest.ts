@@ -1,0 +1,50 @@
+// Streams incoming bytes to a temporary file while counting, hashing (SHA-256) and keeping the first bytes for
+// MIME sniffing. Over the server limit it stops reading, removes the temporary file and answers
+// 422 upload_exceeds_php_limit. Nothing is ever buffered whole.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Transform, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { ApiError } from '../errors.js';
+
+export const HEAD_BYTES = 4100;
+
+export interface Ingested {
+  tmpPath: string;
+  size: number;
+  /** `sha256:<hex>` */
+  hash: string;
+  head: Buffer;
+}
+
+export const tooLarge = (limit: number) => new ApiError('mc_dm_api_error.upload_exceeds_php_limit',
+  `The upload is larger than the server's limit of ${limit} bytes.`, { limit });
+
+export async function ingest(source: Readable, tmpDir: string, maxBytes: number): Promise<Ingested> {
+  const tmpPath = path.join(tmpDir, `${crypto.randomUUID()}.part`);
+  const hash = crypto.createHash('sha256');
+  let size = 0;
+  const headChunks: Buffer[] = [];
+  let headLength = 0;
+  const meter = new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      size += chunk.length;
+      if (size > maxBytes) return done(tooLarge(maxBytes));
+      hash.update(chunk);
+      if (headLength < HEAD_BYTES) {
+        headChunks.push(chunk.subarray(0, HEAD_BYTES - headLength));
+        headLength += Math.min(chunk.length, HEAD_BYTES - headLength);
+      }
+      done(null, chunk);
+    },
+  });
+  try {
+    await pipeline(source, meter, fs.createWriteStream(tmpPath, { flags: 'wx' }));
+  } catch (err) {
+    await fs.promises.rm(tmpPath, { force: true });
+    source.destroy();
+    throw err;
+  }
+  return { tmpPath, size, hash: `sha256:${hash.digest('hex')}`, head: Buffer.concat(headChunks) };
+}

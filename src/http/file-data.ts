@@ -1,0 +1,107 @@
+// GET /api/mc-dm-files/<file_id>/data/: the bytes of a file (contract §6). Not a GraphQL operation, because it
+// answers with a byte stream, not JSON: streamed from storage with Content-Disposition, ETag (the hash) and
+// single Range requests (206, or 416 when unsatisfiable); a link-only file answers 302 to its URL.
+// A request that starts at byte 0 counts one download on the file, its version and its download.
+import type { Plugin } from 'graphql-yoga';
+import { Readable } from 'node:stream';
+import type { Context } from '../schema/context.js';
+import { ApiError, noPermission, notFound, statusOf, toErrorItem } from '../errors.js';
+
+const PATH = /^\/api\/mc-dm-files\/([^/]+)\/data\/?$/;
+
+function contentDisposition(filename: string): string {
+  const ascii = filename.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(filename)}`;
+}
+
+/** A single `bytes=` range, resolved against the size; null when absent, 'unsatisfiable' when it cannot be served. */
+export function parseRange(header: string | null, size: number): { start: number; end: number } | null | 'unsatisfiable' {
+  if (!header) return null;
+  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!m || (m[1] === '' && m[2] === '')) return 'unsatisfiable';
+  let start: number;
+  let end: number;
+  if (m[1] === '') {
+    const suffix = Number(m[2]);
+    if (suffix === 0) return 'unsatisfiable';
+    start = Math.max(0, size - suffix);
+    end = size - 1;
+  } else {
+    start = Number(m[1]);
+    end = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
+  }
+  if (start >= size || end < start) return 'unsatisfiable';
+  return { start, end };
+}
+
+export function fileDataPlugin(contextFor: (request: Request) => Promise<Context>, onUnexpectedError: (err: unknown) => void): Plugin {
+  const fail = (err: unknown) => {
+    const item = toErrorItem(err);
+    if (item.code === 'server_error') onUnexpectedError(err);
+    return new Response(JSON.stringify({ errors: [item] }), { status: statusOf(item.code), headers: { 'content-type': 'application/json; charset=utf-8' } });
+  };
+
+  async function serve(request: Request, rawId: string): Promise<Response> {
+    if (request.method !== 'GET' && request.method !== 'HEAD') {
+      return fail(new ApiError('method_not_allowed', `${request.method} is not allowed here; use GET.`, { allowed: ['GET'] }));
+    }
+    const ctx = await contextFor(request);
+    if (!ctx.visitor.scopes.has('mc_dm_download:read')) {
+      throw new ApiError('api_scope_missing', 'This API key is missing the scope mc_dm_download:read.', { scope: 'mc_dm_download:read' });
+    }
+    if (!/^\d+$/.test(rawId)) throw new ApiError('invalid_input', `file_id must be a whole number, got "${rawId}".`, { field: 'file_id' });
+    const id = Number(rawId);
+    const access = await ctx.access();
+    const f = await ctx.prisma.file.findUnique({ where: { id }, include: { version: { include: { download: true } } } });
+    if (!f || f.isDeleted) throw notFound('file', id);
+    const d = f.version.download;
+    if (!access.canViewDownload(d)) throw noPermission('view this file');
+    if (!access.canDownload(d)) throw noPermission('download this file');
+    if (f.validationStatus === 'failed' || f.isQuarantined) {
+      throw new ApiError('mc_dm_api_error.file_not_available', 'This file failed validation and is held for moderators.', { file_id: id });
+    }
+    const count = () => ctx.prisma.$transaction([
+      ctx.prisma.file.update({ where: { id }, data: { downloadCount: { increment: 1 } } }),
+      ctx.prisma.version.update({ where: { id: f.versionId }, data: { downloadCount: { increment: 1 } } }),
+      ctx.prisma.download.update({ where: { id: d.id }, data: { downloadCount: { increment: 1 } } }),
+    ]);
+    if (f.isLinkOnly || !f.storageKey) {
+      if (!f.externalUrl) throw notFound('file', id);
+      await count();
+      return new Response(null, { status: 302, headers: { location: f.externalUrl } });
+    }
+    const size = Number(f.fileSize);
+    const etag = `"${f.fileHash}"`;
+    const headers: Record<string, string> = {
+      'content-type': f.mimeType, 'content-disposition': contentDisposition(f.filename), etag, 'accept-ranges': 'bytes',
+      'cache-control': 'private, max-age=0',
+    };
+    if (request.headers.get('if-none-match') === etag) return new Response(null, { status: 304, headers: { etag } });
+    const range = parseRange(request.headers.get('range'), size);
+    if (range === 'unsatisfiable') {
+      return new Response(null, { status: 416, headers: { 'content-range': `bytes */${size}`, 'accept-ranges': 'bytes' } });
+    }
+    if (!range || range.start === 0) await count();
+    if (request.method === 'HEAD') {
+      return new Response(null, { status: range ? 206 : 200, headers: { ...headers, 'content-length': String(range ? range.end - range.start + 1 : size) } });
+    }
+    const stream = await ctx.storage.read(f.storageKey, range ?? undefined);
+    const body = Readable.toWeb(stream) as unknown as ReadableStream;
+    if (range) {
+      return new Response(body, { status: 206, headers: { ...headers, 'content-range': `bytes ${range.start}-${range.end}/${size}`, 'content-length': String(range.end - range.start + 1) } });
+    }
+    return new Response(body, { status: 200, headers: { ...headers, 'content-length': String(size) } });
+  }
+
+  return {
+    async onRequest({ request, url, endResponse }) {
+      const m = PATH.exec(url.pathname);
+      if (!m) return;
+      try {
+        endResponse(await serve(request, m[1]!));
+      } catch (err) {
+        endResponse(fail(err));
+      }
+    },
+  };
+}
