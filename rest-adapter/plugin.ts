@@ -72,7 +72,7 @@ function streamMultipart(request: Request, raw: RawFields, uploadField: string, 
   return new Promise((resolve, reject) => {
     const source = Readable.from(request.body as unknown as AsyncIterable<Uint8Array>);
     const fail = (err: unknown) => { source.unpipe(); reject(err); };
-    const bb = busboy({ headers: { 'content-type': request.headers.get('content-type')! }, limits: { fieldSize: maxFieldBytes, files: 1, parts: 500 } });
+    const bb = busboy({ headers: { 'content-type': request.headers.get('content-type')! }, limits: { fieldSize: maxFieldBytes, files: 1, parts: 500 }, defParamCharset: 'utf8' });
     const pending: Promise<void>[] = [];
     bb.on('field', (name, value, info) => {
       if (info.valueTruncated) return fail(new ApiError('request_too_large', `The field ${name} is larger than ${maxFieldBytes} bytes.`, { field: name }));

@@ -60,7 +60,11 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
 async function openPostgres(url: string): Promise<Database> {
   const pool = new pg.Pool({ connectionString: url, max: Number(process.env.DATABASE_POOL_SIZE || 10) });
   let statements = 0;
+  // An idle connection can fail (server restart, admin termination): the pool drops it and the next query
+  // opens a new one. Without a listener the 'error' event would end the process.
+  pool.on('error', () => {});
   pool.on('connect', (client) => {
+    client.on('error', () => {});
     const query = client.query.bind(client);
     client.query = ((...args: unknown[]) => { statements++; return (query as any)(...args); }) as typeof client.query;
   });

@@ -18,9 +18,11 @@ export function graphqlUploadPlugin(maxUploadBytes: number): Plugin {
       const type = request.headers.get('content-type') ?? '';
       const node = serverContext as unknown as { req?: IncomingMessage; res?: ServerResponse };
       if (!type.toLowerCase().startsWith('multipart/form-data') || !node.req || !node.res) return;
+      // One byte over the limit is let through so that ingest() sees the overflow: the parser would
+      // otherwise truncate silently at exactly the limit.
       setRequestParser(async () => {
         try {
-          return await processRequest(node.req!, node.res!, { maxFileSize: maxUploadBytes, maxFiles: 1 }) as any;
+          return await processRequest(node.req!, node.res!, { maxFileSize: maxUploadBytes + 1, maxFiles: 1 }) as any;
         } catch (err) {
           throw new ApiError('invalid_input', `The multipart request is malformed: ${(err as Error).message}`, { field: 'body' });
         }

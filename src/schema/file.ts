@@ -124,11 +124,16 @@ async function incoming(upload: Promise<FileUpload & { ingested?: Ingested }>): 
   const u = await upload;
   return {
     filename: u.filename,
-    ingest: (tmpDir, max) => (u.ingested ? Promise.resolve(u.ingested) : ingest(u.createReadStream(), tmpDir, max).catch((err) => {
-      // graphql-upload-minimal ends an over-limit stream with an HTTP 413 error of its own.
-      if ((err as { status?: number }).status === 413) throw tooLarge(max);
-      throw err;
-    })),
+    async ingest(tmpDir, max) {
+      if (u.ingested) return u.ingested;
+      try {
+        return await ingest(u.createReadStream(), tmpDir, max);
+      } catch (err) {
+        // graphql-upload-minimal ends an over-limit stream with an HTTP 413 error of its own.
+        if ((err as { status?: number }).status === 413) throw tooLarge(max);
+        throw err;
+      }
+    },
   };
 }
 
