@@ -12,6 +12,7 @@ import { schema } from './schema/index.js';
 import type { Services } from './schema/context.js';
 import { createHttpServer } from './http/server.js';
 import { LocalStorage } from './files/storage/local.js';
+import { S3Storage, s3TmpDir } from './files/storage/s3.js';
 import { schedulePurge } from './jobs/purge.js';
 
 export interface App {
@@ -32,7 +33,9 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
     const applied = await migrate(db);
     if (applied.length > 0) log.info({ applied }, 'migrations applied');
     const { groups, generatedKey } = await bootstrap(db, config.bootstrapKey);
-    const storage = new LocalStorage(path.join(config.dataDir, 'files'));
+    const storage = config.storage === 's3'
+      ? new S3Storage({ ...config.s3!, tmpDir: s3TmpDir(config.dataDir) })
+      : new LocalStorage(path.join(config.dataDir, 'files'));
     const services: Services = { prisma: db.prisma, config, groups, storage };
     const server = createHttpServer({ schema, services, ping: db.ping, log });
     await new Promise<void>((resolve, reject) => {
@@ -49,6 +52,7 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
         stopPurge();
         server.closeAllConnections?.();
         await new Promise<void>((resolve) => server.close(() => resolve()));
+        if (storage instanceof S3Storage) storage.destroy();
         await db.close();
       },
     };

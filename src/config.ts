@@ -12,6 +12,8 @@ export interface Config {
   /** PostgreSQL server URL; undefined selects the embedded PGlite database under dataDir/db. */
   databaseUrl?: string;
   storage: StorageKind;
+  /** S3-compatible storage settings, when storage is s3. */
+  s3?: { bucket: string; region: string; endpoint?: string; accessKeyId?: string; secretAccessKey?: string; forcePathStyle: boolean };
   bootstrapKey?: string;
   categoryDeletePolicy: CategoryDeletePolicy;
   softDeleteRetentionDays: number;
@@ -65,6 +67,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     logLevel: env.LOG_LEVEL || 'info',
     ...overrides,
   };
+  if (config.storage === 's3' && !config.s3) {
+    if (!env.S3_BUCKET) throw new ConfigError('STORAGE=s3 needs S3_BUCKET (and S3_REGION, S3_ENDPOINT for non-AWS servers, S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY).');
+    config.s3 = {
+      bucket: env.S3_BUCKET,
+      region: env.S3_REGION || 'us-east-1',
+      endpoint: env.S3_ENDPOINT || undefined,
+      accessKeyId: env.S3_ACCESS_KEY_ID || undefined,
+      secretAccessKey: env.S3_SECRET_ACCESS_KEY || undefined,
+      forcePathStyle: env.S3_FORCE_PATH_STYLE ? flag(env, 'S3_FORCE_PATH_STYLE') : Boolean(env.S3_ENDPOINT),
+    };
+  }
   if (config.databaseUrl && !/^postgres(ql)?:\/\//.test(config.databaseUrl)) {
     throw new ConfigError('DATABASE_URL must start with postgres:// or postgresql://');
   }
