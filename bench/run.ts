@@ -67,7 +67,7 @@ function scenarios(s: SeedResult): Scenario[] {
         { method: 'GET', path: '/api/mc-dm-downloads/?per_page=20' },
         { method: 'GET', path: `/api/mc-dm-comments/?download_id=${s.commentDownloadId}` },
         { method: 'PUT', path: `/api/mc-dm-downloads/${s.downloadId}/`, headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'tag_line=Updated+by+the+benchmark' },
-        { method: 'POST', path: '/api/mc-dm-comments/', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `download_id=${s.commentDownloadId}&message=Benchmark+comment` },
+        { method: 'POST', path: '/api/mc-dm-comments/', headers: { 'content-type': 'application/x-www-form-urlencoded', 'forum-api-user': '1' }, body: `download_id=${s.commentDownloadId}&message=Benchmark+comment` },
         { method: 'POST', path: '/api/mc-dm-categories/', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'title=Bench' },
       ],
     },

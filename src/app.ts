@@ -14,6 +14,8 @@ import { createHttpServer } from './http/server.js';
 import { LocalStorage } from './files/storage/local.js';
 import { S3Storage, s3TmpDir } from './files/storage/s3.js';
 import { schedulePurge } from './jobs/purge.js';
+import { PermissionCache } from './permissions/load.js';
+import { AuthCache } from './auth/visitor.js';
 
 export interface App {
   url: string;
@@ -36,7 +38,11 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
     const storage = config.storage === 's3'
       ? new S3Storage({ ...config.s3!, tmpDir: s3TmpDir(config.dataDir) })
       : new LocalStorage(path.join(config.dataDir, 'files'));
-    const services: Services = { prisma: db.prisma, config, groups, storage };
+    const cacheMs = config.cacheSeconds * 1000;
+    const services: Services = {
+      prisma: db.prisma, config, groups, storage,
+      permissions: new PermissionCache(db.prisma, cacheMs), auth: new AuthCache(cacheMs),
+    };
     const server = createHttpServer({ schema, services, ping: db.ping, log });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);

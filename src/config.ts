@@ -22,6 +22,8 @@ export interface Config {
   maxBodyBytes: number;
   externalUrlAllowPrivate: boolean;
   logLevel: string;
+  /** How long keys, users and permission tables are cached in-process (0 disables). */
+  cacheSeconds: number;
 }
 
 export class ConfigError extends Error {}
@@ -65,6 +67,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 1024 * 1024, 1),
     externalUrlAllowPrivate: flag(env, 'EXTERNAL_URL_ALLOW_PRIVATE'),
     logLevel: env.LOG_LEVEL || 'info',
+    cacheSeconds: int(env, 'CACHE_SECONDS', 5),
     ...overrides,
   };
   if (config.storage === 's3' && !config.s3) {

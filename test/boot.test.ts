@@ -65,7 +65,12 @@ describe('DM_BOOTSTRAP_KEY', () => {
     try {
       expect(app.generatedKey).toBeUndefined();
       expect((await getCategories(app.url, key)).status).toBe(200);
-      await db.prisma.apiKey.update({ where: { keyHash: hashKey(key) }, data: { isActive: false, scopes: [] } });
+      const row = await db.prisma.apiKey.findUniqueOrThrow({ where: { keyHash: hashKey(key) } });
+      const revoke = await fetch(`${app.url}/graphql`, {
+        method: 'POST', headers: { 'Forum-Api-Key': key, 'content-type': 'application/json' },
+        body: JSON.stringify({ query: `mutation { revokeApiKey(input: { apiKeyId: ${row.id} }) { apiKey { isActive } } }` }),
+      });
+      expect(((await revoke.json()) as any).data.revokeApiKey.apiKey.isActive).toBe(false);
       expect((await getCategories(app.url, key)).status).toBe(401);
     } finally {
       await app.server.close();

@@ -1,17 +1,33 @@
 // From request headers to the visitor a request acts as (contract §2).
-import type { PrismaClient } from '../generated/prisma/client.js';
+import type { PrismaClient, ApiKey, User, GroupMembership } from '../generated/prisma/client.js';
+import { TtlCache } from '../cache.js';
 import { ApiError } from '../errors.js';
 import type { Visitor } from '../permissions/access.js';
 import { hashKey } from './keys.js';
 
 export interface BuiltInGroupIds { guest: number; registered: number; moderator: number; administrator: number }
 
+/**
+ * Keys and users as requests see them, cached for a few seconds: every request reads them, hardly any changes them.
+ * Revoking a key through this instance takes effect at once; through another instance within the TTL.
+ */
+export class AuthCache {
+  readonly keys: TtlCache<string, ApiKey | null>;
+  readonly users: TtlCache<number, (User & { memberships: GroupMembership[] }) | null>;
+  constructor(ttlMs: number) {
+    this.keys = new TtlCache(ttlMs);
+    this.users = new TtlCache(ttlMs);
+  }
+}
+
 export async function visitorFromHeaders(
-  prisma: PrismaClient, headers: Headers, groups: BuiltInGroupIds,
+  prisma: PrismaClient, headers: Headers, groups: BuiltInGroupIds, cache: AuthCache = new AuthCache(0),
 ): Promise<Visitor> {
   const key = headers.get('forum-api-key');
   if (!key) throw new ApiError('no_api_key_in_request', 'No API key was included in the request (header Forum-Api-Key).');
-  const row = await prisma.apiKey.findUnique({ where: { keyHash: hashKey(key) } });
+  const hash = hashKey(key);
+  const row = await cache.keys.get(hash, () => prisma.apiKey.findUnique({ where: { keyHash: hash } }));
+  if (!row) cache.keys.delete(hash); // unknown keys are not remembered: one may be created a moment later
   if (!row) throw new ApiError('api_key_not_found', 'The API key in the request was not found.');
   if (!row.isActive || (row.expiresAt && row.expiresAt.getTime() <= Date.now())) {
     throw new ApiError('api_key_inactive', 'The API key in the request has been revoked or has expired.');
@@ -36,8 +52,10 @@ export async function visitorFromHeaders(
   if (userId === null) {
     return { ...base, userId: 0, username: 'Guest', isAdmin: false, isModerator: false, groupIds: [groups.guest] };
   }
-  const user = await prisma.user.findUnique({ where: { id: userId }, include: { memberships: true } });
+  const id = userId;
+  const user = await cache.users.get(id, () => prisma.user.findUnique({ where: { id }, include: { memberships: true } }));
   if (!user) {
+    cache.users.delete(id);
     if (row.type === 'user') throw new ApiError('api_key_inactive', 'The user this API key belongs to no longer exists.');
     throw new ApiError('invalid_api_user', `No user with id ${userId} exists (header Forum-Api-User).`, { user_id: userId });
   }

@@ -35,7 +35,7 @@ export interface HttpOptions {
 
 export function createHttpServer({ schema, services, ping, log }: HttpOptions): http.Server {
   const contextFor = async (request: Request) =>
-    createContext(services, await visitorFromHeaders(services.prisma, request.headers, services.groups));
+    createContext(services, await visitorFromHeaders(services.prisma, request.headers, services.groups, services.auth));
 
   const onUnexpectedError = (err: unknown) => log.error({ err }, 'unexpected error');
   const yoga = createYoga({

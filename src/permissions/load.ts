@@ -1,11 +1,14 @@
-// Loads what permission resolution needs for one visitor's groups: three small queries, once per request.
+// Loads the permission tables (every group's grants and overrides, and the category tree): three small queries.
+// They change rarely, so the service keeps them in a short-lived cache (see PermissionCache) rather than
+// reading them on every request.
 import type { PrismaClient } from '../generated/prisma/client.js';
+import { TtlCache } from '../cache.js';
 import { PermissionResolver, type PermissionData } from './resolve.js';
 
-export async function loadPermissionResolver(prisma: PrismaClient, groupIds: number[]): Promise<PermissionResolver> {
+export async function loadPermissionData(prisma: PrismaClient): Promise<PermissionData> {
   const [grants, overrides, categories] = await Promise.all([
-    prisma.groupPermission.findMany({ where: { groupId: { in: groupIds } } }),
-    prisma.categoryPermission.findMany({ where: { groupId: { in: groupIds } } }),
+    prisma.groupPermission.findMany(),
+    prisma.categoryPermission.findMany(),
     prisma.category.findMany({ select: { id: true, parentId: true } }),
   ]);
   const data: PermissionData = { grants: new Map(), overrides: new Map(), parents: new Map() };
@@ -22,5 +25,18 @@ export async function loadPermissionResolver(prisma: PrismaClient, groupIds: num
     byPerm.set(o.permission, o.value);
   }
   for (const c of categories) data.parents.set(c.id, c.parentId);
-  return new PermissionResolver(groupIds, data);
+  return data;
+}
+
+/**
+ * The permission tables, shared by all requests of this process for `ttlMs`. Writes through this instance
+ * (categories, permissions) call invalidate(); changes made through another instance show within ttlMs.
+ */
+export class PermissionCache {
+  private readonly cache: TtlCache<'all', PermissionData>;
+  constructor(private readonly prisma: PrismaClient, ttlMs: number) { this.cache = new TtlCache(ttlMs); }
+  async resolverFor(groupIds: number[]): Promise<PermissionResolver> {
+    return new PermissionResolver(groupIds, await this.cache.get('all', () => loadPermissionData(this.prisma)));
+  }
+  invalidate(): void { this.cache.clear(); }
 }

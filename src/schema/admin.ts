@@ -112,13 +112,18 @@ builder.mutationFields((t) => ({
   revokeApiKey: t.field({
     type: RevokeApiKeyPayload, authScopes: OPERATOR,
     args: { input: t.arg({ type: RevokeApiKeyInput, required: true }) },
-    resolve: async (_r, { input }, ctx) => ({ apiKey: await admin.revokeApiKey(ctx.prisma, input.apiKeyId) }),
+    resolve: async (_r, { input }, ctx) => {
+      const apiKey = await admin.revokeApiKey(ctx.prisma, input.apiKeyId);
+      ctx.auth.keys.delete(apiKey.keyHash);
+      return { apiKey };
+    },
   }),
   setGroupPermission: t.field({
     type: OkPayload, authScopes: CATEGORY_ADMIN,
     args: { input: t.arg({ type: SetGroupPermissionInput, required: true }) },
     resolve: async (_r, { input }, ctx) => {
       await admin.setGroupPermission(ctx.prisma, input.group, input.permission, input.value);
+      ctx.permissions.invalidate();
       return { ok: true };
     },
   }),
@@ -127,6 +132,7 @@ builder.mutationFields((t) => ({
     args: { input: t.arg({ type: SetCategoryPermissionInput, required: true }) },
     resolve: async (_r, { input }, ctx) => {
       await admin.setCategoryPermission(ctx.prisma, input.categoryId, input.group, input.permission, input.value);
+      ctx.permissions.invalidate();
       return { ok: true };
     },
   }),

@@ -119,13 +119,21 @@ builder.mutationFields((t) => ({
     type: CreateCategoryPayload,
     authScopes: { scope: WRITE, admin: true },
     args: { input: t.arg({ type: CreateCategoryInput, required: true }) },
-    resolve: async (_r, { input }, ctx) => ({ category: await createCategory(ctx.prisma, input) }),
+    resolve: async (_r, { input }, ctx) => {
+      const category = await createCategory(ctx.prisma, input);
+      ctx.permissions.invalidate();
+      return { category };
+    },
   }),
   updateCategory: t.field({
     type: UpdateCategoryPayload,
     authScopes: { scope: WRITE, admin: true },
     args: { input: t.arg({ type: UpdateCategoryInput, required: true }) },
-    resolve: async (_r, { input }, ctx) => ({ category: await updateCategory(ctx.prisma, input.categoryId, input) }),
+    resolve: async (_r, { input }, ctx) => {
+      const category = await updateCategory(ctx.prisma, input.categoryId, input);
+      ctx.permissions.invalidate();
+      return { category };
+    },
   }),
   deleteCategory: t.field({
     type: SuccessPayload,
@@ -133,6 +141,7 @@ builder.mutationFields((t) => ({
     args: { input: t.arg({ type: DeleteCategoryInput, required: true }) },
     resolve: async (_r, { input }, ctx) => {
       const { removedBlobs } = await deleteCategory(ctx.prisma, ctx.config, ctx.visitor.userId, input.categoryId, input.hard ?? false);
+      ctx.permissions.invalidate();
       await ctx.removeBlobs(removedBlobs);
       return { success: true };
     },

@@ -3,7 +3,8 @@ import type { PrismaClient } from '../generated/prisma/client.js';
 import type { Config } from '../config.js';
 import type { BuiltInGroupIds } from '../auth/visitor.js';
 import { Access, type Visitor } from '../permissions/access.js';
-import { loadPermissionResolver } from '../permissions/load.js';
+import type { PermissionCache } from '../permissions/load.js';
+import type { AuthCache } from '../auth/visitor.js';
 import type { Storage } from '../files/storage/index.js';
 
 export interface Services {
@@ -11,6 +12,9 @@ export interface Services {
   config: Config;
   groups: BuiltInGroupIds;
   storage: Storage;
+  /** Permission tables shared by requests; invalidate() after writing categories or permissions. */
+  permissions: PermissionCache;
+  auth: AuthCache;
 }
 
 export interface Context extends Services {
@@ -41,6 +45,6 @@ export function createContext(services: Services, visitor: Visitor): Context {
     removeBlobs: (keys) => (keys.length ? services.storage.remove(keys) : Promise.resolve()),
     access: () => (access ??= visitor.isSuper
       ? Promise.resolve(new Access(visitor, null))
-      : loadPermissionResolver(services.prisma, visitor.groupIds).then((r) => new Access(visitor, r))),
+      : services.permissions.resolverFor(visitor.groupIds).then((r) => new Access(visitor, r))),
   };
 }
