@@ -1,0 +1,54 @@
+// `npm run bench:profile`: where a request's time goes. Seeds a small catalogue into an in-memory database, then
+// for each route prints milliseconds and SQL statements per request (sequential, one client), and for the route
+// given with --route a CPU profile's top functions by self time.
+import { parseArgs } from 'node:util';
+import { Session } from 'node:inspector/promises';
+import { openDatabase } from '../src/db/client.js';
+import { loadConfig } from '../src/config.js';
+import { startApp } from '../src/app.js';
+import { createLogger } from '../src/log.js';
+import { seed } from './seed.js';
+
+const { values: opts } = parseArgs({ options: { route: { type: 'string' }, requests: { type: 'string', default: '200' } } });
+const N = Number(opts.requests);
+const KEY = 'dm_profile_key_000000000000000000000000000000';
+const db = await openDatabase({ memory: true });
+const s = await seed(db, KEY, { users: 100, downloads: 5000, filesPerDownload: 2, commentsPerDownload: 4 });
+const app = await startApp(loadConfig({}, { port: 0, logLevel: 'silent', bootstrapKey: KEY }), { db, log: createLogger('silent') });
+const get = async (path: string) => (await fetch(app.url + path, { headers: { 'Forum-Api-Key': KEY } })).text();
+
+const routes = [
+  `/api/mc-dm-downloads/${s.downloadId}/`, `/api/mc-dm-downloads/${s.downloadId}/?with=full`,
+  `/api/mc-dm-downloads/?category_id=${s.leafCategory}`, '/api/mc-dm-downloads/?per_page=100&with=full',
+  '/api/mc-dm-categories/', `/api/mc-dm-files/?version_id=${s.versionId}`, `/api/mc-dm-comments/?download_id=${s.commentDownloadId}`,
+];
+console.log('route'.padEnd(52), 'ms/req', ' SQL/req');
+for (const path of routes) {
+  for (let i = 0; i < 20; i++) await get(path);
+  const st0 = db.statements();
+  const t0 = performance.now();
+  for (let i = 0; i < N; i++) await get(path);
+  console.log(path.padEnd(52), ((performance.now() - t0) / N).toFixed(2).padStart(6), ((db.statements() - st0) / N).toFixed(1).padStart(8));
+}
+
+if (opts.route) {
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  for (let i = 0; i < N; i++) await get(opts.route);
+  const { profile } = (await session.post('Profiler.stop')) as any;
+  const byId = new Map<number, any>(profile.nodes.map((n: any) => [n.id, n]));
+  const self = new Map<string, number>();
+  profile.samples.forEach((id: number, i: number) => {
+    const f = byId.get(id).callFrame;
+    const key = `${f.functionName || '(anonymous)'} ${f.url.split('/').slice(-2).join('/')}:${f.lineNumber}`;
+    self.set(key, (self.get(key) ?? 0) + (profile.timeDeltas[i] ?? 0));
+  });
+  const total = [...self.values()].reduce((a, b) => a + b, 0);
+  console.log(`\nTop self time for ${opts.route} (${N} requests; the client runs in the same process):`);
+  for (const [k, v] of [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, 25)) {
+    console.log(`${(v / 1000).toFixed(0).padStart(6)} ms ${((100 * v) / total).toFixed(1).padStart(5)} %  ${k}`);
+  }
+}
+await app.close();
