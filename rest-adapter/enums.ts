@@ -42,10 +42,14 @@ export function enumTree(schema: GraphQLSchema, doc: DocumentNode, operation: Op
   return tree;
 }
 
+/** Lower-cases enum values along `tree`, in place (execution results are fresh objects owned by the caller). */
 export function lowerEnums(value: unknown, tree: EnumTree): unknown {
   if (tree.size === 0 || value === null || typeof value !== 'object') return value;
-  if (Array.isArray(value)) return value.map((v) => lowerEnums(v, tree));
-  const out: Record<string, unknown> = { ...(value as Record<string, unknown>) };
+  if (Array.isArray(value)) {
+    for (const v of value) lowerEnums(v, tree);
+    return value;
+  }
+  const out = value as Record<string, unknown>;
   for (const [key, sub] of tree) {
     const v = out[key];
     if (sub === true) {

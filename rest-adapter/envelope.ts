@@ -4,15 +4,25 @@
 import { statusOf, type ErrorBodyItem } from '../src/errors.js';
 import { toSnake } from './inputs.js';
 
+const snakeNames = new Map<string, string>();
+/** camelCase → snake_case, memoised: responses repeat the same few dozen keys thousands of times. */
+function snakeName(key: string): string {
+  let name = snakeNames.get(key);
+  if (name === undefined) snakeNames.set(key, (name = toSnake(key)));
+  return name;
+}
+
 export function snakeKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(snakeKeys);
   if (value === null || typeof value !== 'object') return value;
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) {
-    if (/^[A-Z]/.test(k)) {
+  for (const k in value) {
+    const v = (value as Record<string, unknown>)[k];
+    const c = k.charCodeAt(0);
+    if (c >= 65 && c <= 90) {
       if (v !== null) out[k] = snakeKeys(v);
     } else {
-      out[toSnake(k)] = snakeKeys(v);
+      out[snakeName(k)] = typeof v === 'object' && v !== null ? snakeKeys(v) : v;
     }
   }
   return out;

@@ -135,8 +135,14 @@ function headersOf(err: unknown): Record<string, string> | undefined {
   return ext?.http?.headers;
 }
 
+/**
+ * The server's own Response class (Yoga's fetch ponyfill, set on each request): it writes string bodies straight to
+ * the socket, where a platform Response would be read back through a web stream.
+ */
+let ResponseImpl: typeof Response = Response;
+
 function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } });
+  return new ResponseImpl(JSON.stringify(body), { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } });
 }
 
 function fail(items: ErrorBodyItem[], headers?: Record<string, string>): Response {
@@ -182,8 +188,10 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
   }
 
   return {
-    async onRequest({ request, url, endResponse }) {
-      if (url.pathname === '/api' || url.pathname.startsWith('/api/')) endResponse(await handle(request, url));
+    async onRequest({ request, url, endResponse, fetchAPI }) {
+      if (url.pathname !== '/api' && !url.pathname.startsWith('/api/')) return;
+      ResponseImpl = fetchAPI.Response;
+      endResponse(await handle(request, url));
     },
   };
 }

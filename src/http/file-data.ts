@@ -3,7 +3,6 @@
 // single Range requests (206, or 416 when unsatisfiable); a link-only file answers 302 to its URL.
 // A request that starts at byte 0 counts one download on the file, its version and its download.
 import type { Plugin } from 'graphql-yoga';
-import { Readable } from 'node:stream';
 import type { Context } from '../schema/context.js';
 import { ApiError, noPermission, notFound, statusOf, toErrorItem } from '../errors.js';
 
@@ -35,10 +34,11 @@ export function parseRange(header: string | null, size: number): { start: number
 }
 
 export function fileDataPlugin(contextFor: (request: Request) => Promise<Context>, onUnexpectedError: (err: unknown) => void): Plugin {
+  let R: typeof Response = Response; // the server's Response class, set per request
   const fail = (err: unknown) => {
     const item = toErrorItem(err);
     if (item.code === 'server_error') onUnexpectedError(err);
-    return new Response(JSON.stringify({ errors: [item] }), { status: statusOf(item.code), headers: { 'content-type': 'application/json; charset=utf-8' } });
+    return new R(JSON.stringify({ errors: [item] }), { status: statusOf(item.code), headers: { 'content-type': 'application/json; charset=utf-8' } });
   };
 
   async function serve(request: Request, rawId: string): Promise<Response> {
@@ -68,7 +68,7 @@ export function fileDataPlugin(contextFor: (request: Request) => Promise<Context
     if (f.isLinkOnly || !f.storageKey) {
       if (!f.externalUrl) throw notFound('file', id);
       await count();
-      return new Response(null, { status: 302, headers: { location: f.externalUrl } });
+      return new R(null, { status: 302, headers: { location: f.externalUrl } });
     }
     const size = Number(f.fileSize);
     const etag = `"${f.fileHash}"`;
@@ -76,27 +76,29 @@ export function fileDataPlugin(contextFor: (request: Request) => Promise<Context
       'content-type': f.mimeType, 'content-disposition': contentDisposition(f.filename), etag, 'accept-ranges': 'bytes',
       'cache-control': 'private, max-age=0',
     };
-    if (request.headers.get('if-none-match') === etag) return new Response(null, { status: 304, headers: { etag } });
+    if (request.headers.get('if-none-match') === etag) return new R(null, { status: 304, headers: { etag } });
     const range = parseRange(request.headers.get('range'), size);
     if (range === 'unsatisfiable') {
-      return new Response(null, { status: 416, headers: { 'content-range': `bytes */${size}`, 'accept-ranges': 'bytes' } });
+      return new R(null, { status: 416, headers: { 'content-range': `bytes */${size}`, 'accept-ranges': 'bytes' } });
     }
     if (!range || range.start === 0) await count();
     if (request.method === 'HEAD') {
-      return new Response(null, { status: range ? 206 : 200, headers: { ...headers, 'content-length': String(range ? range.end - range.start + 1 : size) } });
+      return new R(null, { status: range ? 206 : 200, headers: { ...headers, 'content-length': String(range ? range.end - range.start + 1 : size) } });
     }
     const stream = await ctx.storage.read(f.storageKey, range ?? undefined);
-    const body = Readable.toWeb(stream) as unknown as ReadableStream;
+    // Yoga's Response takes a Node stream as it is and pipes it to the socket.
+    const body = stream as unknown as ReadableStream;
     if (range) {
-      return new Response(body, { status: 206, headers: { ...headers, 'content-range': `bytes ${range.start}-${range.end}/${size}`, 'content-length': String(range.end - range.start + 1) } });
+      return new R(body, { status: 206, headers: { ...headers, 'content-range': `bytes ${range.start}-${range.end}/${size}`, 'content-length': String(range.end - range.start + 1) } });
     }
-    return new Response(body, { status: 200, headers: { ...headers, 'content-length': String(size) } });
+    return new R(body, { status: 200, headers: { ...headers, 'content-length': String(size) } });
   }
 
   return {
-    async onRequest({ request, url, endResponse }) {
+    async onRequest({ request, url, endResponse, fetchAPI }) {
       const m = PATH.exec(url.pathname);
       if (!m) return;
+      R = fetchAPI.Response;
       try {
         endResponse(await serve(request, m[1]!));
       } catch (err) {
