@@ -85,6 +85,17 @@ forEachDatabase((kind) => {
     expect(viewer.scopes).toEqual(['mc_dm_download:read']);
   });
 
+  it('/graphql answers 413 request_too_large above MAX_BODY_BYTES, and invalid_input for malformed queries', async () => {
+    const big = await fetch(`${t.url}/graphql`, {
+      method: 'POST', headers: { 'Forum-Api-Key': SUPER_KEY, 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ viewer { userId } }', variables: { pad: 'x'.repeat(t.config.maxBodyBytes) } }),
+    });
+    expect(big.status).toBe(413);
+    expect(((await big.json()) as any).errors[0].extensions.code).toBe('request_too_large');
+    const bad = await t.gql('{ viewer { userId } ');
+    expect(bad.codes).toEqual(['invalid_input']);
+  });
+
   describe('health and GraphiQL need no key', () => {
     it('/healthz and /readyz', async () => {
       expect((await t.rest('GET', '/healthz', { key: null })).body).toEqual({ status: 'ok' });

@@ -46,7 +46,7 @@ export function requestLogPlugin(log: Logger): Plugin {
 /** Codes graphql-yoga gives to malformed requests; the contract calls them all invalid_input (§4). */
 const GRAPHQL_INPUT_CODES = new Set(['GRAPHQL_VALIDATION_FAILED', 'GRAPHQL_PARSE_FAILED', 'BAD_USER_INPUT']);
 
-/** Rewrites parse, validation and coercion error codes to the contract's `invalid_input`. */
+/** Rewrites parse, validation and coercion error codes to the contract's `invalid_input`, and 413 to `request_too_large`. */
 export function contractCodesPlugin(): Plugin {
   return {
     onResultProcess({ result }) {
@@ -54,7 +54,9 @@ export function contractCodesPlugin(): Plugin {
         const errors = (r as { errors?: readonly GraphQLError[] } | undefined)?.errors;
         for (const e of errors ?? []) {
           const code = e.extensions?.code;
-          if (code === undefined || (typeof code === 'string' && GRAPHQL_INPUT_CODES.has(code))) {
+          if (code === 'REQUEST_ENTITY_TOO_LARGE') {
+            (e.extensions as Record<string, unknown>).code = 'request_too_large';
+          } else if (code === undefined || (typeof code === 'string' && GRAPHQL_INPUT_CODES.has(code))) {
             (e.extensions as Record<string, unknown>).code = 'invalid_input';
           }
         }
