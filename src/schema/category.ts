@@ -2,7 +2,7 @@
 // mc_dm_category:write and admin rights; delete also mc_dm_category:delete_hard.
 import type { Category } from '../generated/prisma/client.js';
 import { builder, type Types } from './builder.js';
-import { listOf, pageArgs } from './pagination.js';
+import { listOf, orderEnum, pageArgs } from './pagination.js';
 import { payloadOf, SuccessPayload } from './payloads.js';
 import { NodeRef, registerNode } from './node.js';
 import { CATEGORY_ORDERS, createCategory, deleteCategory, listCategories, updateCategory, viewableCategory } from '../domain/categories.js';
@@ -45,10 +45,7 @@ export function categoryUrl(baseUrl: string, c: Pick<Category, 'id'>): string {
 
 registerNode('Category', READ, async (ctx, id) => viewableCategory(ctx.prisma, await ctx.access(), id));
 
-const CategoryOrderEnum = builder.enumType('CategoryOrder', {
-  values: Object.fromEntries(Object.keys(CATEGORY_ORDERS).map((k) => [k.toUpperCase(), { value: k }])) as
-    Record<'DISPLAY_ORDER' | 'TITLE' | 'DOWNLOAD_COUNT', { value: keyof typeof CATEGORY_ORDERS }>,
-});
+const CategoryOrderEnum = orderEnum('CategoryOrder', CATEGORY_ORDERS);
 
 const CategoryList = listOf<Category>('Category', CategoryRef);
 

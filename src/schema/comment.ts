@@ -3,7 +3,7 @@
 import { queryFromInfo } from '@pothos/plugin-prisma';
 import type { Comment } from '../generated/prisma/client.js';
 import { builder, unix } from './builder.js';
-import { listOf, pageArgs } from './pagination.js';
+import { listOf, orderEnum, pageArgs } from './pagination.js';
 import { payloadOf, SuccessPayload } from './payloads.js';
 import { NodeRef, registerNode } from './node.js';
 import { noPermission } from '../errors.js';
@@ -58,9 +58,7 @@ export const CommentRef = builder.prismaObject('Comment', {
 
 registerNode('Comment', READ, async (ctx, id) => comments.viewableComment(ctx.prisma, await ctx.access(), id));
 
-const CommentOrderEnum = builder.enumType('CommentOrder', {
-  values: { COMMENT_DATE: { value: 'comment_date' }, LAST_EDIT_DATE: { value: 'last_edit_date' } } as const,
-});
+const CommentOrderEnum = orderEnum('CommentOrder', comments.COMMENT_ORDERS);
 
 const CommentList = listOf<Comment>('Comment', CommentRef);
 

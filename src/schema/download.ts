@@ -4,7 +4,7 @@ import { queryFromInfo } from '@pothos/plugin-prisma';
 import type { Download, Version } from '../generated/prisma/client.js';
 import { builder, unix } from './builder.js';
 import { notFound } from '../errors.js';
-import { listOf, pageArgs } from './pagination.js';
+import { listOf, orderEnum, pageArgs } from './pagination.js';
 import { payloadOf, SuccessPayload, OkPayload } from './payloads.js';
 import { NodeRef, registerNode } from './node.js';
 import * as downloads from '../domain/downloads.js';
@@ -84,10 +84,7 @@ registerNode('Version', READ, async (ctx, id) => {
   return v;
 });
 
-const DownloadOrderEnum = builder.enumType('DownloadOrder', {
-  values: Object.fromEntries(Object.keys(downloads.DOWNLOAD_ORDERS).map((k) => [k.toUpperCase(), { value: k }])) as
-    Record<'CREATED_DATE' | 'LAST_UPDATE' | 'DOWNLOAD_COUNT' | 'VIEW_COUNT' | 'TITLE', { value: downloads.DownloadOrder }>,
-});
+const DownloadOrderEnum = orderEnum('DownloadOrder', downloads.DOWNLOAD_ORDERS);
 
 const DownloadList = listOf<Download>('Download', DownloadRef);
 

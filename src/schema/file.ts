@@ -5,7 +5,7 @@ import { queryFromInfo } from '@pothos/plugin-prisma';
 import { GraphQLUpload, type FileUpload } from 'graphql-upload-minimal';
 import type { File } from '../generated/prisma/client.js';
 import { builder, unix } from './builder.js';
-import { listOf, pageArgs } from './pagination.js';
+import { listOf, orderEnum, pageArgs } from './pagination.js';
 import { payloadOf, SuccessPayload } from './payloads.js';
 import { NodeRef, registerNode } from './node.js';
 import type { Context } from './context.js';
@@ -61,9 +61,7 @@ export const FileRef = builder.prismaObject('File', {
 
 registerNode('File', READ, async (ctx, id) => files.viewableFile(deps(ctx, await ctx.access()), id));
 
-const FileOrderEnum = builder.enumType('FileOrder', {
-  values: { DISPLAY_ORDER: { value: 'display_order' }, FILE_SIZE: { value: 'file_size' }, DOWNLOAD_COUNT: { value: 'download_count' } } as const,
-});
+const FileOrderEnum = orderEnum('FileOrder', files.FILE_ORDERS);
 
 const FileList = listOf<File>('File', FileRef);
 

@@ -33,3 +33,9 @@ export const pageArgs = (arg: ArgBuilder<Types>) => ({
   perPage: arg.int({ required: false, description: 'Rows per page: default 20, larger values are clamped to 100.' }),
   direction: arg({ type: DirectionEnum, required: false }),
 });
+
+/** The `order` enum of a list: one value per whitelisted REST name (`display_order` → DISPLAY_ORDER). */
+export function orderEnum<K extends string>(name: string, orders: Record<K, string>) {
+  const values = Object.fromEntries(Object.keys(orders).map((k) => [k.toUpperCase(), { value: k as K }]));
+  return builder.enumType(name, { values: values as Record<Uppercase<K>, { value: K }> });
+}
