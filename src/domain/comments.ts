@@ -87,7 +87,7 @@ export async function createComment(prisma: PrismaClient, access: Access, floodS
           { retry_after: wait }, { 'Retry-After': String(wait) });
       }
     }
-    return tx.comment.create({ data: { downloadId: d.id, userId, message: text, state } });
+    return tx.comment.create({ data: { downloadId: d.id, userId, message: text, state }, include: { download: true } });
   });
 }
 
@@ -104,7 +104,7 @@ export async function updateComment(prisma: PrismaClient, access: Access, input:
   const keepHistory = editor !== c.userId || now.getTime() - c.commentDate.getTime() > EDIT_GRACE_MS;
   return prisma.$transaction(async (tx) => {
     if (keepHistory) await tx.commentEdit.create({ data: { commentId: c.id, oldMessage: c.message, editorId: editor, editDate: now } });
-    return tx.comment.update({ where: { id: c.id }, data: { message: text, lastEditDate: now, editCount: { increment: 1 } } });
+    return tx.comment.update({ where: { id: c.id }, data: { message: text, lastEditDate: now, editCount: { increment: 1 } }, include: { download: true } });
   });
 }
 

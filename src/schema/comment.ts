@@ -16,7 +16,7 @@ const CommentStateEnum = builder.enumType('CommentState', {
   values: { VISIBLE: { value: 'visible' }, MODERATED: { value: 'moderated' }, DELETED: { value: 'deleted' } } as const,
 });
 
-const CommentEditRef = builder.prismaObject('CommentEdit', {
+builder.prismaObject('CommentEdit', {
   description: 'A previous text of a comment, kept when a moderator edits it or its author edits it late.',
   fields: (t) => ({
     oldMessage: t.exposeString('oldMessage'),
