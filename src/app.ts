@@ -14,6 +14,7 @@ import { createHttpServer } from './http/server.js';
 import { LocalStorage } from './files/storage/local.js';
 import { S3Storage, s3TmpDir } from './files/storage/s3.js';
 import { schedulePurge } from './jobs/purge.js';
+import { scheduleRevalidation } from './jobs/revalidate.js';
 import { PermissionCache } from './permissions/load.js';
 import { AuthCache } from './auth/visitor.js';
 
@@ -52,10 +53,12 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
     const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
     log.info({ url, database: db.kind }, 'listening');
     const stopPurge = schedulePurge(db.prisma, storage, config.softDeleteRetentionDays, log);
+    const stopRevalidation = scheduleRevalidation(db.prisma, storage, config.externalUrlAllowPrivate, log);
     return {
       url, server, db, services, log, generatedKey,
       async close() {
         stopPurge();
+        stopRevalidation();
         server.closeAllConnections?.();
         await new Promise<void>((resolve) => server.close(() => resolve()));
         if (storage instanceof S3Storage) storage.destroy();

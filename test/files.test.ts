@@ -7,6 +7,7 @@ import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDatabase, startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';
 import type { LocalStorage } from '../src/files/storage/local.js';
+import { revalidateFiles } from '../src/jobs/revalidate.js';
 
 const FIELDS = ['file_id', 'version_id', 'filename', 'display_label', 'file_size', 'file_hash', 'mime_type', 'is_primary',
   'is_externally_linked', 'external_url', 'validation_status', 'display_order', 'download_count', 'display_name', 'is_external', 'is_link_only'];
@@ -281,6 +282,30 @@ forEachDatabase((kind) => {
       } finally {
         await strict.close();
       }
+    });
+  });
+
+  describe('revalidation', () => {
+    it('re-checks links and blobs, keeping is_available, validation_attempts and validation_error true', async () => {
+      const v = await version();
+      const link = (await t.rest('POST', '/api/mc-dm-files/', { key: owner.key, form: { version_id: v.versionId, external_url: `${remoteUrl}/pack.zip`, link_only: 1 } })).body.file;
+      const dead = (await t.rest('POST', '/api/mc-dm-files/', { key: owner.key, form: { version_id: v.versionId, external_url: `${remoteUrl}/gone.zip`, link_only: 1 } })).body.file;
+      const blob = (await upload(t, { version_id: v.versionId }, { name: 'kept.txt', bytes: Buffer.from('kept') })).body.file;
+      fs.rmSync(await blobPath(blob.file_id));
+      const later = new Date(Date.now() + 2 * 86_400_000);
+      let checked: number[] = [];
+      for (let round = 0; round < 20 && !checked.includes(blob.file_id); round++) {
+        checked = checked.concat(await revalidateFiles(t.prisma, t.app.services.storage, { allowPrivate: true, olderThanMs: 86_400_000, batch: 500, now: later }));
+      }
+      expect(checked).toEqual(expect.arrayContaining([link.file_id, dead.file_id, blob.file_id]));
+      const rows = await t.prisma.file.findMany({ where: { id: { in: [link.file_id, dead.file_id, blob.file_id] } }, orderBy: { id: 'asc' } });
+      expect(rows.map((r) => r.isAvailable)).toEqual([true, false, false]);
+      expect(rows[0]).toMatchObject({ validationAttempts: 1, validationError: null });
+      expect(rows[1]!.validationError).toContain('404');
+      expect(rows[2]!.validationError).toContain('missing');
+      expect(rows[2]!.validationAttempts).toBe(2);
+      const full = await t.rest('GET', `/api/mc-dm-files/${dead.file_id}/`, { query: { with: 'full' } });
+      expect(full.body.file).toMatchObject({ is_available: false, validation_attempts: 1, last_attempt_date: Math.floor(later.getTime() / 1000) });
     });
   });
 
