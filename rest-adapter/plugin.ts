@@ -87,7 +87,7 @@ function streamMultipart(request: Request, raw: RawFields, uploadField: string, 
       pending.at(-1)!.catch(fail);
     });
     bb.on('close', () => { Promise.all(pending).then(() => resolve(), fail); });
-    bb.on('error', fail);
+    bb.on('error', (err: Error) => fail(new ApiError('invalid_input', `The multipart body is malformed: ${err.message}.`, { field: 'body' })));
     source.on('error', fail);
     source.pipe(bb);
   });

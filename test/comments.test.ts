@@ -104,6 +104,10 @@ forEachDatabase((kind) => {
         const results = await Promise.all([1, 2, 3].map((i) => f.rest('POST', '/api/mc-dm-comments/', { key: u2.key, form: { download_id: d, message: `race ${i}` } })));
         expect(results.map((r) => r.status).sort()).toEqual([200, 429, 429]);
         for (const i of [1, 2]) expect((await f.rest('POST', '/api/mc-dm-comments/', { key: m.key, form: { download_id: d, message: `mod ${i}` } })).status).toBe(200);
+        // a super-user key acting as the throttled user is exempt too
+        const asU = { 'Forum-Api-User': String(u.userId) };
+        for (const i of [1, 2]) expect((await f.rest('POST', '/api/mc-dm-comments/', { headers: asU, form: { download_id: d, message: `super ${i}` } })).status).toBe(200);
+        expect(await f.prisma.comment.count({ where: { userId: u.userId } })).toBe(3);
       } finally {
         await f.close();
       }
@@ -253,6 +257,35 @@ forEachDatabase((kind) => {
         .toEqual({ message: 'edited', editCount: 1 });
       expect((await t.gql(`mutation { deleteComment(input: { commentId: ${c.commentId} }) { success } }`, {}, author.key)).codes).toEqual(['do_not_have_permission']);
       expect((await t.gqlOk(`mutation { deleteComment(input: { commentId: ${c.commentId}, hard: true }) { success } }`, {}, mod.key)).deleteComment).toEqual({ success: true });
+    });
+
+    it('answers bad input with the contract codes and changes nothing', async () => {
+      const c = (await post('kept', reader.key)).comment_id;
+      const gone = await download('Hidden by soft delete');
+      await post('under a download about to go', reader.key, gone);
+      await t.rest('DELETE', `/api/mc-dm-downloads/${gone}/`, { key: author.key });
+      const before = { comments: await t.prisma.comment.count(), log: await t.prisma.moderatorLog.count() };
+      const codes = async (q: string, key = reader.key) => (await t.gql(q, {}, key)).codes;
+      expect(await codes(`{ comments(downloadId: ${gone}) { nodes { message } } }`)).toEqual(['do_not_have_permission']);
+      expect(await codes(`{ comments(downloadId: "one") { nodes { message } } }`)).toEqual(['invalid_input']);
+      expect(await codes(`{ comments(downloadId: 99999) { nodes { message } } }`)).toEqual(['mc_dm_api_error.download_not_found']);
+      expect(await codes(`mutation { createComment(input: { downloadId: ${gone}, message: "x" }) { comment { commentId } } }`)).toEqual(['do_not_have_permission']);
+      expect(await codes(`mutation { createComment(input: { downloadId: ${dl}, message: "  " }) { comment { commentId } } }`)).toEqual(['required_input_missing']);
+      expect(await codes(`mutation { createComment(input: { message: "x" }) { comment { commentId } } }`)).toEqual(['invalid_input']);
+      const noScope = await t.key('USER', ['mc_dm_download:read', 'mc_dm_download:write'], mod.userId);
+      const hard = await t.gql(`mutation { deleteComment(input: { commentId: ${c}, hard: true, reason: "no" }) { success } }`, {}, noScope);
+      expect(hard.status).toBe(403);
+      expect(hard.errors![0].extensions).toMatchObject({ code: 'api_scope_missing', params: { scope: 'mc_dm_download:delete_hard' } });
+      expect({ comments: await t.prisma.comment.count(), log: await t.prisma.moderatorLog.count() }).toEqual(before);
+      expect(await t.prisma.comment.findUniqueOrThrow({ where: { id: c } })).toMatchObject({ state: 'visible', message: 'kept' });
+    });
+
+    it("a download's hard delete removes its comments", async () => {
+      const d = await download('Going for good');
+      const c = (await post('goes with it', reader.key, d)).comment_id;
+      expect((await t.rest('DELETE', `/api/mc-dm-downloads/${d}/`, { query: { hard: 1 } })).status).toBe(200);
+      expect(await t.prisma.comment.count({ where: { id: c } })).toBe(0);
+      expect((await t.gql(`{ comment(commentId: ${c}) { message } }`)).codes).toEqual(['mc_dm_api_error.comment_not_found']);
     });
   });
 });

@@ -104,6 +104,28 @@ forEachDatabase((kind) => {
       expect(fs.readdirSync((t.app.services.storage as LocalStorage).tmpDir)).toEqual([]);
     });
 
+    it('treats filenames as data: no path, no control characters, limited length', async () => {
+      const v = await version();
+      const cases: [string, string][] = [
+        ['../../etc/passwd', 'passwd'], ['..\\..\\boot.ini', 'boot.ini'],
+        [`${'x'.repeat(300)}.txt`, `${'x'.repeat(196)}.txt`],
+      ];
+      for (const [name, stored] of cases) {
+        const r = await upload(t, { version_id: v.versionId, display_order: 0 }, { name, bytes: Buffer.from('data') });
+        expect(r.status, name).toBe(200);
+        expect(r.body.file.filename, name).toBe(stored);
+        expect((await t.prisma.file.findUniqueOrThrow({ where: { id: r.body.file.file_id } })).storageKey).toMatch(/^blobs\/\d+\/\d+\/[0-9a-f-]{36}$/);
+      }
+      // control characters cannot travel in a multipart header (400), but can in a URL
+      for (const name of ['a\u0000b.txt', 'a\u0007b.txt']) {
+        const bad = await upload(t, { version_id: v.versionId }, { name, bytes: Buffer.from('data') });
+        expect(bad.status).toBe(400);
+        expect(bad.body.errors[0]).toMatchObject({ code: 'invalid_input', params: { field: 'body' } });
+      }
+      const link = await t.rest('POST', '/api/mc-dm-files/', { key: owner.key, form: { version_id: v.versionId, external_url: `${remoteUrl}/dir/a%07b%1Bc%00.txt`, link_only: 1 } });
+      expect(link.body.file.filename).toBe('abc.txt');
+    });
+
     it('uploads through GraphQL with the multipart request spec', async () => {
       const v = await version();
       const form = new FormData();

@@ -25,6 +25,7 @@ export interface FileDeps { prisma: PrismaClient; access: Access; storage: Stora
 export interface IncomingFile { filename: string; ingest(tmpDir: string, maxBytes: number): Promise<Ingested> }
 
 const MAX_LABEL = 100;
+const MAX_FILENAME = 200;
 
 async function versionFor(prisma: PrismaClient, id: number): Promise<VersionWithParents> {
   const v = await prisma.version.findUnique({ where: { id }, include: { download: { include: { category: true } } } });
@@ -145,7 +146,7 @@ export async function createFile(deps: FileDeps, input: CreateFileInput): Promis
   if (url && input.linkOnly) {
     const parsed = parseOrForbid(url);
     return insertFile(deps, v, input.isPrimary, {
-      ...meta, filename: filenameFromUrl(parsed), externalUrl: parsed.toString(), isExternallyLinked: true, isLinkOnly: true,
+      ...meta, filename: safeFilename(filenameFromUrl(parsed)), externalUrl: parsed.toString(), isExternallyLinked: true, isLinkOnly: true,
       externalSourceType: adapterFor(parsed).id, validationStatus: 'skipped', mimeType: mime.lookup(parsed.pathname) || 'application/octet-stream',
     });
   }
@@ -159,14 +160,14 @@ export async function createFile(deps: FileDeps, input: CreateFileInput): Promis
     external = { externalUrl: parsed.toString(), isExternallyLinked: true, externalSourceType: adapter.id, validationAttempts: 1, lastAttemptDate: new Date() };
     try {
       const fetched = await adapter.fetch(parsed, { allowPrivate: config.externalUrlAllowPrivate, timeoutMs: 10_000, maxRedirects: 5 });
-      filename = fetched.filename;
+      filename = safeFilename(fetched.filename);
       ingested = await ingest(fetched.body, storage.tmpDir, config.maxUploadBytes);
     } catch (err) {
       if (err instanceof ExternalUrlError && err.kind === 'forbidden') throw forbidden(err.message);
       if (err instanceof ApiError) throw err; // over the server limit
       const reason = err instanceof Error ? err.message : String(err);
       await insertFile(deps, v, false, {
-        ...meta, ...external, filename: filenameFromUrl(parsed), validationStatus: 'failed', validationError: reason, isAvailable: false,
+        ...meta, ...external, filename: safeFilename(filenameFromUrl(parsed)), validationStatus: 'failed', validationError: reason, isAvailable: false,
       });
       throw new ApiError('mc_dm_api_error.external_url_unreachable', `The URL could not be fetched: ${reason}`, { url: parsed.toString(), reason });
     }
@@ -209,7 +210,11 @@ const forbidden = (reason: string) => new ApiError('mc_dm_api_error.external_url
 /** A name safe to store and to send back in Content-Disposition. */
 export function safeFilename(raw: string): string {
   const base = raw.split(/[\\/]/).pop() ?? '';
-  const clean = base.replace(/[\0-\x1f\x7f"]/g, '').trim().slice(0, 200);
+  let clean = base.replace(/[\0-\x1f\x7f"]/g, '').trim();
+  if (clean.length > MAX_FILENAME) {
+    const ext = /\.[^.]{1,16}$/.exec(clean)?.[0] ?? '';
+    clean = clean.slice(0, MAX_FILENAME - ext.length) + ext;
+  }
   return clean || 'file';
 }
 

@@ -39,9 +39,13 @@ export async function ingest(source: Readable, tmpDir: string, maxBytes: number)
       done(null, chunk);
     },
   });
+  const out = fs.createWriteStream(tmpPath, { flags: 'wx' });
   try {
-    await pipeline(source, meter, fs.createWriteStream(tmpPath, { flags: 'wx' }));
+    await pipeline(source, meter, out);
   } catch (err) {
+    // The file may still be opening when the source fails: wait until it is closed, then remove it.
+    // (events.once would reject on the stream's own 'error', which here is the error being handled.)
+    if (!out.closed) await new Promise<void>((resolve) => out.once('close', () => resolve()));
     await fs.promises.rm(tmpPath, { force: true });
     source.destroy();
     throw err;

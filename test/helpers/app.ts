@@ -140,7 +140,7 @@ export async function startTestApp(kind: DbKind = 'pglite', overrides: Partial<C
   const config = loadConfig({}, {
     port: 0, host: '127.0.0.1', dataDir, logLevel: 'silent', bootstrapKey: SUPER_KEY, ...overrides,
   });
-  const app = await startApp(config, { db, log: createLogger('silent') });
+  const app = await startApp(config, { db, log: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent') });
   if (!overrides.baseUrl) config.baseUrl = app.url;
   return new TestApp(app, config, async () => {
     await dropDb();

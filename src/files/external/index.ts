@@ -42,5 +42,5 @@ export function adapterFor(url: URL): ExternalAdapter {
 /** The last path segment of a URL, or "download". */
 export function filenameFromUrl(url: URL): string {
   const last = decodeURIComponent(url.pathname.split('/').filter(Boolean).pop() ?? '');
-  return last.replace(/[\\/\0]/g, '_') || 'download';
+  return last.replace(/[\\/]/g, '_') || 'download';
 }
