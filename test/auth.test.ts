@@ -92,6 +92,14 @@ forEachDatabase((kind) => {
     });
     expect(big.status).toBe(413);
     expect(((await big.json()) as any).errors[0].extensions.code).toBe('request_too_large');
+    // without Content-Length (chunked), the body is counted as it is read
+    const payload = new TextEncoder().encode(JSON.stringify({ query: '{ viewer { userId } }', variables: { pad: 'x'.repeat(t.config.maxBodyBytes) } }));
+    const chunked = await fetch(`${t.url}/graphql`, {
+      method: 'POST', headers: { 'Forum-Api-Key': SUPER_KEY, 'content-type': 'application/json' },
+      body: new ReadableStream({ start(c) { c.enqueue(payload); c.close(); } }), duplex: 'half',
+    } as RequestInit);
+    expect(chunked.status).toBe(413);
+    expect(((await chunked.json()) as any).errors[0].extensions.code).toBe('request_too_large');
     const bad = await t.gql('{ viewer { userId } ');
     expect(bad.codes).toEqual(['invalid_input']);
   });

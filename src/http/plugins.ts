@@ -1,6 +1,6 @@
 // Small Yoga plugins: health endpoints and request logs.
 import type { Plugin } from 'graphql-yoga';
-import type { GraphQLError } from 'graphql';
+import { GraphQLError as GraphQLErrorClass, type GraphQLError } from 'graphql';
 import type { Logger } from '../log.js';
 
 const json = (status: number, body: unknown) =>
@@ -61,6 +61,38 @@ export function contractCodesPlugin(): Plugin {
           }
         }
       }
+    },
+  };
+}
+
+const tooLarge = (limit: number) => new GraphQLErrorClass(`The request body is larger than the limit of ${limit} bytes.`, {
+  extensions: { code: 'request_too_large', params: { limit }, http: { status: 413 } },
+});
+
+/**
+ * MAX_BODY_BYTES for /graphql bodies, multipart uploads excepted (they are limited by MAX_UPLOAD_BYTES while they
+ * stream). Yoga's own limit is turned off because it would apply to uploads too. Register after the parsers.
+ */
+export function bodyLimitPlugin(limit: number): Plugin {
+  return {
+    onRequestParse({ request, requestParser, setRequestParser, fetchAPI }) {
+      if ((request.headers.get('content-type') ?? '').toLowerCase().startsWith('multipart/form-data')) return;
+      const declared = request.headers.get('content-length');
+      if (declared !== null && Number(declared) > limit) throw tooLarge(limit);
+      if (!requestParser || !request.body) return;
+      const parse = requestParser;
+      // A body without a (truthful) Content-Length is counted as it is read.
+      setRequestParser((req) => {
+        let read = 0;
+        const body = (req.body as ReadableStream<Uint8Array>).pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
+          transform(chunk, controller) {
+            read += chunk.byteLength;
+            if (read > limit) controller.error(tooLarge(limit));
+            else controller.enqueue(chunk);
+          },
+        }));
+        return parse(new fetchAPI.Request(req.url, { method: req.method, headers: req.headers, body, duplex: 'half' } as RequestInit));
+      });
     },
   };
 }

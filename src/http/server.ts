@@ -10,7 +10,7 @@ import { createContext } from '../schema/context.js';
 import { visitorFromHeaders } from '../auth/visitor.js';
 import { restAdapter } from '../../rest-adapter/plugin.js';
 import { routes } from '../../rest-adapter/routes.js';
-import { contractCodesPlugin, healthPlugin, requestLogPlugin } from './plugins.js';
+import { bodyLimitPlugin, contractCodesPlugin, healthPlugin, requestLogPlugin } from './plugins.js';
 import { graphqlUploadPlugin, uploadReceiver } from './uploads.js';
 import { fileDataPlugin } from './file-data.js';
 
@@ -40,9 +40,10 @@ export function createHttpServer({ schema, services, ping, log }: HttpOptions): 
   const onUnexpectedError = (err: unknown) => log.error({ err }, 'unexpected error');
   const yoga = createYoga({
     schema,
-    // Multipart bodies are streamed by graphqlUploadPlugin; MAX_UPLOAD_BYTES is enforced while streaming.
+    // Multipart bodies are streamed by graphqlUploadPlugin (MAX_UPLOAD_BYTES enforced while streaming); other
+    // bodies are limited to MAX_BODY_BYTES by bodyLimitPlugin, since Yoga's own limit would cover uploads too.
     multipart: false,
-    maxRequestBodySize: services.config.maxBodyBytes,
+    maxRequestBodySize: false,
     graphqlEndpoint: '/graphql',
     landingPage: false,
     // GraphiQL with its assets bundled: it works on machines without internet access.
@@ -78,6 +79,7 @@ export function createHttpServer({ schema, services, ping, log }: HttpOptions): 
       healthPlugin(ping),
       contractCodesPlugin(),
       graphqlUploadPlugin(services.config.maxUploadBytes),
+      bodyLimitPlugin(services.config.maxBodyBytes),
       fileDataPlugin(contextFor, onUnexpectedError),
       restAdapter({
         schema, routes, contextFor,
