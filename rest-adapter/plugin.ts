@@ -2,8 +2,10 @@
 // variables, executed in-process against the schema (no HTTP hop), and answered in the spec's envelopes.
 import { Readable } from 'node:stream';
 import busboy from 'busboy';
-import { execute, Kind, validate, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
+import { Kind, validate, type DocumentNode, type ExecutionResult, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
+// The executor Yoga itself runs on /graphql: both faces execute operations the same way.
+import { normalizedExecutor } from '@graphql-tools/executor';
 import { ApiError, toErrorItem, type ErrorBodyItem } from '../src/errors.js';
 import { addPairs, Opaque, toVariables, type Raw, type RawFields } from './inputs.js';
 import { envelope, errorBody } from './envelope.js';
@@ -175,7 +177,7 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
       const upload = hit.r.upload && options.receiveUpload ? { field: hit.r.upload, receive: options.receiveUpload, cleanups } : null;
       const raw = await requestFields(request, url, { ...hit.m!.groups }, options.maxBodyBytes, upload);
       const variableValues = toVariables(options.schema, hit.r.operation, raw);
-      const result = await execute({ schema: options.schema, document: hit.r.document as DocumentNode, variableValues, contextValue });
+      const result = await normalizedExecutor({ schema: options.schema, document: hit.r.document as DocumentNode, variableValues, contextValue }) as ExecutionResult;
       if (result.errors?.length) return fail(result.errors.map(itemOf), headersOf(result.errors[0]));
       return json(200, envelope(hit.r.envelope, lowerEnums(result.data?.[hit.r.rootField], hit.r.enums)));
     } catch (err) {
