@@ -1,0 +1,41 @@
+// Every environment variable has a defined answer: a default, a parsed value, or a message naming it.
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config.js';
+
+describe('configuration', () => {
+  it('has the contract defaults', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({
+      port: 3000, host: '127.0.0.1', baseUrl: 'http://localhost:3000', storage: 'local', categoryDeletePolicy: 'reassign',
+      softDeleteRetentionDays: 30, commentFloodSeconds: 10, maxUploadBytes: 2 * 1024 ** 3, externalUrlAllowPrivate: false, cacheSeconds: 5,
+    });
+    expect(c.databaseUrl).toBeUndefined();
+    expect(c.dataDir.endsWith('data')).toBe(true);
+  });
+
+  it('reads every setting', () => {
+    const c = loadConfig({
+      PORT: '8080', HOST: '0.0.0.0', BASE_URL: 'https://dl.example.com/', DATA_DIR: '/srv/dm', DATABASE_URL: 'postgres://u@db/dm',
+      CATEGORY_DELETE_POLICY: 'cascade', SOFT_DELETE_RETENTION_DAYS: '7', COMMENT_FLOOD_SECONDS: '0', MAX_UPLOAD_BYTES: '1000',
+      MAX_BODY_BYTES: '2000', EXTERNAL_URL_ALLOW_PRIVATE: '1', CACHE_SECONDS: '0', DM_BOOTSTRAP_KEY: 'dm_x',
+      STORAGE: 's3', S3_BUCKET: 'b', S3_ENDPOINT: 'http://minio:9000', S3_ACCESS_KEY_ID: 'a', S3_SECRET_ACCESS_KEY: 's',
+    });
+    expect(c).toMatchObject({
+      port: 8080, host: '0.0.0.0', baseUrl: 'https://dl.example.com', dataDir: '/srv/dm', databaseUrl: 'postgres://u@db/dm',
+      categoryDeletePolicy: 'cascade', softDeleteRetentionDays: 7, commentFloodSeconds: 0, maxUploadBytes: 1000, maxBodyBytes: 2000,
+      externalUrlAllowPrivate: true, cacheSeconds: 0, bootstrapKey: 'dm_x', storage: 's3',
+      s3: { bucket: 'b', region: 'us-east-1', endpoint: 'http://minio:9000', accessKeyId: 'a', secretAccessKey: 's', forcePathStyle: true },
+    });
+  });
+
+  it('refuses malformed values with a message naming the variable', () => {
+    for (const [env, name] of [
+      [{ PORT: 'eighty' }, 'PORT'], [{ MAX_UPLOAD_BYTES: '0' }, 'MAX_UPLOAD_BYTES'], [{ STORAGE: 'ftp' }, 'STORAGE'],
+      [{ CATEGORY_DELETE_POLICY: 'purge' }, 'CATEGORY_DELETE_POLICY'], [{ EXTERNAL_URL_ALLOW_PRIVATE: 'yes' }, 'EXTERNAL_URL_ALLOW_PRIVATE'],
+      [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'], [{ STORAGE: 's3' }, 'S3_BUCKET'],
+    ] as [Record<string, string>, string][]) {
+      expect(() => loadConfig(env), name).toThrow(ConfigError);
+      expect(() => loadConfig(env), name).toThrow(name);
+    }
+  });
+});
