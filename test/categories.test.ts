@@ -267,6 +267,41 @@ forEachDatabase((kind) => {
     });
   });
 
+  describe('cascade policy', () => {
+    it('CATEGORY_DELETE_POLICY=cascade deletes the subtree with its downloads and their blobs, each download audited', async () => {
+      const c = await startTestApp(kind, { categoryDeletePolicy: 'cascade' });
+      try {
+        const u = await c.user('cascader');
+        const mk = async (title: string, parent = 0) =>
+          (await c.rest('POST', '/api/mc-dm-categories/', { form: { title, parent_category_id: parent } })).body.category.category_id;
+        const top = await mk('Top');
+        const mid = await mk('Mid', top);
+        const leaf = await mk('Leaf', mid);
+        const other = await mk('Other');
+        const dl = async (category: number) => (await c.rest('POST', '/api/mc-dm-downloads/', { key: u.key, form: { category_id: category, title: 'd' } })).body.download;
+        const inMid = await dl(mid);
+        const inLeaf = await dl(leaf);
+        const kept = await dl(other);
+        const form = new FormData();
+        form.append('version_id', String(inLeaf.current_version_id));
+        form.append('file', new Blob([new Uint8Array([1, 2, 3])]), 'blob.bin');
+        const file = (await (await fetch(`${c.url}/api/mc-dm-files/`, { method: 'POST', headers: { 'Forum-Api-Key': u.key }, body: form })).json()) as any;
+        const row = await c.prisma.file.findUniqueOrThrow({ where: { id: file.file.file_id } });
+        expect(await c.app.services.storage.exists(row.storageKey!)).toBe(true);
+
+        const r = await c.rest('DELETE', `/api/mc-dm-categories/${top}/`, { query: { hard: 1 } });
+        expect(r.body).toEqual({ success: true });
+        expect(await c.prisma.category.count({ where: { id: { in: [top, mid, leaf] } } })).toBe(0);
+        expect(await c.prisma.download.count({ where: { id: { in: [inMid.download_id, inLeaf.download_id] } } })).toBe(0);
+        expect(await c.prisma.download.count({ where: { id: kept.download_id } })).toBe(1);
+        expect(await c.prisma.auditLog.count({ where: { action: 'download.hard_deleted', contentId: { in: [inMid.download_id, inLeaf.download_id] } } })).toBe(2);
+        expect(await c.app.services.storage.exists(row.storageKey!)).toBe(false);
+      } finally {
+        await c.close();
+      }
+    });
+  });
+
   describe('permissions and scopes', () => {
     it('writes need admin rights: a plain user gets 403, an admin-flagged user succeeds', async () => {
       const plain = await t.user(`plain_${kind}`);
