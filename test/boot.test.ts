@@ -12,7 +12,9 @@ import { hashKey } from '../src/auth/keys.js';
 import { freshPostgres } from './helpers/app.js';
 
 const silent = createLogger('silent');
-const tmp = () => fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-boot-'));
+const made: string[] = [];
+const tmp = () => { const d = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-boot-')); made.push(d); return d; };
+afterAll(() => { for (const d of made) fs.rmSync(d, { recursive: true, force: true }); });
 const config = (dataDir: string, extra: Record<string, string> = {}) =>
   loadConfig({ DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'silent', ...extra });
 
