@@ -4,7 +4,7 @@ import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Config } from './config.js';
-import { openDatabase, type Database } from './db/client.js';
+import { openDatabase, targetOf, type Database } from './db/client.js';
 import { migrate } from './db/migrate.js';
 import { bootstrap } from './db/bootstrap.js';
 import { createLogger, type Logger } from './log.js';
@@ -31,7 +31,7 @@ export interface App {
 
 export async function startApp(config: Config, opts: { db?: Database; log?: Logger } = {}): Promise<App> {
   const log = opts.log ?? createLogger(config.logLevel);
-  const db = opts.db ?? await openDatabase(config.databaseUrl ? { url: config.databaseUrl } : { pgliteDir: path.join(config.dataDir, 'db') });
+  const db = opts.db ?? await openDatabase(targetOf(config));
   try {
     const applied = await migrate(db);
     if (applied.length > 0) log.info({ applied }, 'migrations applied');

@@ -11,6 +11,7 @@ export interface Config {
   dataDir: string;
   /** PostgreSQL server URL; undefined selects the embedded PGlite database under dataDir/db. */
   databaseUrl?: string;
+  databasePoolSize: number;
   storage: StorageKind;
   /** S3-compatible storage settings, when storage is s3. */
   s3?: { bucket: string; region: string; endpoint?: string; accessKeyId?: string; secretAccessKey?: string; forcePathStyle: boolean };
@@ -58,6 +59,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     baseUrl: (env.BASE_URL || `http://localhost:${port}`).replace(/\/+$/, ''),
     dataDir,
     databaseUrl: env.DATABASE_URL || undefined,
+    databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 10, 1),
     storage: oneOf(env, 'STORAGE', ['local', 's3'] as const, 'local'),
     bootstrapKey: env.DM_BOOTSTRAP_KEY || undefined,
     categoryDeletePolicy: oneOf(env, 'CATEGORY_DELETE_POLICY', ['reassign', 'cascade'] as const, 'reassign'),
