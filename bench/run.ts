@@ -2,7 +2,8 @@
 // process, drives it over loopback with autocannon at several concurrency levels, then measures the baselines
 // in the same run — (a) the same operation through /graphql, (b) a bare Node handler with hand-written SQL — and
 // prints requests/s, p50/p99 latency, peak RSS and the ratios the targets are stated in.
-// Options: --quick (small catalogue, short runs: a smoke test of the harness), --seconds N, --connections 1,8,32.
+// Options: --quick (small catalogue, short runs: a smoke test of the harness), --seconds N, --connections 1,8,32,
+// --database-url postgres://… (run on a fresh database on that PostgreSQL server instead of the embedded one).
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -11,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { print, type DocumentNode } from 'graphql';
+import pg from 'pg';
 import { openDatabase } from '../src/db/client.js';
 import { seed, FULL_SIZE, type SeedResult } from './seed.js';
 import { routes } from '../rest-adapter/routes.js';
@@ -21,6 +23,7 @@ const { values: opts } = parseArgs({
     quick: { type: 'boolean', default: false },
     seconds: { type: 'string' },
     connections: { type: 'string', default: '1,8,32' },
+    'database-url': { type: 'string' },
   },
 });
 const SECONDS = Number(opts.seconds ?? (opts.quick ? 1 : 4));
@@ -151,12 +154,31 @@ async function main() {
   const size = opts.quick ? { users: 100, downloads: 2000, filesPerDownload: 2, commentsPerDownload: 4 } : FULL_SIZE;
   console.log(`Seeding ${size.downloads} downloads, ${size.downloads * size.filesPerDownload} files, ${size.downloads * size.commentsPerDownload} comments, 200 categories into ${dataDir} …`);
   const t0 = Date.now();
-  const db = await openDatabase({ pgliteDir: path.join(dataDir, 'db') });
+  let databaseUrl: string | undefined;
+  let dropDatabase = async () => {};
+  if (opts['database-url']) {
+    // A fresh database on the given server, dropped at the end.
+    const name = `dcs_bench_${process.pid}`;
+    const admin = new pg.Client({ connectionString: opts['database-url'] });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE "${name}"`);
+    await admin.end();
+    const url = new URL(opts['database-url']);
+    url.pathname = `/${name}`;
+    databaseUrl = url.toString();
+    dropDatabase = async () => {
+      const c = new pg.Client({ connectionString: opts['database-url'] });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      await c.end();
+    };
+  }
+  const db = await openDatabase(databaseUrl ? { url: databaseUrl } : { pgliteDir: path.join(dataDir, 'db') });
   const seeded = await seed(db, KEY, size);
   await db.close();
-  console.log(`Seeded in ${((Date.now() - t0) / 1000).toFixed(1)} s.`);
+  console.log(`Seeded ${databaseUrl ? 'a PostgreSQL server database' : 'the embedded database'} in ${((Date.now() - t0) / 1000).toFixed(1)} s.`);
 
-  const env = { DATA_DIR: dataDir, PORT: String(PORT), HOST: '127.0.0.1', DM_BOOTSTRAP_KEY: KEY, LOG_LEVEL: 'warn', BASE_URL: 'http://localhost', COMMENT_FLOOD_SECONDS: '0' };
+  const env: Record<string, string> = { ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}), DATA_DIR: dataDir, PORT: String(PORT), HOST: '127.0.0.1', DM_BOOTSTRAP_KEY: KEY, LOG_LEVEL: 'warn', BASE_URL: 'http://localhost', COMMENT_FLOOD_SECONDS: '0' };
   const figures: Figure[] = [];
   const runAll = async (list: Scenario[], pid: number) => {
     for (const sc of list) {
@@ -186,6 +208,7 @@ async function main() {
     await stop(baseline);
   }
   fs.rmSync(dataDir, { recursive: true, force: true });
+  await dropDatabase();
 
   // Ratios at the highest concurrency level.
   const top = Math.max(...LEVELS);
@@ -203,14 +226,14 @@ async function main() {
     if (f) ratios.push({ ratio: `p99 ms, ${name}, ${top} clients`, value: f.p99, target: '< 50', met: f.non2xx + f.errors === 0 ? f.p99 < 50 : null });
   }
 
-  console.log(`\nFigures (${SECONDS} s per run; ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, Node ${process.version}):\n`);
+  console.log(`\nFigures (${databaseUrl ? 'PostgreSQL server' : 'embedded PGlite'}; ${SECONDS} s per run; ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, Node ${process.version}):\n`);
   console.log(table(figures));
   console.log(`\nRatios and targets at ${top} connections:\n`);
   for (const r of ratios) console.log(`  ${r.ratio.padEnd(72)} ${String(r.value ?? 'n/a').padStart(7)}  target ${r.target}  ${r.met === null ? '(not measured)' : r.met ? 'met' : 'NOT met'}`);
 
-  const out = path.join(root, 'bench/results', `${new Date().toISOString().replace(/[:.]/g, '-')}${opts.quick ? '-quick' : ''}.json`);
+  const out = path.join(root, 'bench/results', `${new Date().toISOString().replace(/[:.]/g, '-')}${databaseUrl ? '-postgres' : ''}${opts.quick ? '-quick' : ''}.json`);
   fs.mkdirSync(path.dirname(out), { recursive: true });
-  fs.writeFileSync(out, JSON.stringify({ date: new Date().toISOString(), machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version, memGb: Math.round(os.totalmem() / 2 ** 30) }, seconds: SECONDS, size, figures, ratios }, null, 2));
+  fs.writeFileSync(out, JSON.stringify({ date: new Date().toISOString(), database: databaseUrl ? 'postgres' : 'pglite', machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version, memGb: Math.round(os.totalmem() / 2 ** 30) }, seconds: SECONDS, size, figures, ratios }, null, 2));
   console.log(`\nWritten to ${path.relative(root, out)}`);
 }
 
