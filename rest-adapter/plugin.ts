@@ -127,7 +127,13 @@ async function requestFields(
       }
     }
   }
-  for (const [k, v] of Object.entries(pathParams)) raw.set(k, decodeURIComponent(v));
+  for (const [k, v] of Object.entries(pathParams)) {
+    try {
+      raw.set(k, decodeURIComponent(v));
+    } catch {
+      throw new ApiError('invalid_input', `${k} is not a valid path segment.`, { field: k });
+    }
+  }
   return raw;
 }
 

@@ -418,6 +418,12 @@ forEachDatabase((kind) => {
       expect(await t.prisma.category.count()).toBe(before);
     });
 
+    it('400 invalid_input for a malformed path segment or query encoding', async () => {
+      const r = await t.rest('GET', '/api/mc-dm-categories/%E0%A4%A/');
+      expect(r.status).toBe(400);
+      expect(r.body.errors[0]).toMatchObject({ code: 'invalid_input', params: { field: 'category_id' } });
+    });
+
     it('400 invalid_input for a malformed JSON body', async () => {
       const r = await fetch(`${t.url}/api/mc-dm-categories/`, { method: 'POST', headers: { 'Forum-Api-Key': SUPER_KEY, 'content-type': 'application/json' }, body: '{"title":' });
       expect(r.status).toBe(400);
