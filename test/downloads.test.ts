@@ -210,7 +210,7 @@ forEachDatabase((kind) => {
 
     it('refuses malformed filters with 400 invalid_input', async () => {
       for (const [query, field] of [
-        [{ since: 'yesterday' }, 'since'], [{ since: '2026-13-45' }, 'since'], [{ download_state: 'gone' }, 'download_state'],
+        [{ since: 'yesterday' }, 'since'], [{ since: '2026-13-45' }, 'since'], [{ since: '2026-02-30' }, 'since'], [{ since: '2026-11-22T25:00:00Z' }, 'since'], [{ download_state: 'gone' }, 'download_state'],
         [{ order: 'rating' }, 'order'], [{ category_id: '-1' }, 'category_id'], [{ prefix_id: 'x' }, 'prefix_id'],
       ] as const) {
         const r = await t.rest('GET', '/api/mc-dm-downloads/', { query: query as any });

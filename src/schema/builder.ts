@@ -82,7 +82,11 @@ builder.scalarType('DateTime', {
       let s = v.trim().replace(' ', 'T');
       if (/T/.test(s) && !/(Z|[+-]\d{2}:?\d{2})$/.test(s)) s += 'Z';
       const d = new Date(s);
-      if (!Number.isNaN(d.getTime())) return d;
+      // Date would roll 2026-02-30 over into March: the calendar date must exist as written.
+      const [y, m, day] = s.slice(0, 10).split('-').map(Number) as [number, number, number];
+      const c = new Date(Date.UTC(y, m - 1, day));
+      const exists = c.getUTCFullYear() === y && c.getUTCMonth() === m - 1 && c.getUTCDate() === day;
+      if (exists && !Number.isNaN(d.getTime())) return d;
     }
     throw new ApiError('invalid_input', `Expected an ISO 8601 date such as 2026-11-22T10:00:00Z, got ${JSON.stringify(v)}.`);
   },
