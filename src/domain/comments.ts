@@ -2,6 +2,7 @@
 // edit history, soft and hard delete with the moderator log.
 import type { Prisma, PrismaClient, Comment, Download, Category } from '../generated/prisma/client.js';
 import type { Access } from '../permissions/access.js';
+import { requireScopes } from '../auth/scopes.js';
 import { ApiError, noPermission, notFound, requiredMissing } from '../errors.js';
 import { pageWindow, paginationOf, type Direction, type Page, type PageRequest } from './lists.js';
 
@@ -116,9 +117,7 @@ export async function deleteComment(prisma: PrismaClient, access: Access, input:
   const reason = input.reason?.trim() ?? '';
   const log = (action: string) => ({ action, contentType: 'comment', contentId: c.id, userId: access.visitor.userId, reason });
   if (input.hard) {
-    if (!access.visitor.scopes.has('mc_dm_download:delete_hard')) {
-      throw new ApiError('api_scope_missing', 'This API key is missing the scope mc_dm_download:delete_hard.', { scope: 'mc_dm_download:delete_hard' });
-    }
+    requireScopes(access.visitor, ['mc_dm_download:delete_hard']);
     await prisma.$transaction([prisma.moderatorLog.create({ data: log('comment.hard_deleted') }), prisma.comment.delete({ where: { id: c.id } })]);
     return;
   }

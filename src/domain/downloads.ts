@@ -2,6 +2,7 @@
 // versions and team members. Plain functions over Prisma; resolvers stay short.
 import type { Prisma, PrismaClient, Download, Category } from '../generated/prisma/client.js';
 import type { Access } from '../permissions/access.js';
+import { requireScopes } from '../auth/scopes.js';
 import { ApiError, invalidInput, noPermission, notFound, requiredMissing } from '../errors.js';
 import { pageWindow, paginationOf, type Direction, type Page, type PageRequest } from './lists.js';
 import { refreshCategoryCounts } from './categories.js';
@@ -188,9 +189,7 @@ export async function deleteDownload(prisma: PrismaClient, access: Access, input
   const reason = input.reason?.trim() ?? '';
   const actor = access.visitor.userId;
   if (input.hard) {
-    if (!access.visitor.scopes.has('mc_dm_download:delete_hard')) {
-      throw new ApiError('api_scope_missing', 'This API key is missing the scope mc_dm_download:delete_hard.', { scope: 'mc_dm_download:delete_hard' });
-    }
+    requireScopes(access.visitor, ['mc_dm_download:delete_hard']);
     if (!access.canHardDeleteDownload(d)) throw noPermission('permanently delete this download');
     return prisma.$transaction(async (tx) => {
       const removedBlobs = await hardDeleteDownloads(tx, [d.id], actor, reason);

@@ -6,6 +6,7 @@ import type { Prisma, PrismaClient, File, Version, Download, Category } from '..
 import type { Access } from '../permissions/access.js';
 import type { Config } from '../config.js';
 import type { Storage } from '../files/storage/index.js';
+import { requireScopes } from '../auth/scopes.js';
 import { ApiError, invalidInput, noPermission, notFound, requiredMissing } from '../errors.js';
 import { pageWindow, paginationOf, type Direction, type Page, type PageRequest } from './lists.js';
 import { ingest, type Ingested } from '../files/ingest.js';
@@ -280,9 +281,7 @@ export async function deleteFile(deps: FileDeps, input: DeleteFileInput): Promis
     if (!f.isDeleted) await deps.prisma.file.update({ where: { id: f.id }, data: { isDeleted: true, deletedAt: new Date() } });
     return { removedBlobs: [] };
   }
-  if (!deps.access.visitor.scopes.has('mc_dm_download:delete_hard')) {
-    throw new ApiError('api_scope_missing', 'This API key is missing the scope mc_dm_download:delete_hard.', { scope: 'mc_dm_download:delete_hard' });
-  }
+  requireScopes(deps.access.visitor, ['mc_dm_download:delete_hard']);
   if (!deps.access.canHardDeleteDownload(d)) throw noPermission('permanently delete files of this download');
   await deps.prisma.$transaction(async (tx) => {
     await lockVersion(tx, f.versionId);

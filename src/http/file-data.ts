@@ -4,6 +4,7 @@
 // A request that starts at byte 0 counts one download on the file, its version and its download.
 import type { Plugin } from 'graphql-yoga';
 import type { Context } from '../schema/context.js';
+import { requireScopes } from '../auth/scopes.js';
 import { ApiError, noPermission, notFound, statusOf, toErrorItem } from '../errors.js';
 
 const PATH = /^\/api\/mc-dm-files\/([^/]+)\/data\/?$/;
@@ -46,9 +47,7 @@ export function fileDataPlugin(contextFor: (request: Request) => Promise<Context
       return fail(new ApiError('method_not_allowed', `${request.method} is not allowed here; use GET.`, { allowed: ['GET'] }));
     }
     const ctx = await contextFor(request);
-    if (!ctx.visitor.scopes.has('mc_dm_download:read')) {
-      throw new ApiError('api_scope_missing', 'This API key is missing the scope mc_dm_download:read.', { scope: 'mc_dm_download:read' });
-    }
+    requireScopes(ctx.visitor, ['mc_dm_download:read']);
     if (!/^\d+$/.test(rawId)) throw new ApiError('invalid_input', `file_id must be a whole number, got "${rawId}".`, { field: 'file_id' });
     const id = Number(rawId);
     const access = await ctx.access();

@@ -5,6 +5,7 @@ import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
 import type PrismaTypes from '../generated/pothos-types.js';
 import { getDatamodel } from '../generated/pothos-types.js';
 import { ApiError, noPermission } from '../errors.js';
+import { requireScopes } from '../auth/scopes.js';
 import type { Context } from './context.js';
 
 export interface AuthScopes {
@@ -41,10 +42,7 @@ export const builder = new SchemaBuilder<{
     cacheKey: (value) => JSON.stringify(value),
     authScopes: (ctx) => ({
       scope: (needed: readonly string[]) => {
-        const missing = needed.find((s) => !ctx.visitor.scopes.has(s));
-        if (missing) {
-          throw new ApiError('api_scope_missing', `This API key is missing the scope ${missing}.`, { scope: missing });
-        }
+        requireScopes(ctx.visitor, needed);
         return true;
       },
       admin: async () => (await ctx.access()).hasAdminRights,

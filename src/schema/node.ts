@@ -1,7 +1,8 @@
 // `node(id)`: any object by its global id ("<Type>:<id>" in base64url), loaded through the same permission
 // rules as its own query. Each type registers a loader and the scopes it needs.
 import { builder } from './builder.js';
-import { ApiError, invalidInput } from '../errors.js';
+import { invalidInput } from '../errors.js';
+import { requireScopes } from '../auth/scopes.js';
 import type { Context } from './context.js';
 
 interface NodeLoader { scopes: readonly string[]; load(ctx: Context, id: number): Promise<object> }
@@ -36,8 +37,7 @@ builder.queryField('node', (t) => t.field({
   resolve: async (_r, args, ctx) => {
     const { type, id } = fromGlobalId(String(args.id));
     const loader = loaders.get(type)!;
-    const missing = loader.scopes.find((s) => !ctx.visitor.scopes.has(s));
-    if (missing) throw new ApiError('api_scope_missing', `This API key is missing the scope ${missing}.`, { scope: missing });
+    requireScopes(ctx.visitor, loader.scopes);
     const obj = await loader.load(ctx, id);
     typeOf.set(obj, type);
     return obj as { id: number };
