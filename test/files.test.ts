@@ -126,6 +126,21 @@ forEachDatabase((kind) => {
       expect(link.body.file.filename).toBe('abc.txt');
     });
 
+    it('uploads are not held to MAX_BODY_BYTES (they stream under MAX_UPLOAD_BYTES) on both faces', async () => {
+      const v = await version();
+      const bytes = crypto.randomBytes(t.config.maxBodyBytes * 2 + 123);
+      const r = await upload(t, { version_id: v.versionId }, { name: 'big.bin', bytes });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      expect(r.body.file).toMatchObject({ file_size: bytes.length, file_hash: sha(bytes) });
+      const form = new FormData();
+      form.append('operations', JSON.stringify({ query: `mutation($f: Upload!) { createFile(input: { versionId: ${v.versionId}, file: $f }) { file { fileSize fileHash } } }`, variables: { f: null } }));
+      form.append('map', JSON.stringify({ 0: ['variables.f'] }));
+      form.append('0', new Blob([new Uint8Array(bytes)]), 'big2.bin');
+      const g = (await (await fetch(`${t.url}/graphql`, { method: 'POST', headers: { 'Forum-Api-Key': owner.key }, body: form })).json()) as any;
+      expect(g.errors).toBeUndefined();
+      expect(g.data.createFile.file).toEqual({ fileSize: bytes.length, fileHash: sha(bytes) });
+    });
+
     it('uploads through GraphQL with the multipart request spec', async () => {
       const v = await version();
       const form = new FormData();
