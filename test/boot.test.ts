@@ -45,6 +45,16 @@ describe('embedded database under DATA_DIR', () => {
       expect(fs.existsSync(path.join(dir, 'db'))).toBe(true);
       const second = await startApp(config(dir), { log: silent });
       try {
+        // a second process on the same embedded database is refused while this one runs
+        const { execFileSync } = await import('node:child_process');
+        const script = `import('./src/db/client.ts').then((m) => m.openDatabase({ pgliteDir: ${JSON.stringify(path.join(dir, 'db'))} })).then(() => process.exit(0), (e) => { console.error(e.message); process.exit(3); })`;
+        let message = '';
+        try {
+          execFileSync(process.execPath, ['--import', 'tsx', '-e', script], { cwd: path.resolve(import.meta.dirname, '..'), stdio: 'pipe' });
+        } catch (err) {
+          message = String((err as { stderr: Buffer }).stderr);
+        }
+        expect(message).toContain('is in use by process');
         expect(second.generatedKey).toBeUndefined();
         const list = await getCategories(second.url, key);
         expect(list.body.categories.map((c: any) => c.title)).toEqual(['Persisted']);
@@ -56,6 +66,17 @@ describe('embedded database under DATA_DIR', () => {
       await first.close().catch(() => {});
       throw err;
     }
+  });
+});
+
+describe('embedded database lock', () => {
+  it('takes over a lock left by a process that no longer runs, and releases it on close', async () => {
+    const dir = path.join(tmp(), 'db');
+    fs.writeFileSync(`${dir}.lock`, '999999999');
+    const db = await openDatabase({ pgliteDir: dir });
+    expect(fs.readFileSync(`${dir}.lock`, 'utf8')).toBe(String(process.pid));
+    await db.close();
+    expect(fs.existsSync(`${dir}.lock`)).toBe(false);
   });
 });
 

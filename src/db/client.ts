@@ -37,8 +37,10 @@ export function targetOf(config: Pick<Config, 'databaseUrl' | 'databasePoolSize'
 export async function openDatabase(target: DatabaseTarget): Promise<Database> {
   if ('url' in target) return openPostgres(target.url, target.poolSize ?? 10);
   let lite: PGlite;
+  let unlock = () => {};
   if ('pgliteDir' in target) {
     fs.mkdirSync(path.dirname(target.pgliteDir), { recursive: true });
+    unlock = lockDirectory(target.pgliteDir);
     lite = new PGlite(target.pgliteDir);
   } else {
     lite = new PGlite();
@@ -59,8 +61,32 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
     session: (fn) => fn(session),
     ping: async () => { await lite.query('SELECT 1'); },
     statements: () => statements,
-    close: async () => { await prisma.$disconnect(); await lite.close(); },
+    close: async () => { await prisma.$disconnect(); await lite.close(); unlock(); },
   };
+}
+
+/**
+ * The embedded database belongs to one process: a second one opening the same directory would corrupt it.
+ * A lock file holds the owner's pid; a lock left by a process that no longer runs is taken over.
+ */
+function lockDirectory(dir: string): () => void {
+  const lock = `${dir}.lock`;
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      fs.writeFileSync(lock, String(process.pid), { flag: 'wx' });
+      return () => fs.rmSync(lock, { force: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const owner = Number(fs.readFileSync(lock, 'utf8'));
+      let alive = false;
+      try { alive = owner > 0 && owner !== process.pid && (process.kill(owner, 0), true); } catch { alive = false; }
+      if (alive) {
+        throw new Error(`The embedded database at ${dir} is in use by process ${owner}. Stop that process first, or point DATABASE_URL at a PostgreSQL server to run several instances.`);
+      }
+      fs.rmSync(lock, { force: true });
+    }
+  }
+  throw new Error(`Could not lock the embedded database at ${dir}.`);
 }
 
 async function openPostgres(url: string, poolSize: number): Promise<Database> {
