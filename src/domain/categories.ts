@@ -201,7 +201,12 @@ export async function deleteCategory(
 
 /** download_count of a category = its downloads in the visible state. */
 export async function refreshCategoryCounts(tx: Db, categoryIds: number[]): Promise<void> {
-  for (const id of new Set(categoryIds)) {
+  for (const id of [...new Set(categoryIds)].sort((a, b) => a - b)) {
+    // Lock the category row first (in id order, so transactions cannot deadlock): the count then runs after any
+    // concurrent writer of this category committed and sees its rows, so two creates cannot both write a stale count.
+    // NO KEY UPDATE, the lock the count's UPDATE takes anyway, does not conflict with the KEY SHARE lock a download
+    // insert holds on its category through the foreign key.
+    await tx.$queryRaw`SELECT 1 FROM "category" WHERE "id" = ${id} FOR NO KEY UPDATE`;
     const n = await tx.download.count({ where: { categoryId: id, state: 'visible' } });
     await tx.category.update({ where: { id }, data: { downloadCount: n } });
   }

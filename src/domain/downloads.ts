@@ -154,7 +154,8 @@ export async function updateDownload(prisma: PrismaClient, access: Access, team:
     const target = await prisma.category.findUnique({ where: { id: input.categoryId } });
     if (!target) throw notFound('category', input.categoryId);
     if (!access.canMoveDownload(d)) throw noPermission('move this download');
-    if (!access.canViewCategory(target)) throw noPermission('move downloads into that category');
+    // The mover must be able to add downloads to the target (view + add there), not merely see it.
+    if (!access.canAddDownload(target)) throw noPermission('move downloads into that category');
     data.categoryId = categoryId = target.id;
   }
   if (input.prefixId != null) {
@@ -173,8 +174,10 @@ export async function updateDownload(prisma: PrismaClient, access: Access, team:
   }
   if (Object.keys(data).length === 0 && tags === null) return d;
   return prisma.$transaction(async (tx) => {
-    if (tags !== null) await setTags(tx, d.id, tags);
+    // The row update comes first: its row lock makes concurrent updates of one download take turns, so two tag
+    // replacements cannot interleave into a union of both sets.
     const updated = await tx.download.update({ where: { id: d.id }, data: { ...data, lastUpdate: new Date() } });
+    if (tags !== null) await setTags(tx, d.id, tags);
     if (data.categoryId !== undefined) await refreshCategoryCounts(tx, [d.categoryId, categoryId]);
     return updated;
   });

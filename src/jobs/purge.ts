@@ -7,23 +7,32 @@ import { hardDeleteDownloads } from '../domain/purge.js';
 import { refreshCategoryCounts } from '../domain/categories.js';
 
 const BATCH = 100;
+/** Advisory lock key (pair) held by the transaction that purges a batch: one purger at a time, across instances. */
+const PURGE_LOCK = [72640336, 0] as const;
 
-/** Returns the ids it purged. `now` is a parameter so the rule can be tested without waiting. */
+/**
+ * Returns the ids it purged. `now` is a parameter so the rule can be tested without waiting. When another purge
+ * (this process's timer, or another instance on the same database) holds the lock, it stops and leaves the rest to it,
+ * so no download is purged or audited twice.
+ */
 export async function purgeExpiredDownloads(prisma: PrismaClient, storage: Storage, retentionDays: number, now = new Date()): Promise<number[]> {
   const cutoff = new Date(now.getTime() - retentionDays * 86_400_000);
   const purged: number[] = [];
   for (;;) {
-    const due = await prisma.download.findMany({
-      where: { state: 'deleted', deletedAt: { lt: cutoff } }, select: { id: true, categoryId: true }, orderBy: { id: 'asc' }, take: BATCH,
-    });
-    if (due.length === 0) return purged;
-    const blobs = await prisma.$transaction(async (tx) => {
+    const batch = await prisma.$transaction(async (tx) => {
+      const [{ locked }] = await tx.$queryRaw<{ locked: boolean }[]>`SELECT pg_try_advisory_xact_lock(${PURGE_LOCK[0]}::int, ${PURGE_LOCK[1]}::int) AS locked`;
+      if (!locked) return null;
+      const due = await tx.download.findMany({
+        where: { state: 'deleted', deletedAt: { lt: cutoff } }, select: { id: true, categoryId: true }, orderBy: { id: 'asc' }, take: BATCH,
+      });
+      if (due.length === 0) return null;
       const keys = await hardDeleteDownloads(tx, due.map((d) => d.id), 0, `Deleted more than ${retentionDays} days ago.`, 'download.purged');
-      await refreshCategoryCounts(tx, due.map((d) => d.categoryId));
-      return keys;
+      await refreshCategoryCounts(tx, [...new Set(due.map((d) => d.categoryId))]);
+      return { ids: due.map((d) => d.id), keys };
     });
-    await storage.remove(blobs);
-    purged.push(...due.map((d) => d.id));
+    if (!batch) return purged;
+    await storage.remove(batch.keys);
+    purged.push(...batch.ids);
   }
 }
 
