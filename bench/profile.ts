@@ -46,6 +46,19 @@ if (opts.route) {
     self.set(key, (self.get(key) ?? 0) + (profile.timeDeltas[i] ?? 0));
   });
   const total = [...self.values()].reduce((a, b) => a + b, 0);
+  // Self time per package (or per folder of ours), which says more than single functions.
+  const byPackage = new Map<string, number>();
+  profile.samples.forEach((id: number, i: number) => {
+    const url: string = byId.get(id).callFrame.url;
+    const m = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
+    const own = /\/(src\/[^/]+|rest-adapter|bench)\//.exec(url);
+    const key = m ? m[1] : own ? own[1] : url.startsWith('node:') ? 'node:' + url.slice(5).split('/')[0] : url.startsWith('wasm') ? 'wasm' : url || '(native)';
+    byPackage.set(key, (byPackage.get(key) ?? 0) + (profile.timeDeltas[i] ?? 0));
+  });
+  console.log(`\nSelf time by package for ${opts.route}:`);
+  for (const [k, v] of [...byPackage.entries()].sort((a, b) => b[1] - a[1]).slice(0, 20)) {
+    console.log(`${(v / 1000).toFixed(0).padStart(6)} ms ${((100 * v) / total).toFixed(1).padStart(5)} %  ${k}`);
+  }
   console.log(`\nTop self time for ${opts.route} (${N} requests; the client runs in the same process):`);
   for (const [k, v] of [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, 25)) {
     console.log(`${(v / 1000).toFixed(0).padStart(6)} ms ${((100 * v) / total).toFixed(1).padStart(5)} %  ${k}`);

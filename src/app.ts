@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Config } from './config.js';
 import { openDatabase, targetOf, type Database } from './db/client.js';
+import { Reads } from './db/reads.js';
 import { migrate } from './db/migrate.js';
 import { bootstrap } from './db/bootstrap.js';
 import { createLogger, type Logger } from './log.js';
@@ -41,7 +42,7 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
       : new LocalStorage(path.join(config.dataDir, 'files'));
     const cacheMs = config.cacheSeconds * 1000;
     const services: Services = {
-      prisma: db.prisma, config, groups, storage,
+      prisma: db.prisma, reads: new Reads(db), config, groups, storage,
       permissions: new PermissionCache(db.prisma, cacheMs), auth: new AuthCache(cacheMs),
     };
     const server = createHttpServer({ schema, services, ping: db.ping, log });

@@ -18,6 +18,11 @@ export interface Session {
 export interface Database {
   kind: 'pglite' | 'postgres';
   prisma: PrismaClient;
+  /**
+   * One statement straight through the driver, outside Prisma: for the hand-written SQL of the hottest reads
+   * (src/db/reads.ts), where Prisma's per-statement cost would dominate. Waits for an open Prisma transaction.
+   */
+  query<R = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<R[]>;
   /** Runs `fn` on one dedicated connection. */
   session<T>(fn: (s: Session) => Promise<T>): Promise<T>;
   /** Cheap round trip, for /readyz. */
@@ -58,6 +63,7 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
   return {
     kind: 'pglite',
     prisma,
+    query: async <R,>(sql: string, params?: unknown[]) => (await lite.query<R>(sql, params as any[])).rows,
     session: (fn) => fn(session),
     ping: async () => { await lite.query('SELECT 1'); },
     statements: () => statements,
@@ -104,6 +110,7 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
   return {
     kind: 'postgres',
     prisma,
+    query: async <R,>(sql: string, params?: unknown[]) => (await pool.query(sql, params)).rows as R[],
     async session(fn) {
       const client = await pool.connect();
       try {

@@ -8,6 +8,7 @@ import { pageWindow, paginationOf, type Direction, type Page, type PageRequest }
 import { refreshCategoryCounts } from './categories.js';
 import { hardDeleteDownloads } from './purge.js';
 import { normalizeTags, setTags } from './tags.js';
+import { downloadRelationsOf, type DownloadFilter, type Reads } from '../db/reads.js';
 
 export type DownloadState = Download['state'];
 
@@ -28,29 +29,53 @@ export interface DownloadListArgs extends PageRequest {
 /** What a visitor needs to know about their team memberships to answer canEdit. */
 export interface TeamLookup { isTeamMember(downloadId: number): Promise<boolean> }
 
+/**
+ * A page of downloads the visitor may view. `query` is what the operation asks to load with each row (Pothos's
+ * query argument): the common shapes are read with one hand-written statement (src/db/reads.ts), others by Prisma.
+ */
 export async function listDownloads(
-  prisma: PrismaClient, access: Access, args: DownloadListArgs, extra: Omit<Prisma.DownloadFindManyArgs, 'where' | 'orderBy' | 'skip' | 'take'> = {},
+  db: { prisma: PrismaClient; reads: Reads }, access: Access, args: DownloadListArgs,
+  query: Omit<Prisma.DownloadFindManyArgs, 'where' | 'orderBy' | 'skip' | 'take'> = {},
 ): Promise<Page<Download>> {
   const w = pageWindow(args);
-  const where: Prisma.DownloadWhereInput = {};
-  if (args.categoryId != null) where.categoryId = args.categoryId;
-  if (args.prefixId != null) where.prefixId = args.prefixId === 0 ? null : args.prefixId;
+  const filter: DownloadFilter = {};
+  if (args.categoryId != null) filter.categoryId = args.categoryId;
+  if (args.prefixId != null) filter.prefixId = args.prefixId === 0 ? null : args.prefixId;
   // Visitors who are not moderators (and keys that are not super-user keys) only ever list visible downloads.
-  if (!access.isModerator) where.state = 'visible';
-  else if (args.downloadState) where.state = args.downloadState;
-  if (args.since) where.lastUpdate = { gte: args.since };
-  const field = DOWNLOAD_ORDERS[args.order ?? 'last_update'];
-  const dir = args.direction ?? 'desc';
-  const [total, rows] = await Promise.all([
-    prisma.download.count({ where }),
-    prisma.download.findMany({ ...extra, where, orderBy: [{ [field]: dir }, { id: dir }], skip: w.skip, take: w.take }),
-  ]);
+  if (!access.isModerator) filter.state = 'visible';
+  else if (args.downloadState) filter.state = args.downloadState;
+  if (args.since) filter.since = args.since;
+  const column = DOWNLOAD_ORDERS[args.order ?? 'last_update'];
+  const direction = args.direction ?? 'desc';
+  const rel = downloadRelationsOf(query as never);
+  let total: number;
+  let rows: Download[];
+  if (rel) {
+    ({ total, rows } = await db.reads.downloadPage(filter, { column, direction }, w, rel));
+  } else {
+    const where: Prisma.DownloadWhereInput = {
+      categoryId: filter.categoryId, prefixId: filter.prefixId, state: filter.state, lastUpdate: filter.since ? { gte: filter.since } : undefined,
+    };
+    [total, rows] = await Promise.all([
+      db.prisma.download.count({ where }),
+      db.prisma.download.findMany({ ...query, where, orderBy: [{ [column]: direction }, { id: direction }], skip: w.skip, take: w.take }),
+    ]);
+  }
   return { nodes: rows.filter((d) => access.canViewDownload(d)), pagination: paginationOf(w, total) };
 }
 
 /** A download the visitor may view: 404 when it does not exist, 403 when hidden from them. */
 export async function viewableDownload(prisma: PrismaClient, access: Access, id: number, extra: Omit<Prisma.DownloadFindUniqueArgs, 'where'> = {}): Promise<Download> {
-  const d = await prisma.download.findUnique({ ...extra, where: { id } });
+  return mayView(access, id, await prisma.download.findUnique({ ...extra, where: { id } }));
+}
+
+/** viewableDownload for reads: the common shapes of `query` through one hand-written statement. */
+export async function readDownload(db: { prisma: PrismaClient; reads: Reads }, access: Access, id: number, query: Omit<Prisma.DownloadFindUniqueArgs, 'where'> = {}): Promise<Download> {
+  const rel = downloadRelationsOf(query as never);
+  return rel ? mayView(access, id, await db.reads.download(id, rel)) : viewableDownload(db.prisma, access, id, query);
+}
+
+function mayView<T extends Download>(access: Access, id: number, d: T | null): T {
   if (!d) throw notFound('download', id);
   if (!access.canViewDownload(d)) throw noPermission('view this download');
   return d;

@@ -6,9 +6,12 @@ import { Access, type Visitor } from '../permissions/access.js';
 import type { PermissionCache } from '../permissions/load.js';
 import type { AuthCache } from '../auth/visitor.js';
 import type { Storage } from '../files/storage/index.js';
+import type { Reads } from '../db/reads.js';
 
 export interface Services {
   prisma: PrismaClient;
+  /** Hand-written SQL for the hottest reads (src/db/reads.ts). */
+  reads: Reads;
   config: Config;
   groups: BuiltInGroupIds;
   storage: Storage;

@@ -76,7 +76,7 @@ export const DownloadRef = builder.prismaObject('Download', {
   }),
 });
 
-registerNode('Download', READ, async (ctx, id) => downloads.viewableDownload(ctx.prisma, await ctx.access(), id));
+registerNode('Download', READ, async (ctx, id) => downloads.readDownload(ctx, await ctx.access(), id));
 registerNode('Version', READ, async (ctx, id) => {
   const v = await ctx.prisma.version.findUnique({ where: { id } });
   if (!v) throw notFound('version', id);
@@ -101,7 +101,7 @@ builder.queryFields((t) => ({
       downloadState: t.arg({ type: DownloadStateEnum, required: false }),
       since: t.arg({ type: 'DateTime', required: false, description: 'Only downloads updated at or after this moment.' }),
     },
-    resolve: async (_r, args, ctx, info) => downloads.listDownloads(ctx.prisma, await ctx.access(), args,
+    resolve: async (_r, args, ctx, info) => downloads.listDownloads(ctx, await ctx.access(), args,
       queryFromInfo({ context: ctx, info, typeName: 'Download', path: ['nodes'] }) as object),
   }),
   download: t.prismaField({
@@ -109,7 +109,7 @@ builder.queryFields((t) => ({
     nullable: true,
     authScopes: { scope: READ },
     args: { downloadId: t.arg.int({ required: true }) },
-    resolve: async (query, _r, args, ctx) => downloads.viewableDownload(ctx.prisma, await ctx.access(), args.downloadId, query as object),
+    resolve: async (query, _r, args, ctx) => downloads.readDownload(ctx, await ctx.access(), args.downloadId, query as object),
   }),
 }));
 

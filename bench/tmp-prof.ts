@@ -1,0 +1,23 @@
+import { Session } from 'node:inspector/promises';
+import { openDatabase } from '../src/db/client.js';
+import { seed } from './seed.js';
+const db = await openDatabase({ memory: true });
+const s = await seed(db, 'dm_profile_key_000000000000000000000000000000', { users: 100, downloads: 2000, filesPerDownload: 1, commentsPerDownload: 1 });
+const id = s.downloadId;
+for (let i = 0; i < 200; i++) await db.prisma.download.findUnique({ where: { id } });
+const session = new Session(); session.connect();
+await session.post('Profiler.enable'); await session.post('Profiler.start');
+for (let i = 0; i < 3000; i++) await db.prisma.download.findUnique({ where: { id } });
+const { profile } = (await session.post('Profiler.stop')) as any;
+const byId = new Map<number, any>(profile.nodes.map((n: any) => [n.id, n]));
+const self = new Map<string, number>();
+profile.samples.forEach((sid: number, i: number) => {
+  const f = byId.get(sid).callFrame;
+  const key = `${f.functionName || '(anon)'} ${f.url.split('/').slice(-3).join('/')}:${f.lineNumber}:${f.columnNumber}`;
+  self.set(key, (self.get(key) ?? 0) + (profile.timeDeltas[i] ?? 0));
+});
+const total = [...self.values()].reduce((a, b) => a + b, 0);
+console.log('total ms', total / 1000);
+const mod = new Map<string, number>(); for (const [k, v] of self) { const m = k.split(" ")[1].split(":")[0]; mod.set(m, (mod.get(m) ?? 0) + v); } for (const [k, v] of [...mod.entries()].sort((a, b) => b[1] - a[1]).slice(0, 15)) console.log("MOD", (v/1000).toFixed(0), k);
+for (const [k, v] of [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, 40)) console.log(`${(v / 1000).toFixed(0).padStart(6)} ms ${((100 * v) / total).toFixed(1).padStart(5)} %  ${k}`);
+await db.close();

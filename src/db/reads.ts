@@ -1,0 +1,89 @@
+// Hand-written SQL for the hottest reads: a download by id and a page of downloads, each with the category and
+// current version when the operation asks for them. One statement each, straight through the driver: Prisma's
+// per-statement cost (query planning in WebAssembly, result mapping) was most of a request's time on these routes
+// (bench/README.md). Writes, and reads the plan below does not cover, stay with Prisma. Rows come back in Prisma's
+// model shape (src/db/rows.ts), relations under Prisma's relation names, so Pothos resolves them as if Prisma had
+// loaded them.
+import type { Category, Download, Version } from '../generated/prisma/client.js';
+import type { Database } from './client.js';
+import { revive } from './rows.js';
+
+/** The relations of a download these reads can load along with it. */
+export interface DownloadRelations { category: boolean; currentVersion: boolean }
+export type DownloadRow = Download & { category?: Category; currentVersion?: Version | null };
+
+/**
+ * The relations a Pothos/Prisma query argument (`{}` or `{ include: { category: true, currentVersion: true } }`)
+ * asks for, or null when it asks for more than these reads load (then the caller uses Prisma).
+ */
+export function downloadRelationsOf(query: { include?: Record<string, unknown>; select?: unknown } | undefined): DownloadRelations | null {
+  if (!query || Object.keys(query).length === 0) return { category: false, currentVersion: false };
+  if (query.select !== undefined || Object.keys(query).some((k) => k !== 'include')) return null;
+  const include = query.include ?? {};
+  for (const [k, v] of Object.entries(include)) if ((k !== 'category' && k !== 'currentVersion') || v !== true) return null;
+  return { category: include.category === true, currentVersion: include.currentVersion === true };
+}
+
+export interface DownloadFilter {
+  categoryId?: number;
+  /** null: downloads without a prefix. */
+  prefixId?: number | null;
+  state?: Download['state'];
+  since?: Date;
+}
+
+export const DOWNLOAD_ORDER_COLUMNS = ['createdDate', 'lastUpdate', 'downloadCount', 'viewCount', 'title'] as const;
+export type DownloadOrderColumn = (typeof DOWNLOAD_ORDER_COLUMNS)[number];
+
+export class Reads {
+  constructor(private readonly db: Pick<Database, 'query'>) {}
+
+  async download(id: number, rel: DownloadRelations): Promise<DownloadRow | null> {
+    const rows = await this.db.query<Record<string, any>>(`SELECT row_to_json(d) AS d${relationColumns(rel)} FROM download d WHERE d.id = $1`, [id]);
+    return rows.length ? downloadRow(rows[0]!, rel) : null;
+  }
+
+  /** One page in the given order (ties broken by id in the same direction) and the number of matching rows. */
+  async downloadPage(filter: DownloadFilter, order: { column: DownloadOrderColumn; direction: 'asc' | 'desc' }, window: { skip: number; take: number }, rel: DownloadRelations): Promise<{ total: number; rows: DownloadRow[] }> {
+    if (!DOWNLOAD_ORDER_COLUMNS.includes(order.column)) throw new Error(`Not an order column: ${order.column}`);
+    const dir = order.direction === 'asc' ? 'ASC' : 'DESC';
+    const params: unknown[] = [];
+    const where = whereOf(filter, params);
+    params.push(window.take, window.skip);
+    const rows = await this.db.query<Record<string, any>>(
+      `SELECT row_to_json(d) AS d${relationColumns(rel)}, (SELECT count(*) FROM download d ${where})::int AS total
+       FROM download d ${where} ORDER BY d."${order.column}" ${dir}, d.id ${dir} LIMIT $${params.length - 1} OFFSET $${params.length}`,
+      params,
+    );
+    if (rows.length > 0) return { total: Number(rows[0]!.total), rows: rows.map((r) => downloadRow(r, rel)) };
+    // An empty page: the count rode on the rows, so it is asked for alone (nothing matches on page 1).
+    if (window.skip === 0) return { total: 0, rows: [] };
+    const countParams: unknown[] = [];
+    const [{ total }] = await this.db.query<{ total: number }>(`SELECT count(*)::int AS total FROM download d ${whereOf(filter, countParams)}`, countParams) as [{ total: number }];
+    return { total: Number(total), rows: [] };
+  }
+}
+
+function relationColumns(rel: DownloadRelations): string {
+  return (rel.category ? `, (SELECT row_to_json(c) FROM category c WHERE c.id = d."categoryId") AS c` : '')
+    + (rel.currentVersion ? `, (SELECT row_to_json(v) FROM version v WHERE v.id = d."currentVersionId") AS v` : '');
+}
+
+function downloadRow(r: Record<string, any>, rel: DownloadRelations): DownloadRow {
+  const d = revive<DownloadRow>('Download', r.d);
+  if (rel.category) d.category = revive<Category>('Category', r.c);
+  if (rel.currentVersion) d.currentVersion = revive<Version | null>('Version', r.v ?? null);
+  return d;
+}
+
+function whereOf(f: DownloadFilter, params: unknown[]): string {
+  const terms: string[] = [];
+  const param = (v: unknown) => { params.push(v); return `$${params.length}`; };
+  if (f.categoryId !== undefined) terms.push(`d."categoryId" = ${param(f.categoryId)}`);
+  if (f.prefixId === null) terms.push(`d."prefixId" IS NULL`);
+  else if (f.prefixId !== undefined) terms.push(`d."prefixId" = ${param(f.prefixId)}`);
+  if (f.state !== undefined) terms.push(`d.state = ${param(f.state)}::"DownloadState"`);
+  // Timestamps are stored as UTC without a zone; an ISO string is read the same way.
+  if (f.since !== undefined) terms.push(`d."lastUpdate" >= ${param(f.since.toISOString())}::timestamp`);
+  return terms.length ? `WHERE ${terms.join(' AND ')}` : '';
+}
