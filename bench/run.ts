@@ -24,10 +24,14 @@ const { values: opts } = parseArgs({
     seconds: { type: 'string' },
     connections: { type: 'string', default: '1,8,32' },
     'database-url': { type: 'string' },
+    only: { type: 'string' },
   },
 });
 const SECONDS = Number(opts.seconds ?? (opts.quick ? 1 : 4));
 const LEVELS = opts.connections!.split(',').map(Number);
+/** --only <regex>: run the scenarios whose names match (a baseline runs when its compared scenario does). */
+const ONLY = opts.only ? new RegExp(opts.only) : null;
+const selected = (sc: Scenario) => !ONLY || ONLY.test(sc.name) || (sc.compare !== undefined && ONLY.test(sc.compare));
 const KEY = 'dm_bench_super_key_0000000000000000000000000000';
 const PORT = 39_000 + Math.floor(Math.random() * 1000);
 const BASE = `http://127.0.0.1:${PORT}`;
@@ -90,7 +94,7 @@ const baselineScenarios = (s: SeedResult): Scenario[] => [
   { name: 'baseline download get', kind: 'baseline', compare: 'download get', requests: [{ method: 'GET', path: `/api/mc-dm-downloads/${s.downloadId}/` }] },
 ];
 
-interface Figure { scenario: string; kind: string; connections: number; rps: number; p50: number; p99: number; errors: number; non2xx: number; peakRssMb: number }
+interface Figure { scenario: string; kind: string; connections: number; rps: number; p50: number; p99: number; p99Established: number; errors: number; non2xx: number; peakRssMb: number }
 
 function rssMb(pid: number): number {
   try {
@@ -104,15 +108,26 @@ function rssMb(pid: number): number {
 async function measure(sc: Scenario, connections: number, pid: number): Promise<Figure> {
   let peak = rssMb(pid);
   const sampler = setInterval(() => { peak = Math.max(peak, rssMb(pid)); }, 50);
-  const result = await autocannon({
+  // Latencies of requests on connections already open: a connection's first request also waits for the server to
+  // accept it, which a saturated event loop can hold back for seconds at the start of a run (bench/README.md).
+  const established: number[] = [];
+  const seen = new WeakSet<object>();
+  const instance = autocannon({
     url: BASE, connections, duration: SECONDS, requests: sc.requests,
     headers: { 'forum-api-key': KEY }, timeout: 30,
+  }) as unknown as autocannon.Instance & PromiseLike<autocannon.Result>; // an emitter that is also thenable
+  instance.on('response', (client: object, _status: number, _bytes: number, ms: number) => {
+    if (seen.has(client)) established.push(ms);
+    else seen.add(client);
   });
+  const result = await instance;
   clearInterval(sampler);
+  established.sort((a, b) => a - b);
+  const p99Established = established.length ? Math.round(established[Math.min(established.length - 1, Math.floor(0.99 * established.length))]!) : 0;
   return {
     scenario: sc.name, kind: sc.kind, connections,
     rps: Math.round(result.requests.average * 10) / 10,
-    p50: result.latency.p50, p99: result.latency.p99,
+    p50: result.latency.p50, p99: result.latency.p99, p99Established,
     errors: result.errors + result.timeouts, non2xx: result.non2xx, peakRssMb: Math.round(peak),
   };
 }
@@ -142,8 +157,8 @@ async function stop(child: ChildProcess): Promise<void> {
 }
 
 function table(figures: Figure[]): string {
-  const head = ['scenario', 'conns', 'req/s', 'p50 ms', 'p99 ms', 'peak RSS MB', 'errors'];
-  const rows = figures.map((f) => [f.scenario, String(f.connections), String(f.rps), String(f.p50), String(f.p99), String(f.peakRssMb), String(f.errors + f.non2xx)]);
+  const head = ['scenario', 'conns', 'req/s', 'p50 ms', 'p99 ms', 'p99 open conns ms', 'peak RSS MB', 'errors'];
+  const rows = figures.map((f) => [f.scenario, String(f.connections), String(f.rps), String(f.p50), String(f.p99), String(f.p99Established), String(f.peakRssMb), String(f.errors + f.non2xx)]);
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   return [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
@@ -185,7 +200,7 @@ async function main() {
       for (const c of LEVELS) {
         const f = await measure(sc, c, pid);
         figures.push(f);
-        console.log(`  ${sc.name.padEnd(36)} c=${String(c).padStart(2)}  ${String(f.rps).padStart(8)} req/s  p50 ${f.p50} ms  p99 ${f.p99} ms${f.errors + f.non2xx ? `  (${f.errors + f.non2xx} errors)` : ''}`);
+        console.log(`  ${sc.name.padEnd(36)} c=${String(c).padStart(2)}  ${String(f.rps).padStart(8)} req/s  p50 ${f.p50} ms  p99 ${f.p99} ms (open connections ${f.p99Established} ms)${f.errors + f.non2xx ? `  (${f.errors + f.non2xx} errors)` : ''}`);
       }
     }
   };
@@ -194,7 +209,7 @@ async function main() {
   const service = start('src/main.ts', env);
   try {
     await waitReady(service, `${BASE}/readyz`);
-    await runAll(scenarios(seeded), service.pid!);
+    await runAll(scenarios(seeded).filter(selected), service.pid!);
   } finally {
     await stop(service);
   }
@@ -203,7 +218,7 @@ async function main() {
   const baseline = start('bench/baseline.ts', env);
   try {
     await waitReady(baseline, `${BASE}/api/mc-dm-downloads/${seeded.downloadId}/`);
-    await runAll(baselineScenarios(seeded), baseline.pid!);
+    await runAll(baselineScenarios(seeded).filter(selected), baseline.pid!);
   } finally {
     await stop(baseline);
   }
@@ -221,7 +236,8 @@ async function main() {
     const target = f.kind === 'graphql' ? 0.9 : 0.5;
     ratios.push({ ratio: `REST ${sc.compare} / ${f.scenario}`, value, target: `≥ ${target}`, met: value === null ? null : value >= target });
   }
-  for (const name of ['download get', 'download get full', 'categories list']) {
+  // The target is for single-row reads, on every request of the run (first requests of connections included).
+  for (const name of ['download get', 'download get full']) {
     const f = at(name);
     if (f) ratios.push({ ratio: `p99 ms, ${name}, ${top} clients`, value: f.p99, target: '< 50', met: f.non2xx + f.errors === 0 ? f.p99 < 50 : null });
   }
