@@ -16,6 +16,9 @@ import pg from 'pg';
 import { openDatabase } from '../src/db/client.js';
 import { seed, FULL_SIZE, type SeedResult } from './seed.js';
 import { routes } from '../rest-adapter/routes.js';
+import { startApp } from '../src/app.js';
+import { loadConfig } from '../src/config.js';
+import { createLogger } from '../src/log.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { values: opts } = parseArgs({
@@ -132,6 +135,28 @@ async function measure(sc: Scenario, connections: number, pid: number): Promise<
   };
 }
 
+/**
+ * SQL statements per request for a page of 5 and of 100 downloads (with=full), counted at the driver in an
+ * in-process instance on the same database (the service has stopped): the target is that they are equal.
+ */
+async function statementsPerRequest(target: { url: string } | { pgliteDir: string }, dataDir: string): Promise<Record<string, number>> {
+  const db = await openDatabase(target);
+  const app = await startApp(loadConfig({}, { port: 0, host: '127.0.0.1', dataDir, logLevel: 'silent', bootstrapKey: KEY }), { db, log: createLogger('silent') });
+  const counts: Record<string, number> = {};
+  try {
+    for (const route of ['/api/mc-dm-downloads/?per_page=5&with=full', '/api/mc-dm-downloads/?per_page=100&with=full', '/api/mc-dm-downloads/?per_page=100']) {
+      const get = () => fetch(app.url + route, { headers: { 'forum-api-key': KEY } }).then((r) => r.text());
+      await get(); // the key and permission tables are cached after the first request
+      const before = db.statements();
+      await get();
+      counts[route] = db.statements() - before;
+    }
+  } finally {
+    await app.close(); // closes the database too
+  }
+  return counts;
+}
+
 async function waitReady(child: ChildProcess, url: string): Promise<void> {
   for (let i = 0; i < 600; i++) {
     if (child.exitCode !== null) throw new Error(`process exited with ${child.exitCode} before it was ready`);
@@ -222,6 +247,7 @@ async function main() {
   } finally {
     await stop(baseline);
   }
+  const statements = await statementsPerRequest(databaseUrl ? { url: databaseUrl } : { pgliteDir: path.join(dataDir, 'db') }, dataDir);
   fs.rmSync(dataDir, { recursive: true, force: true });
   await dropDatabase();
 
@@ -242,14 +268,18 @@ async function main() {
     if (f) ratios.push({ ratio: `p99 ms, ${name}, ${top} clients`, value: f.p99, target: '< 50', met: f.non2xx + f.errors === 0 ? f.p99 < 50 : null });
   }
 
+  const [five, hundred] = [statements['/api/mc-dm-downloads/?per_page=5&with=full']!, statements['/api/mc-dm-downloads/?per_page=100&with=full']!];
+  ratios.push({ ratio: 'SQL statements per request, downloads list with=full, 100 rows / 5 rows', value: Math.round((hundred / five) * 100) / 100, target: '= 1', met: hundred === five });
+
   console.log(`\nFigures (${databaseUrl ? 'PostgreSQL server' : 'embedded PGlite'}; ${SECONDS} s per run; ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, Node ${process.version}):\n`);
   console.log(table(figures));
+  console.log(`\nSQL statements per request: ${Object.entries(statements).map(([k, v]) => `${k} ${v}`).join(', ')}`);
   console.log(`\nRatios and targets at ${top} connections:\n`);
   for (const r of ratios) console.log(`  ${r.ratio.padEnd(72)} ${String(r.value ?? 'n/a').padStart(7)}  target ${r.target}  ${r.met === null ? '(not measured)' : r.met ? 'met' : 'NOT met'}`);
 
   const out = path.join(root, 'bench/results', `${new Date().toISOString().replace(/[:.]/g, '-')}${databaseUrl ? '-postgres' : ''}${opts.quick ? '-quick' : ''}.json`);
   fs.mkdirSync(path.dirname(out), { recursive: true });
-  fs.writeFileSync(out, JSON.stringify({ date: new Date().toISOString(), database: databaseUrl ? 'postgres' : 'pglite', machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version, memGb: Math.round(os.totalmem() / 2 ** 30) }, seconds: SECONDS, size, figures, ratios }, null, 2));
+  fs.writeFileSync(out, JSON.stringify({ date: new Date().toISOString(), database: databaseUrl ? 'postgres' : 'pglite', machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version, memGb: Math.round(os.totalmem() / 2 ** 30) }, seconds: SECONDS, size, figures, ratios, statements }, null, 2));
   console.log(`\nWritten to ${path.relative(root, out)}`);
 }
 
