@@ -3,6 +3,8 @@ import type { PrismaClient, ApiKeyType } from '../generated/prisma/client.js';
 import { ApiError, invalidInput, notFound, requiredMissing } from '../errors.js';
 import { isPermission, isScope, SCOPES, type Permission } from '../permissions/names.js';
 import { generateKey, hashKey } from '../auth/keys.js';
+import { assertCanCreateUser, assertCanGrant, assertCanMintKey, assertCanRevokeKey } from '../auth/grants.js';
+import type { Access } from '../permissions/access.js';
 
 export interface CreateUserInput { username: string; isAdmin?: boolean | null; isModerator?: boolean | null; groups?: readonly string[] | null }
 
@@ -16,7 +18,8 @@ async function groupByName(prisma: PrismaClient, name: string) {
  * A new user: primary group `registered`; secondary groups `moderator` / `administrator` when flagged,
  * plus any named in `groups`.
  */
-export async function createUser(prisma: PrismaClient, input: CreateUserInput) {
+export async function createUser(prisma: PrismaClient, actor: Access, input: CreateUserInput) {
+  assertCanCreateUser(actor.visitor, Boolean(input.isAdmin) || (input.groups ?? []).includes('administrator'));
   const username = input.username.trim();
   if (!username) throw requiredMissing(['username']);
   if (username.length > 50) throw invalidInput('username', 'username must be at most 50 characters.');
@@ -44,13 +47,15 @@ export async function createUser(prisma: PrismaClient, input: CreateUserInput) {
 export interface CreateApiKeyInput { type: ApiKeyType; userId?: number | null; scopes: readonly string[]; title?: string | null }
 
 /** Returns the stored row and the key itself, which is shown this once and never stored. */
-export async function createApiKey(prisma: PrismaClient, input: CreateApiKeyInput) {
+export async function createApiKey(prisma: PrismaClient, actor: Access, input: CreateApiKeyInput) {
   if (input.type === 'user' && input.userId == null) throw requiredMissing(['userId']);
   if (input.type !== 'user' && input.userId != null) {
     throw invalidInput('userId', 'Only user keys are bound to a user; super-user keys choose one per request with Forum-Api-User.');
   }
-  if (input.userId != null && !(await prisma.user.findUnique({ where: { id: input.userId } }))) throw notFound('user', input.userId);
+  const bound = input.userId != null ? await prisma.user.findUnique({ where: { id: input.userId } }) : null;
+  if (input.userId != null && !bound) throw notFound('user', input.userId);
   const scopes = normalizeScopes(input.scopes);
+  assertCanMintKey(actor.visitor, input.type, scopes, bound);
   const key = generateKey();
   const apiKey = await prisma.apiKey.create({
     data: { keyHash: hashKey(key), type: input.type, userId: input.userId ?? null, scopes, title: input.title?.trim() ?? '' },
@@ -67,9 +72,10 @@ export function normalizeScopes(requested: readonly string[]): string[] {
   return [...new Set(requested)];
 }
 
-export async function revokeApiKey(prisma: PrismaClient, apiKeyId: number) {
-  const existing = await prisma.apiKey.findUnique({ where: { id: apiKeyId } });
+export async function revokeApiKey(prisma: PrismaClient, actor: Access, apiKeyId: number) {
+  const existing = await prisma.apiKey.findUnique({ where: { id: apiKeyId }, include: { user: true } });
   if (!existing) throw notFound('api_key', apiKeyId);
+  assertCanRevokeKey(actor.visitor, existing, existing.user);
   if (!existing.isActive) return existing;
   return prisma.apiKey.update({ where: { id: apiKeyId }, data: { isActive: false, revokedAt: new Date() } });
 }
@@ -82,9 +88,10 @@ function permission(name: string): Permission {
 }
 
 /** A group's global value: ALLOW grants; DENY and INHERIT both withdraw the grant (there is nothing above it). */
-export async function setGroupPermission(prisma: PrismaClient, groupName: string, perm: string, value: PermissionSetting) {
+export async function setGroupPermission(prisma: PrismaClient, actor: Access, groupName: string, perm: string, value: PermissionSetting) {
   const p = permission(perm);
   const group = await groupByName(prisma, groupName);
+  assertCanGrant(actor, p, value);
   if (value === 'allow') {
     await prisma.groupPermission.upsert({ where: { groupId_permission: { groupId: group.id, permission: p } }, create: { groupId: group.id, permission: p }, update: {} });
   } else {
@@ -94,11 +101,12 @@ export async function setGroupPermission(prisma: PrismaClient, groupName: string
 
 /** A per-category override: ALLOW or DENY decide in this category and below; INHERIT removes the override. */
 export async function setCategoryPermission(
-  prisma: PrismaClient, categoryId: number, groupName: string, perm: string, value: PermissionSetting,
+  prisma: PrismaClient, actor: Access, categoryId: number, groupName: string, perm: string, value: PermissionSetting,
 ) {
   const p = permission(perm);
   const group = await groupByName(prisma, groupName);
   if (!(await prisma.category.findUnique({ where: { id: categoryId }, select: { id: true } }))) throw notFound('category', categoryId);
+  assertCanGrant(actor, p, value, categoryId);
   const where = { categoryId_groupId_permission: { categoryId, groupId: group.id, permission: p } };
   if (value === 'inherit') {
     await prisma.categoryPermission.deleteMany({ where: { categoryId, groupId: group.id, permission: p } });

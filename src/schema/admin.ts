@@ -102,18 +102,18 @@ builder.mutationFields((t) => ({
   createUser: t.field({
     type: CreateUserPayload, authScopes: OPERATOR,
     args: { input: t.arg({ type: CreateUserInput, required: true }) },
-    resolve: async (_r, { input }, ctx) => ({ user: await admin.createUser(ctx.prisma, input) }),
+    resolve: async (_r, { input }, ctx) => ({ user: await admin.createUser(ctx.prisma, await ctx.access(), input) }),
   }),
   createApiKey: t.field({
     type: CreateApiKeyPayload, authScopes: OPERATOR,
     args: { input: t.arg({ type: CreateApiKeyInput, required: true }) },
-    resolve: (_r, { input }, ctx) => admin.createApiKey(ctx.prisma, input),
+    resolve: async (_r, { input }, ctx) => admin.createApiKey(ctx.prisma, await ctx.access(), input),
   }),
   revokeApiKey: t.field({
     type: RevokeApiKeyPayload, authScopes: OPERATOR,
     args: { input: t.arg({ type: RevokeApiKeyInput, required: true }) },
     resolve: async (_r, { input }, ctx) => {
-      const apiKey = await admin.revokeApiKey(ctx.prisma, input.apiKeyId);
+      const apiKey = await admin.revokeApiKey(ctx.prisma, await ctx.access(), input.apiKeyId);
       ctx.auth.keys.delete(apiKey.keyHash);
       return { apiKey };
     },
@@ -122,7 +122,7 @@ builder.mutationFields((t) => ({
     type: OkPayload, authScopes: CATEGORY_ADMIN,
     args: { input: t.arg({ type: SetGroupPermissionInput, required: true }) },
     resolve: async (_r, { input }, ctx) => {
-      await admin.setGroupPermission(ctx.prisma, input.group, input.permission, input.value);
+      await admin.setGroupPermission(ctx.prisma, await ctx.access(), input.group, input.permission, input.value);
       ctx.permissions.invalidate();
       return { ok: true };
     },
@@ -131,7 +131,7 @@ builder.mutationFields((t) => ({
     type: OkPayload, authScopes: CATEGORY_ADMIN,
     args: { input: t.arg({ type: SetCategoryPermissionInput, required: true }) },
     resolve: async (_r, { input }, ctx) => {
-      await admin.setCategoryPermission(ctx.prisma, input.categoryId, input.group, input.permission, input.value);
+      await admin.setCategoryPermission(ctx.prisma, await ctx.access(), input.categoryId, input.group, input.permission, input.value);
       ctx.permissions.invalidate();
       return { ok: true };
     },
