@@ -92,7 +92,7 @@ forEachDatabase((kind) => {
               expect(r.codes, label).toEqual([want]);
               expect(await t.prisma.apiKey.count(), label).toBe(before);
               if (want === 'api_scope_missing') {
-                const params = r.errors[0].extensions.params;
+                const params = r.errors![0].extensions.params;
                 expect(params.scopes.length, label).toBeGreaterThan(0);
                 expect(params.scopes.every((s: string) => !HOLDS[minter].includes(s)), label).toBe(true);
               }
@@ -110,7 +110,7 @@ forEachDatabase((kind) => {
       .toBe('api_scope_missing');
     const minted = await t.gql(CREATE_KEY, { i: { type: 'SUPER', scopes: ['all'] } }, keys['super-scoped']);
     expect(minted.codes).toEqual(['api_scope_missing']);
-    expect(minted.errors[0].extensions.params.scopes).toEqual(['mc_dm_category:write', 'mc_dm_category:delete_hard', 'mc_dm_download:delete_hard']);
+    expect(minted.errors![0].extensions.params.scopes).toEqual(['mc_dm_category:write', 'mc_dm_category:delete_hard', 'mc_dm_download:delete_hard']);
     const viaAdmin = await t.gql(CREATE_KEY, { i: { type: 'SUPER', scopes: ['all'] } }, keys['admin-scoped']);
     expect(viaAdmin.codes).toEqual(['do_not_have_permission']);
     expect((await t.rest('GET', `/api/mc-dm-categories/${id}/`)).status).toBe(200);

@@ -2,18 +2,25 @@
 // Permissions and prefixes: admin rights and mc_dm_category:write.
 import { builder } from './builder.js';
 import * as admin from '../domain/admin.js';
-import { OkPayload, payloadOf } from './payloads.js';
+import { okPayloadOf, payloadOf } from './payloads.js';
+import { CategoryRef } from './category.js';
+import { NodeRef, registerNode } from './node.js';
+import { notFound, noPermission } from '../errors.js';
 
 const CATEGORY_WRITE = ['mc_dm_category:write'];
 
-const UserRef = builder.prismaObject('User', {
+export const UserRef = builder.prismaObject('User', {
+  description: 'A forum member: the owner of downloads, the author of comments, a team member. Its name and staff flags are public; its groups are shown to administrators.',
+  interfaces: [NodeRef],
   fields: (t) => ({
-    userId: t.exposeInt('id'),
-    username: t.exposeString('username'),
-    isAdmin: t.exposeBoolean('isAdmin'),
-    isModerator: t.exposeBoolean('isModerator'),
+    userId: t.exposeInt('id', { description: 'The numeric user id (the REST API\'s `user_id`).' }),
+    username: t.exposeString('username', { description: 'The unique display name.' }),
+    isAdmin: t.exposeBoolean('isAdmin', { description: 'An administrator: holds admin rights for categories, users and keys.' }),
+    isModerator: t.exposeBoolean('isModerator', { description: 'A moderator: sees moderated and deleted content.' }),
     groups: t.stringList({
-      description: 'Primary group first, then secondary groups.',
+      nullable: true,
+      description: 'Group names, primary group first, then secondary groups. Administrators and super-user keys only (null for others).',
+      authScopes: { admin: true },
       resolve: async (u, _a, ctx) => {
         const rows = await ctx.prisma.group.findMany({
           where: { OR: [{ id: u.primaryGroupId }, { members: { some: { userId: u.id } } }] },
@@ -29,13 +36,16 @@ const ApiKeyTypeEnum = builder.enumType('ApiKeyType', {
 });
 
 const ApiKeyRef = builder.prismaObject('ApiKey', {
+  description: 'An API key as stored: its type, scopes and state. The key itself is never stored, only shown once by createApiKey.',
+  interfaces: [NodeRef],
   fields: (t) => ({
-    apiKeyId: t.exposeInt('id'),
-    type: t.expose('type', { type: ApiKeyTypeEnum }),
-    userId: t.exposeInt('userId', { nullable: true }),
-    scopes: t.exposeStringList('scopes'),
-    title: t.exposeString('title'),
-    isActive: t.exposeBoolean('isActive'),
+    apiKeyId: t.exposeInt('id', { description: 'The numeric key id, for revokeApiKey.' }),
+    type: t.expose('type', { type: ApiKeyTypeEnum, description: 'Whom requests with this key act as.' }),
+    userId: t.exposeInt('userId', { nullable: true, description: 'The bound user of a USER key; null for GUEST and SUPER keys.' }),
+    user: t.relation('user', { nullable: true, description: 'The bound user of a USER key.' }),
+    scopes: t.exposeStringList('scopes', { description: 'The scopes the key holds (a subset of the six API scopes).' }),
+    title: t.exposeString('title', { description: 'A label chosen when the key was created.' }),
+    isActive: t.exposeBoolean('isActive', { description: 'False once revoked (or expired): requests with it answer api_key_inactive.' }),
   }),
 });
 
@@ -43,8 +53,51 @@ const PermissionValueEnum = builder.enumType('PermissionValue', {
   values: { ALLOW: { value: 'allow' }, DENY: { value: 'deny' }, INHERIT: { value: 'inherit' } } as const,
 });
 
-const PrefixRef = builder.prismaObject('Prefix', {
-  fields: (t) => ({ prefixId: t.exposeInt('id'), title: t.exposeString('title') }),
+export const PrefixRef = builder.prismaObject('Prefix', {
+  description: 'A label shown before a download\'s title ("Beta", "Stable"); a category offers the prefixes assigned to it.',
+  interfaces: [NodeRef],
+  fields: (t) => ({
+    prefixId: t.exposeInt('id', { description: 'The numeric prefix id (the REST API\'s `prefix_id`).' }),
+    title: t.exposeString('title', { description: 'The label text.' }),
+  }),
+});
+
+export const GroupRef = builder.prismaObject('Group', {
+  description: 'A user group. Permissions are granted to groups, globally and per category; a user holds a permission when any of their groups does.',
+  interfaces: [NodeRef],
+  fields: (t) => ({
+    groupId: t.exposeInt('id', { description: 'The numeric group id.' }),
+    name: t.exposeString('name', { description: 'The unique name used by the admin mutations (guest, registered, moderator, administrator, …).' }),
+    isBuiltIn: t.exposeBoolean('isBuiltIn', { description: 'One of the four groups the service creates.' }),
+    permissions: t.stringList({
+      description: 'The permissions the group holds globally, by name, sorted (category overrides are not included).',
+      select: { permissions: { select: { permission: true } } },
+      resolve: (g) => g.permissions.map((p) => p.permission).sort(),
+    }),
+  }),
+});
+
+registerNode('Group', [], async (ctx, id) => {
+  if (!(await ctx.access()).hasAdminRights) throw noPermission('see user groups');
+  const group = await ctx.prisma.group.findUnique({ where: { id } });
+  if (!group) throw notFound('group', id);
+  return group;
+});
+registerNode('User', [], async (ctx, id) => {
+  const user = await ctx.prisma.user.findUnique({ where: { id } });
+  if (!user) throw notFound('user', id);
+  return user;
+});
+registerNode('Prefix', [], async (ctx, id) => {
+  const prefix = await ctx.prisma.prefix.findUnique({ where: { id } });
+  if (!prefix) throw notFound('prefix', id);
+  return prefix;
+});
+registerNode('ApiKey', [], async (ctx, id) => {
+  if (!(await ctx.access()).hasAdminRights) throw noPermission('see API keys');
+  const key = await ctx.prisma.apiKey.findUnique({ where: { id } });
+  if (!key) throw notFound('api_key', id);
+  return key;
 });
 
 
@@ -95,21 +148,35 @@ const CreateApiKeyPayload = builder.objectRef<Awaited<ReturnType<typeof admin.cr
 const RevokeApiKeyPayload = payloadOf('RevokeApiKeyPayload', 'apiKey', ApiKeyRef);
 const CreatePrefixPayload = payloadOf('CreatePrefixPayload', 'prefix', PrefixRef);
 
+const SetGroupPermissionPayload = okPayloadOf('SetGroupPermissionPayload', {
+  group: { type: GroupRef, description: 'The group, with its global permissions after the change.' },
+});
+const SetCategoryPermissionPayload = okPayloadOf('SetCategoryPermissionPayload', {
+  category: { type: CategoryRef, description: 'The category whose override changed.' },
+});
+const AssignPrefixPayload = okPayloadOf('AssignPrefixPayload', {
+  prefix: { type: PrefixRef, description: 'The prefix assigned.' },
+  category: { type: CategoryRef, description: 'The category that now offers it.' },
+});
+
 const OPERATOR = { admin: true, anyWrite: true } as const;
 const CATEGORY_ADMIN = { scope: CATEGORY_WRITE, admin: true };
 
 builder.mutationFields((t) => ({
   createUser: t.field({
+    nullable: true,
     type: CreateUserPayload, authScopes: OPERATOR,
     args: { input: t.arg({ type: CreateUserInput, required: true }) },
     resolve: async (_r, { input }, ctx) => ({ user: await admin.createUser(ctx.prisma, await ctx.access(), input) }),
   }),
   createApiKey: t.field({
+    nullable: true,
     type: CreateApiKeyPayload, authScopes: OPERATOR,
     args: { input: t.arg({ type: CreateApiKeyInput, required: true }) },
     resolve: async (_r, { input }, ctx) => admin.createApiKey(ctx.prisma, await ctx.access(), input),
   }),
   revokeApiKey: t.field({
+    nullable: true,
     type: RevokeApiKeyPayload, authScopes: OPERATOR,
     args: { input: t.arg({ type: RevokeApiKeyInput, required: true }) },
     resolve: async (_r, { input }, ctx) => {
@@ -119,34 +186,42 @@ builder.mutationFields((t) => ({
     },
   }),
   setGroupPermission: t.field({
-    type: OkPayload, authScopes: CATEGORY_ADMIN,
+    nullable: true,
+    type: SetGroupPermissionPayload, authScopes: CATEGORY_ADMIN,
     args: { input: t.arg({ type: SetGroupPermissionInput, required: true }) },
     resolve: async (_r, { input }, ctx) => {
       await admin.setGroupPermission(ctx.prisma, await ctx.access(), input.group, input.permission, input.value);
       ctx.permissions.invalidate();
-      return { ok: true };
+      return { ok: true as const, group: await ctx.prisma.group.findUniqueOrThrow({ where: { name: input.group } }) };
     },
   }),
   setCategoryPermission: t.field({
-    type: OkPayload, authScopes: CATEGORY_ADMIN,
+    nullable: true,
+    type: SetCategoryPermissionPayload, authScopes: CATEGORY_ADMIN,
     args: { input: t.arg({ type: SetCategoryPermissionInput, required: true }) },
     resolve: async (_r, { input }, ctx) => {
       await admin.setCategoryPermission(ctx.prisma, await ctx.access(), input.categoryId, input.group, input.permission, input.value);
       ctx.permissions.invalidate();
-      return { ok: true };
+      return { ok: true as const, category: await ctx.prisma.category.findUniqueOrThrow({ where: { id: input.categoryId } }) };
     },
   }),
   createPrefix: t.field({
+    nullable: true,
     type: CreatePrefixPayload, authScopes: CATEGORY_ADMIN,
     args: { input: t.arg({ type: CreatePrefixInput, required: true }) },
     resolve: async (_r, { input }, ctx) => ({ prefix: await admin.createPrefix(ctx.prisma, input.title) }),
   }),
   assignPrefix: t.field({
-    type: OkPayload, authScopes: CATEGORY_ADMIN,
+    nullable: true,
+    type: AssignPrefixPayload, authScopes: CATEGORY_ADMIN,
     args: { input: t.arg({ type: AssignPrefixInput, required: true }) },
     resolve: async (_r, { input }, ctx) => {
       await admin.assignPrefix(ctx.prisma, input.prefixId, input.categoryId);
-      return { ok: true };
+      const [prefix, category] = await Promise.all([
+        ctx.prisma.prefix.findUniqueOrThrow({ where: { id: input.prefixId } }),
+        ctx.prisma.category.findUniqueOrThrow({ where: { id: input.categoryId } }),
+      ]);
+      return { ok: true as const, prefix, category };
     },
   }),
 }));

@@ -3,7 +3,7 @@
 import type { Category } from '../generated/prisma/client.js';
 import { builder, type Types } from './builder.js';
 import { listOf, orderEnum, pageArgs } from './pagination.js';
-import { payloadOf, SuccessPayload } from './payloads.js';
+import { deletePayloadOf, payloadOf } from './payloads.js';
 import { NodeRef, registerNode } from './node.js';
 import { CATEGORY_ORDERS, createCategory, deleteCategory, listCategories, updateCategory, viewableCategory } from '../domain/categories.js';
 
@@ -39,6 +39,19 @@ export const CategoryRef = builder.prismaObject('Category', {
   }),
 });
 
+builder.prismaObjectField(CategoryRef, 'parent', (t) => t.field({
+  type: CategoryRef,
+  nullable: true,
+  description: 'The parent category; null at the top of the tree, or when the visitor may not view the parent.',
+  select: { parent: true },
+  resolve: async (c, _a, ctx) => {
+    if (c.parentId === null) return null;
+    // Rows the domain read without the selection carry no `parent`: read it then.
+    const parent = (c as { parent?: Category | null }).parent ?? await ctx.prisma.category.findUnique({ where: { id: c.parentId } });
+    return parent && (await ctx.access()).canViewCategory(parent) ? parent : null;
+  },
+}));
+
 export function categoryUrl(baseUrl: string, c: Pick<Category, 'id'>): string {
   return `${baseUrl}/downloads/categories/${c.id}/`;
 }
@@ -51,6 +64,7 @@ const CategoryList = listOf<Category>('Category', CategoryRef);
 
 builder.queryFields((t) => ({
   categories: t.field({
+    nullable: true,
     type: CategoryList,
     description: 'Every category the visitor may view, one page at a time (default order DISPLAY_ORDER, DESC).',
     authScopes: { scope: READ },
@@ -110,9 +124,11 @@ const DeleteCategoryInput = builder.inputType('DeleteCategoryInput', {
 
 const CreateCategoryPayload = payloadOf<Category>('CreateCategoryPayload', 'category', CategoryRef);
 const UpdateCategoryPayload = payloadOf<Category>('UpdateCategoryPayload', 'category', CategoryRef);
+const DeleteCategoryPayload = deletePayloadOf<Category>('DeleteCategoryPayload', 'category', CategoryRef);
 
 builder.mutationFields((t) => ({
   createCategory: t.field({
+    nullable: true,
     type: CreateCategoryPayload,
     authScopes: { scope: WRITE, admin: true },
     args: { input: t.arg({ type: CreateCategoryInput, required: true }) },
@@ -123,6 +139,7 @@ builder.mutationFields((t) => ({
     },
   }),
   updateCategory: t.field({
+    nullable: true,
     type: UpdateCategoryPayload,
     authScopes: { scope: WRITE, admin: true },
     args: { input: t.arg({ type: UpdateCategoryInput, required: true }) },
@@ -133,14 +150,15 @@ builder.mutationFields((t) => ({
     },
   }),
   deleteCategory: t.field({
-    type: SuccessPayload,
+    nullable: true,
+    type: DeleteCategoryPayload,
     authScopes: { scope: [...WRITE, 'mc_dm_category:delete_hard'], admin: true },
     args: { input: t.arg({ type: DeleteCategoryInput, required: true }) },
     resolve: async (_r, { input }, ctx) => {
       const { removedBlobs } = await deleteCategory(ctx.prisma, ctx.config, ctx.visitor.userId, input.categoryId, input.hard ?? false);
       ctx.permissions.invalidate();
       await ctx.removeBlobs(removedBlobs);
-      return { success: true };
+      return { success: true as const, typeName: 'Category', id: input.categoryId, object: null };
     },
   }),
 }));

@@ -4,8 +4,8 @@ import { queryFromInfo } from '@pothos/plugin-prisma';
 import type { Comment } from '../generated/prisma/client.js';
 import { builder, unix } from './builder.js';
 import { listOf, orderEnum, pageArgs } from './pagination.js';
-import { payloadOf, SuccessPayload } from './payloads.js';
-import { NodeRef, registerNode } from './node.js';
+import { deletePayloadOf, payloadOf } from './payloads.js';
+import { NodeRef, registerNode, unlessUnseen } from './node.js';
 import { noPermission } from '../errors.js';
 import * as comments from '../domain/comments.js';
 
@@ -45,8 +45,11 @@ export const CommentRef = builder.prismaObject('Comment', {
     canView: t.boolean({ resolve: async (c, _a, ctx) => (await ctx.access()).canViewComment(c, await parentOf(c, ctx)) }),
     canEdit: t.boolean({ resolve: async (c, _a, ctx) => (await ctx.access()).canEditComment(c, await parentOf(c, ctx)) }),
     canDelete: t.boolean({ resolve: async (c, _a, ctx) => (await ctx.access()).canDeleteComment(c, await parentOf(c, ctx)) }),
+    author: t.relation('user', { description: 'The user who wrote the comment (`userId`).' }),
+    download: t.relation('download', { description: 'The download the comment is posted on.' }),
     edits: t.relation('edits', {
-      description: 'Edit history, newest first. Moderators only.',
+      nullable: true,
+      description: 'Edit history, newest first. Moderators only: null, with a do_not_have_permission error, for anyone else.',
       query: { orderBy: [{ editDate: 'desc' }, { id: 'desc' }] },
       authScopes: async (_c, _a, ctx) => {
         if (!(await ctx.access()).isModerator) throw noPermission("read this comment's edit history");
@@ -64,6 +67,7 @@ const CommentList = listOf<Comment>('Comment', CommentRef);
 
 builder.queryFields((t) => ({
   comments: t.field({
+    nullable: true,
     type: CommentList,
     description: 'Comments of a download (downloadId is required except with super-user keys), default order COMMENT_DATE, DESC. Only super-user keys list comments that are not visible.',
     authScopes: { scope: READ },
@@ -107,24 +111,30 @@ const DeleteCommentInput = builder.inputType('DeleteCommentInput', {
 
 const CreateCommentPayload = payloadOf<Comment>('CreateCommentPayload', 'comment', CommentRef);
 const UpdateCommentPayload = payloadOf<Comment>('UpdateCommentPayload', 'comment', CommentRef);
+const DeleteCommentPayload = deletePayloadOf<Comment>('DeleteCommentPayload', 'comment', CommentRef);
 
 builder.mutationFields((t) => ({
   createComment: t.field({
+    nullable: true,
     type: CreateCommentPayload, authScopes: { scope: WRITE },
     args: { input: t.arg({ type: CreateCommentInput, required: true }) },
     resolve: async (_r, { input }, ctx) => ({ comment: await comments.createComment(ctx.prisma, await ctx.access(), ctx.config.commentFloodSeconds, input) }),
   }),
   updateComment: t.field({
+    nullable: true,
     type: UpdateCommentPayload, authScopes: { scope: WRITE },
     args: { input: t.arg({ type: UpdateCommentInput, required: true }) },
     resolve: async (_r, { input }, ctx) => ({ comment: await comments.updateComment(ctx.prisma, await ctx.access(), input) }),
   }),
   deleteComment: t.field({
-    type: SuccessPayload, authScopes: { scope: WRITE },
+    nullable: true,
+    type: DeleteCommentPayload, authScopes: { scope: WRITE },
     args: { input: t.arg({ type: DeleteCommentInput, required: true }) },
     resolve: async (_r, { input }, ctx) => {
-      await comments.deleteComment(ctx.prisma, await ctx.access(), input);
-      return { success: true };
+      const access = await ctx.access();
+      await comments.deleteComment(ctx.prisma, access, input);
+      const object = input.hard ? null : await unlessUnseen(comments.viewableComment(ctx.prisma, access, input.commentId));
+      return { success: true as const, typeName: 'Comment', id: input.commentId, object };
     },
   }),
 }));

@@ -5,8 +5,9 @@ import type { Download, Version } from '../generated/prisma/client.js';
 import { builder, unix } from './builder.js';
 import { notFound } from '../errors.js';
 import { listOf, orderEnum, pageArgs } from './pagination.js';
-import { payloadOf, SuccessPayload, OkPayload } from './payloads.js';
-import { NodeRef, registerNode } from './node.js';
+import { deletePayloadOf, okPayloadOf, payloadOf } from './payloads.js';
+import { NodeRef, registerNode, unlessUnseen } from './node.js';
+import { UserRef } from './admin.js';
 import * as downloads from '../domain/downloads.js';
 
 const READ = ['mc_dm_download:read'];
@@ -29,6 +30,7 @@ export const VersionRef = builder.prismaObject('Version', {
     releaseDate: t.int({ description: 'Unix seconds.', resolve: (v) => unix(v.releaseDate) }),
     downloadCount: t.exposeInt('downloadCount'),
     versionState: t.expose('state', { type: VersionStateEnum }),
+    download: t.relation('download', { description: 'The download this version belongs to.' }),
   }),
 });
 
@@ -66,7 +68,9 @@ export const DownloadRef = builder.prismaObject('Download', {
     canDownload: t.boolean({ resolve: async (d, _a, ctx) => (await ctx.access()).canDownload(d) }),
     isVisible: t.boolean({ resolve: (d) => d.state === 'visible' }),
     isPasswordProtected: t.exposeBoolean('isPasswordProtected'),
-    category: t.relation('category'),
+    category: t.relation('category', { description: 'The category the download is listed in.' }),
+    owner: t.relation('user', { description: 'The user who owns the download (`userId`).' }),
+    prefix: t.relation('prefix', { nullable: true, description: 'The title prefix; null when the download has none.' }),
     currentVersion: t.relation('currentVersion', { nullable: true }),
     versions: t.relation('versions', { query: { orderBy: [{ releaseDate: 'desc' }, { id: 'desc' }] } }),
     tags: t.stringList({
@@ -90,6 +94,7 @@ const DownloadList = listOf<Download>('Download', DownloadRef);
 
 builder.queryFields((t) => ({
   downloads: t.field({
+    nullable: true,
     type: DownloadList,
     description: 'Downloads the visitor may view (default order LAST_UPDATE, DESC). Visitors who are not moderators only list visible downloads.',
     authScopes: { scope: READ },
@@ -163,6 +168,13 @@ const RemoveTeamMemberInput = TeamMemberInput('RemoveTeamMemberInput');
 const CreateDownloadPayload = payloadOf<Download>('CreateDownloadPayload', 'download', DownloadRef);
 const UpdateDownloadPayload = payloadOf<Download>('UpdateDownloadPayload', 'download', DownloadRef);
 const RestoreDownloadPayload = payloadOf<Download>('RestoreDownloadPayload', 'download', DownloadRef);
+const DeleteDownloadPayload = deletePayloadOf<Download>('DeleteDownloadPayload', 'download', DownloadRef);
+const teamPayload = (name: string) => okPayloadOf(name, {
+  download: { type: DownloadRef, description: 'The download whose team changed.' },
+  user: { type: UserRef, description: 'The user added to or removed from the team.' },
+});
+const AddTeamMemberPayload = teamPayload('AddTeamMemberPayload');
+const RemoveTeamMemberPayload = teamPayload('RemoveTeamMemberPayload');
 const CreateVersionPayload = builder.objectRef<{ version: Version; download: Download }>('CreateVersionPayload').implement({
   fields: (t) => ({
     version: t.field({ type: VersionRef, resolve: (p) => p.version }),
@@ -172,48 +184,67 @@ const CreateVersionPayload = builder.objectRef<{ version: Version; download: Dow
 
 builder.mutationFields((t) => ({
   createDownload: t.field({
+    nullable: true,
     type: CreateDownloadPayload, authScopes: { scope: WRITE },
     args: { input: t.arg({ type: CreateDownloadInput, required: true }) },
     resolve: async (_r, { input }, ctx) => ({ download: await downloads.createDownload(ctx.prisma, await ctx.access(), input) }),
   }),
   updateDownload: t.field({
+    nullable: true,
     type: UpdateDownloadPayload, authScopes: { scope: WRITE },
     args: { input: t.arg({ type: UpdateDownloadInput, required: true }) },
     resolve: async (_r, { input }, ctx) => ({ download: await downloads.updateDownload(ctx.prisma, await ctx.access(), ctx.team, input) }),
   }),
   deleteDownload: t.field({
-    type: SuccessPayload, authScopes: { scope: WRITE },
+    nullable: true,
+    type: DeleteDownloadPayload, authScopes: { scope: WRITE },
     args: { input: t.arg({ type: DeleteDownloadInput, required: true }) },
     resolve: async (_r, { input }, ctx) => {
-      const { removedBlobs } = await downloads.deleteDownload(ctx.prisma, await ctx.access(), input);
+      const access = await ctx.access();
+      const { removedBlobs } = await downloads.deleteDownload(ctx.prisma, access, input);
       await ctx.removeBlobs(removedBlobs);
-      return { success: true };
+      const object = input.hard ? null : await unlessUnseen(downloads.readDownload(ctx, access, input.downloadId));
+      return { success: true as const, typeName: 'Download', id: input.downloadId, object };
     },
   }),
   restoreDownload: t.field({
+    nullable: true,
     type: RestoreDownloadPayload, authScopes: { scope: WRITE },
     args: { input: t.arg({ type: RestoreDownloadInput, required: true }) },
     resolve: async (_r, { input }, ctx) => ({ download: await downloads.restoreDownload(ctx.prisma, await ctx.access(), input.downloadId) }),
   }),
   createVersion: t.field({
+    nullable: true,
     type: CreateVersionPayload, authScopes: { scope: WRITE },
     args: { input: t.arg({ type: CreateVersionInput, required: true }) },
     resolve: async (_r, { input }, ctx) => downloads.createVersion(ctx.prisma, await ctx.access(), ctx.team, input),
   }),
   addTeamMember: t.field({
-    type: OkPayload, authScopes: { scope: WRITE },
+    nullable: true,
+    type: AddTeamMemberPayload, authScopes: { scope: WRITE },
     args: { input: t.arg({ type: AddTeamMemberInput, required: true }) },
     resolve: async (_r, { input }, ctx) => {
-      await downloads.addTeamMember(ctx.prisma, await ctx.access(), input.downloadId, input.userId);
-      return { ok: true };
+      const access = await ctx.access();
+      await downloads.addTeamMember(ctx.prisma, access, input.downloadId, input.userId);
+      const [download, user] = await Promise.all([
+        downloads.readDownload(ctx, access, input.downloadId),
+        ctx.prisma.user.findUniqueOrThrow({ where: { id: input.userId } }),
+      ]);
+      return { ok: true as const, download, user };
     },
   }),
   removeTeamMember: t.field({
-    type: OkPayload, authScopes: { scope: WRITE },
+    nullable: true,
+    type: RemoveTeamMemberPayload, authScopes: { scope: WRITE },
     args: { input: t.arg({ type: RemoveTeamMemberInput, required: true }) },
     resolve: async (_r, { input }, ctx) => {
-      await downloads.removeTeamMember(ctx.prisma, await ctx.access(), input.downloadId, input.userId);
-      return { ok: true };
+      const access = await ctx.access();
+      await downloads.removeTeamMember(ctx.prisma, access, input.downloadId, input.userId);
+      const [download, user] = await Promise.all([
+        downloads.readDownload(ctx, access, input.downloadId),
+        ctx.prisma.user.findUniqueOrThrow({ where: { id: input.userId } }),
+      ]);
+      return { ok: true as const, download, user };
     },
   }),
 }));

@@ -6,8 +6,8 @@ import { GraphQLUpload, type FileUpload } from 'graphql-upload-minimal';
 import type { File } from '../generated/prisma/client.js';
 import { builder, unix } from './builder.js';
 import { listOf, orderEnum, pageArgs } from './pagination.js';
-import { payloadOf, SuccessPayload } from './payloads.js';
-import { NodeRef, registerNode } from './node.js';
+import { deletePayloadOf, payloadOf } from './payloads.js';
+import { NodeRef, registerNode, unlessUnseen } from './node.js';
 import type { Context } from './context.js';
 import * as files from '../domain/files.js';
 import { ingest, tooLarge, type Ingested } from '../files/ingest.js';
@@ -67,6 +67,7 @@ const FileList = listOf<File>('File', FileRef);
 
 builder.queryFields((t) => ({
   files: t.field({
+    nullable: true,
     type: FileList,
     description: 'Files of a version (versionId is required except with super-user keys), default order DISPLAY_ORDER, DESC. Soft-deleted files are never listed.',
     authScopes: { scope: READ },
@@ -113,6 +114,7 @@ const DeleteFileInput = builder.inputType('DeleteFileInput', {
 
 const CreateFilePayload = payloadOf<File>('CreateFilePayload', 'file', FileRef);
 const UpdateFilePayload = payloadOf<File>('UpdateFilePayload', 'file', FileRef);
+const DeleteFilePayload = deletePayloadOf<File>('DeleteFilePayload', 'file', FileRef);
 
 /**
  * An Upload from either face (the scalar hands resolvers the upload's promise). The REST adapter has already
@@ -137,6 +139,7 @@ async function incoming(upload: Promise<FileUpload & { ingested?: Ingested }>): 
 
 builder.mutationFields((t) => ({
   createFile: t.field({
+    nullable: true,
     type: CreateFilePayload, authScopes: { scope: WRITE },
     args: { input: t.arg({ type: CreateFileInput, required: true }) },
     resolve: async (_r, { input }, ctx) => {
@@ -145,17 +148,21 @@ builder.mutationFields((t) => ({
     },
   }),
   updateFile: t.field({
+    nullable: true,
     type: UpdateFilePayload, authScopes: { scope: WRITE },
     args: { input: t.arg({ type: UpdateFileInput, required: true }) },
     resolve: async (_r, { input }, ctx) => ({ file: await files.updateFile(deps(ctx, await ctx.access()), input) }),
   }),
   deleteFile: t.field({
-    type: SuccessPayload, authScopes: { scope: WRITE },
+    nullable: true,
+    type: DeleteFilePayload, authScopes: { scope: WRITE },
     args: { input: t.arg({ type: DeleteFileInput, required: true }) },
     resolve: async (_r, { input }, ctx) => {
-      const { removedBlobs } = await files.deleteFile(deps(ctx, await ctx.access()), input);
+      const d = deps(ctx, await ctx.access());
+      const { removedBlobs } = await files.deleteFile(d, input);
       await ctx.removeBlobs(removedBlobs);
-      return { success: true };
+      const object = input.hard ? null : await unlessUnseen(files.viewableFile(d, input.fileId));
+      return { success: true as const, typeName: 'File', id: input.fileId, object };
     },
   }),
 }));

@@ -1,17 +1,38 @@
-// Mutation payload objects: `{ <key>: <Type> }`, named after what the mutation returns (contract §7).
+// Mutation payload objects: `{ <key>: <Type> }`, named after what the mutation returns. Every payload hands back
+// the object it changed, so a client cache updates itself; delete payloads also carry the deleted object's global
+// `deletedId`, so a client can evict it.
 import { builder } from './builder.js';
+import { toGlobalId } from './node.js';
 
 export function payloadOf<T>(name: string, key: string, type: any, description?: string) {
   return builder.objectRef<Record<string, T>>(name).implement({
     description,
-    fields: (t) => ({ [key]: t.field({ type, resolve: (p: Record<string, T>) => p[key] as any }) }),
+    fields: (t) => ({ [key]: t.field({ type, description: 'The object as it is after the change.', resolve: (p: Record<string, T>) => p[key] as any }) }),
   });
 }
 
-export const SuccessPayload = builder.objectRef<{ success: boolean }>('SuccessPayload').implement({
-  fields: (t) => ({ success: t.exposeBoolean('success') }),
-});
+/** What a delete returns: `success` (the REST envelope), `deletedId`, and the object when it still exists for the visitor. */
+export interface DeleteResult<T> { success: true; typeName: string; id: number; object: T | null }
 
-export const OkPayload = builder.objectRef<{ ok: boolean }>('OkPayload').implement({
-  fields: (t) => ({ ok: t.exposeBoolean('ok') }),
-});
+export function deletePayloadOf<T>(name: string, key: string, type: any) {
+  return builder.objectRef<DeleteResult<T>>(name).implement({
+    description: `The result of a delete: \`deletedId\` names what was deleted; \`${key}\` is the object after a soft delete when the visitor may still see it, null after a hard delete.`,
+    fields: (t) => ({
+      success: t.boolean({ description: 'Always true: a refused delete answers an error instead.', resolve: () => true }),
+      deletedId: t.id({ description: 'The global id of the deleted object: evict it from a client cache.', resolve: (p) => toGlobalId(p.typeName, p.id) }),
+      [key]: t.field({ type, nullable: true, description: 'The object after a soft delete (state DELETED); null after a hard delete or when the visitor may no longer see it.', resolve: (p: DeleteResult<T>) => p.object as any }),
+    }),
+  });
+}
+
+/** `{ ok, <key>: <Type> }`: a change to a relation (a team, a prefix assignment, a permission) and the object it changed. */
+export function okPayloadOf<T>(name: string, objects: Record<string, { type: any; description: string }>) {
+  return builder.objectRef<{ ok: true } & Record<string, T>>(name).implement({
+    description: 'The result of a change, with the objects it changed.',
+    fields: (t) => ({
+      ok: t.boolean({ description: 'Always true: a refused change answers an error instead.', resolve: () => true }),
+      ...Object.fromEntries(Object.entries(objects).map(([key, o]) => [key,
+        t.field({ type: o.type, description: o.description, resolve: (p: Record<string, T>) => p[key] as any })])),
+    }),
+  });
+}
