@@ -290,6 +290,24 @@ forEachDatabase((kind) => {
       expect((await upload(other.key)).status).toBe(403);
     });
 
+    it('max_team_members holds when adds arrive at the same moment (8 rounds of 4 simultaneous adds, cap 1 and 2)', async () => {
+      // Without the download's row lock, each add counted the team before the others inserted: 7 rounds of 8 broke a
+      // cap of 1 on PostgreSQL. Eight rounds make a race that wins one round in two fail this test almost surely.
+      const members = await Promise.all([0, 1, 2, 3].map((i) => t.user(`teammate_${i}_${kind}`)));
+      for (const cap of [1, 2]) {
+        const c = await category(`Team cap ${cap}`, { max_team_members: cap });
+        for (let round = 0; round < 8; round++) {
+          const d = await create(c, { title: `Capped ${cap}.${round}` });
+          const results = await Promise.all(members.map((m) =>
+            t.gql(`mutation { addTeamMember(input: { downloadId: ${d.download_id}, userId: ${m.userId} }) { ok } }`, {}, owner.key)));
+          const added = results.filter((r) => r.data?.addTeamMember?.ok).length;
+          expect(added).toBe(cap);
+          expect(results.filter((r) => !r.data?.addTeamMember).every((r) => r.codes[0] === 'mc_dm_api_error.too_many_team_members')).toBe(true);
+          expect(await t.prisma.teamMember.count({ where: { downloadId: d.download_id } })).toBe(cap);
+        }
+      }
+    });
+
     it("a download's hard delete removes its team rows", async () => {
       const c = await category('Team gone');
       const d = await create(c);

@@ -283,6 +283,9 @@ export async function addTeamMember(prisma: PrismaClient, access: Access, downlo
   if (userId === d.userId) throw invalidInput('user_id', 'The owner of a download is not added to its team.');
   if (!(await prisma.user.findUnique({ where: { id: userId }, select: { id: true } }))) throw notFound('user', userId);
   await prisma.$transaction(async (tx) => {
+    // The download's row lock makes simultaneous adds take turns, so the count below sees every earlier add and the
+    // cap holds across instances. NO KEY UPDATE does not block readers or rows that reference the download.
+    await tx.$executeRaw`SELECT 1 FROM download WHERE id = ${downloadId}::int FOR NO KEY UPDATE`;
     if (await tx.teamMember.findUnique({ where: { downloadId_userId: { downloadId, userId } } })) return;
     const size = await tx.teamMember.count({ where: { downloadId } });
     if (size >= d.category.maxTeamMembers) {
