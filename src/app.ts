@@ -16,6 +16,7 @@ import { LocalStorage } from './files/storage/local.js';
 import { S3Storage, s3TmpDir } from './files/storage/s3.js';
 import { schedulePurge } from './jobs/purge.js';
 import { scheduleRevalidation } from './jobs/revalidate.js';
+import { scheduleReclaim } from './jobs/reclaim.js';
 import { PermissionCache } from './permissions/load.js';
 import { AuthCache } from './auth/visitor.js';
 
@@ -55,11 +56,13 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
     log.info({ url, database: db.kind }, 'listening');
     const stopPurge = schedulePurge(db.prisma, storage, config.softDeleteRetentionDays, log);
     const stopRevalidation = scheduleRevalidation(db.prisma, storage, config.externalUrlAllowPrivate, log);
+    const stopReclaim = scheduleReclaim(db.prisma, storage, log);
     return {
       url, server, db, services, log, generatedKey,
       async close() {
         stopPurge();
         stopRevalidation();
+        stopReclaim();
         server.closeAllConnections?.();
         await new Promise<void>((resolve) => server.close(() => resolve()));
         if (storage instanceof S3Storage) storage.destroy();

@@ -2,6 +2,7 @@
 // policies, apollo-upload-client for files) and graphql-request (partial data), against a real server.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApolloClient, ApolloLink, HttpLink, InMemoryCache, gql } from '@apollo/client';
+// @ts-expect-error apollo-upload-client ships JSDoc types only, not declarations TypeScript reads from node_modules
 import UploadHttpLink from 'apollo-upload-client/UploadHttpLink.mjs';
 import { GraphQLClient } from 'graphql-request';
 import { buildSchema, isInterfaceType, isUnionType, type GraphQLSchema } from 'graphql';

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import pg from 'pg';
 import { describe } from 'vitest';
 import { loadConfig, type Config } from '../../src/config.js';
-import { openDatabase, type Database } from '../../src/db/client.js';
+import { openDatabase, type Database, type DatabaseTarget } from '../../src/db/client.js';
 import { startApp, type App } from '../../src/app.js';
 import { createLogger } from '../../src/log.js';
 
@@ -126,11 +126,17 @@ export class TestApp {
 }
 
 /** Starts the service on a fresh database of `kind`, listening on a free port, with SUPER_KEY bootstrapped. */
-export async function startTestApp(kind: DbKind = 'pglite', overrides: Partial<Config> = {}): Promise<TestApp> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-test-'));
+/**
+ * Boots the service on a fresh database (and a fresh DATA_DIR), or, with `reopen`, on an existing database — the one a
+ * killed process left — whose removal stays with the caller.
+ */
+export async function startTestApp(kind: DbKind = 'pglite', overrides: Partial<Config> = {}, reopen?: DatabaseTarget): Promise<TestApp> {
+  const dataDir = overrides.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-test-'));
   let db: Database;
   let dropDb = async () => {};
-  if (kind === 'postgres') {
+  if (reopen) {
+    db = await openDatabase(reopen);
+  } else if (kind === 'postgres') {
     const fresh = await freshPostgres();
     db = await openDatabase({ url: fresh.url });
     dropDb = fresh.drop;
@@ -144,6 +150,6 @@ export async function startTestApp(kind: DbKind = 'pglite', overrides: Partial<C
   if (!overrides.baseUrl) config.baseUrl = app.url;
   return new TestApp(app, config, async () => {
     await dropDb();
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    if (!reopen && !overrides.dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
   });
 }

@@ -5,6 +5,9 @@ import type { Readable } from 'node:stream';
 
 export interface ByteRange { start: number; end: number }
 
+/** A stored blob as a listing sees it. */
+export interface StoredBlob { key: string; modified: Date }
+
 export interface Storage {
   /** A local directory for temporary files, on the same filesystem as the blobs when the driver is local. */
   readonly tmpDir: string;
@@ -15,4 +18,6 @@ export interface Storage {
   exists(key: string): Promise<boolean>;
   /** Removes blobs by key; keys that no longer exist are ignored. */
   remove(keys: readonly string[]): Promise<void>;
+  /** Every blob (temporary files excluded), in no particular order, for the orphan reclaimer. */
+  list(): AsyncIterable<StoredBlob>;
 }

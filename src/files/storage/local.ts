@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import type { ByteRange, Storage } from './index.js';
+import type { ByteRange, Storage, StoredBlob } from './index.js';
 
 export class LocalStorage implements Storage {
   readonly tmpDir: string;
@@ -41,5 +41,26 @@ export class LocalStorage implements Storage {
 
   async remove(keys: readonly string[]): Promise<void> {
     await Promise.all(keys.map((k) => fsp.rm(this.pathOf(k), { force: true })));
+  }
+
+  async *list(): AsyncIterable<StoredBlob> {
+    const walk = async function* (dir: string, prefix: string): AsyncIterable<StoredBlob> {
+      let entries: fs.Dirent[];
+      try {
+        entries = await fsp.readdir(dir, { withFileTypes: true });
+      } catch {
+        return; // removed while listing
+      }
+      for (const e of entries) {
+        if (prefix === '' && e.name.startsWith('.')) continue; // .tmp and the storage's own marker files
+        const key = prefix ? `${prefix}/${e.name}` : e.name;
+        if (e.isDirectory()) yield* walk(path.join(dir, e.name), key);
+        else if (e.isFile()) {
+          const stat = await fsp.stat(path.join(dir, e.name)).catch(() => null);
+          if (stat) yield { key, modified: stat.mtime };
+        }
+      }
+    };
+    yield* walk(this.root, '');
   }
 }

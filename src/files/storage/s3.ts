@@ -4,9 +4,9 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { DeleteObjectsCommand, GetObjectCommand, HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { DeleteObjectsCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
-import type { ByteRange, Storage } from './index.js';
+import type { ByteRange, Storage, StoredBlob } from './index.js';
 
 export interface S3Settings {
   bucket: string;
@@ -67,6 +67,15 @@ export class S3Storage implements Storage {
       const batch = keys.slice(i, i + 1000);
       await this.client.send(new DeleteObjectsCommand({ Bucket: this.s.bucket, Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true } }));
     }
+  }
+
+  async *list(): AsyncIterable<StoredBlob> {
+    let token: string | undefined;
+    do {
+      const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.s.bucket, ContinuationToken: token }));
+      for (const o of page.Contents ?? []) if (o.Key) yield { key: o.Key, modified: o.LastModified ?? new Date(0) };
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
   }
 
   destroy(): void {
