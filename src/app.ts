@@ -1,9 +1,10 @@
 // Assembles the service: database → migrations → first-start data → HTTP server.
 // `main.ts` runs it from the environment; tests run it on a fresh database.
-import type http from 'node:http';
+import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Config } from './config.js';
+import { StartError } from './errors.js';
 import { openDatabase, targetOf, type Database } from './db/client.js';
 import { Reads } from './db/reads.js';
 import { migrate } from './db/migrate.js';
@@ -11,7 +12,7 @@ import { bootstrap } from './db/bootstrap.js';
 import { createLogger, type Logger } from './log.js';
 import { schema } from './schema/index.js';
 import type { Services } from './schema/context.js';
-import { createHttpServer } from './http/server.js';
+import { createRequestHandler } from './http/server.js';
 import { LocalStorage } from './files/storage/local.js';
 import { S3Storage, s3TmpDir } from './files/storage/s3.js';
 import { schedulePurge } from './jobs/purge.js';
@@ -31,10 +32,40 @@ export interface App {
   close(): Promise<void>;
 }
 
+/** Binds the port before anything is written, so a start that cannot serve leaves no trace (a bootstrap key included). */
+async function listen(server: http.Server, config: Config): Promise<string> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) => {
+      const where = `${config.host}:${config.port}`;
+      if (err.code === 'EADDRINUSE') reject(new StartError(`Port ${config.port} on ${config.host} is already in use: stop the other process or set PORT.`));
+      else if (err.code === 'EACCES') reject(new StartError(`Not allowed to listen on ${where}: choose a PORT above 1023 or run with the needed rights.`));
+      else if (err.code === 'EADDRNOTAVAIL' || err.code === 'ENOTFOUND' || err.code === 'EAI_AGAIN') reject(new StartError(`HOST ${config.host} is not an address of this machine.`));
+      else reject(err);
+    });
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+}
+
 export async function startApp(config: Config, opts: { db?: Database; log?: Logger } = {}): Promise<App> {
   const log = opts.log ?? createLogger(config.logLevel);
-  const db = opts.db ?? await openDatabase(targetOf(config));
+  // Until the service is assembled, requests are told to come back.
+  let handler: http.RequestListener | null = null;
+  const server = http.createServer((req, res) => {
+    if (handler) return handler(req, res);
+    if (req.url === '/healthz') {
+      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
+      return res.end(JSON.stringify({ status: 'starting' }));
+    }
+    res.writeHead(503, { 'content-type': 'application/json; charset=utf-8', 'retry-after': '1' });
+    res.end(JSON.stringify({ errors: [{ code: 'server_starting', message: 'The service is starting; try again in a moment.', params: {} }] }));
+  });
+  const url = await listen(server, config);
+  let db: Database | undefined = opts.db;
   try {
+    db ??= await openDatabase(targetOf(config));
+    const database = db;
     const applied = await migrate(db);
     if (applied.length > 0) log.info({ applied }, 'migrations applied');
     const { groups, generatedKey } = await bootstrap(db, config.bootstrapKey);
@@ -46,13 +77,7 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
       prisma: db.prisma, reads: new Reads(db), config, groups, storage,
       permissions: new PermissionCache(db.prisma, cacheMs), auth: new AuthCache(cacheMs),
     };
-    const server = createHttpServer({ schema, services, ping: db.ping, log });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(config.port, config.host, () => resolve());
-    });
-    const { port } = server.address() as AddressInfo;
-    const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+    handler = createRequestHandler({ schema, services, ping: db.ping, log });
     log.info({ url, database: db.kind }, 'listening');
     const stopPurge = schedulePurge(db.prisma, storage, config.softDeleteRetentionDays, log);
     const stopRevalidation = scheduleRevalidation(db.prisma, storage, config.externalUrlAllowPrivate, log);
@@ -66,11 +91,12 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
         server.closeAllConnections?.();
         await new Promise<void>((resolve) => server.close(() => resolve()));
         if (storage instanceof S3Storage) storage.destroy();
-        await db.close();
+        await database.close();
       },
     };
   } catch (err) {
-    if (!opts.db) await db.close().catch(() => {});
+    server.close();
+    if (!opts.db) await db?.close().catch(() => {});
     throw err;
   }
 }

@@ -52,6 +52,7 @@ function flag(env: NodeJS.ProcessEnv, name: string): boolean {
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
   const port = int(env, 'PORT', 3000);
+  if (port > 65535) throw new ConfigError(`PORT must be a port number from 0 to 65535, got "${env.PORT}"`);
   const dataDir = path.resolve(env.DATA_DIR || './data');
   const config: Config = {
     port,
@@ -68,7 +69,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     maxUploadBytes: int(env, 'MAX_UPLOAD_BYTES', 2 * 1024 ** 3, 1),
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 1024 * 1024, 1),
     externalUrlAllowPrivate: flag(env, 'EXTERNAL_URL_ALLOW_PRIVATE'),
-    logLevel: env.LOG_LEVEL || 'info',
+    logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
     cacheSeconds: int(env, 'CACHE_SECONDS', 5),
     ...overrides,
   };

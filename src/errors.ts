@@ -69,3 +69,6 @@ export function toErrorItem(err: unknown): ErrorBodyItem {
   }
   return { code: 'server_error', message: 'An unexpected error occurred. It has been logged.', params: {} };
 }
+
+/** Why the service could not start, in one line an operator can act on (printed without a stack trace). */
+export class StartError extends Error {}

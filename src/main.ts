@@ -1,6 +1,7 @@
 // `npm start`: configuration from the environment, then the service until SIGINT/SIGTERM.
 import { loadConfig, ConfigError } from './config.js';
 import { startApp } from './app.js';
+import { StartError } from './errors.js';
 
 async function main() {
   let config;
@@ -31,6 +32,11 @@ async function main() {
 }
 
 main().catch((err) => {
-  console.error(err);
+  // A cause an operator can act on is one line; anything else keeps its stack for a bug report.
+  if (err instanceof StartError) {
+    console.error(`Could not start: ${err.message}`);
+  } else {
+    console.error('Could not start:', err);
+  }
   process.exit(1);
 });

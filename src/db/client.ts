@@ -1,5 +1,6 @@
 // The database: PGlite in-process by default, a PostgreSQL server when a URL is given.
 // Both are driven through Prisma (driver adapters) and expose a raw session for the migrator.
+import { StartError } from '../errors.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
@@ -87,12 +88,12 @@ function lockDirectory(dir: string): () => void {
       let alive = false;
       try { alive = owner > 0 && owner !== process.pid && (process.kill(owner, 0), true); } catch { alive = false; }
       if (alive) {
-        throw new Error(`The embedded database at ${dir} is in use by process ${owner}. Stop that process first, or point DATABASE_URL at a PostgreSQL server to run several instances.`);
+        throw new StartError(`The embedded database at ${dir} is in use by process ${owner}. Stop that process first, or point DATABASE_URL at a PostgreSQL server to run several instances.`);
       }
       fs.rmSync(lock, { force: true });
     }
   }
-  throw new Error(`Could not lock the embedded database at ${dir}.`);
+  throw new StartError(`Could not lock the embedded database at ${dir}.`);
 }
 
 async function openPostgres(url: string, poolSize: number): Promise<Database> {

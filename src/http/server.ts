@@ -33,7 +33,8 @@ export interface HttpOptions {
   log: Logger;
 }
 
-export function createHttpServer({ schema, services, ping, log }: HttpOptions): http.Server {
+/** The request handler of the service (the server that listens is made by app.ts, before the database is touched). */
+export function createRequestHandler({ schema, services, ping, log }: HttpOptions): http.RequestListener {
   const contextFor = async (request: Request) =>
     createContext(services, await visitorFromHeaders(services.prisma, request.headers, services.groups, services.auth));
 
@@ -90,5 +91,5 @@ export function createHttpServer({ schema, services, ping, log }: HttpOptions): 
     ],
   });
 
-  return http.createServer(yoga);
+  return yoga as unknown as http.RequestListener;
 }
