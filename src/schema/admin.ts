@@ -32,7 +32,12 @@ export const UserRef = builder.prismaObject('User', {
 });
 
 const ApiKeyTypeEnum = builder.enumType('ApiKeyType', {
-  values: { GUEST: { value: 'guest' }, USER: { value: 'user' }, SUPER: { value: 'super' } } as const,
+  description: 'Whom requests with a key act as. Whatever the type, each operation also needs its scope.',
+  values: {
+    GUEST: { value: 'guest', description: 'Acts as the guest visitor (userId 0), with the guest group\'s permissions.' },
+    USER: { value: 'user', description: 'Acts as its bound user, with that user\'s groups and flags.' },
+    SUPER: { value: 'super', description: 'A super-user key: passes every permission and admin check. Acts as the user named in the Forum-Api-User header, or as the guest without it.' },
+  } as const,
 });
 
 const ApiKeyRef = builder.prismaObject('ApiKey', {
@@ -50,7 +55,12 @@ const ApiKeyRef = builder.prismaObject('ApiKey', {
 });
 
 const PermissionValueEnum = builder.enumType('PermissionValue', {
-  values: { ALLOW: { value: 'allow' }, DENY: { value: 'deny' }, INHERIT: { value: 'inherit' } } as const,
+  description: 'A group\'s setting for one permission, globally or in one category. A visitor holds a permission when any of their groups is allowed it.',
+  values: {
+    ALLOW: { value: 'allow', description: 'Grants the permission: globally, or in the category and its subcategories (unless they override it). The granter must hold the permission there, unless using a super-user key.' },
+    DENY: { value: 'deny', description: 'In a category: refuses the permission there and in its subcategories, whatever the parent or global setting says. Globally: withdraws the grant, as INHERIT does.' },
+    INHERIT: { value: 'inherit', description: 'In a category: removes the override, so the parent category (or, at the top, the global setting) decides. Globally: withdraws the grant.' },
+  } as const,
 });
 
 export const PrefixRef = builder.prismaObject('Prefix', {
@@ -102,47 +112,62 @@ registerNode('ApiKey', [], async (ctx, id) => {
 
 
 const CreateUserInput = builder.inputType('CreateUserInput', {
+  description: 'A new user. Its primary group is `registered`.',
   fields: (t) => ({
-    username: t.string({ required: true }),
-    isAdmin: t.boolean({ required: false }),
-    isModerator: t.boolean({ required: false }),
-    groups: t.stringList({ required: false, description: 'Extra group names besides `registered`.' }),
+    username: t.string({ required: true, description: 'A unique name, 1 to 50 characters after trimming.' }),
+    isAdmin: t.boolean({ required: false, description: 'Make the user an administrator (adds the `administrator` group). Only a super-user key may.' }),
+    isModerator: t.boolean({ required: false, description: 'Make the user a moderator (adds the `moderator` group).' }),
+    groups: t.stringList({ required: false, description: 'Extra group names besides `registered`; an unknown name answers mc_dm_api_error.group_not_found.' }),
   }),
 });
 const CreateApiKeyInput = builder.inputType('CreateApiKeyInput', {
+  description: 'A new API key.',
   fields: (t) => ({
-    type: t.field({ type: ApiKeyTypeEnum, required: true }),
-    userId: t.int({ required: false, description: 'The bound user, for USER keys only.' }),
-    scopes: t.stringList({ required: true, description: 'Scope names, or ["all"].' }),
-    title: t.string({ required: false }),
+    type: t.field({ type: ApiKeyTypeEnum, required: true, description: 'GUEST, USER or SUPER; only a super-user key may create SUPER keys.' }),
+    userId: t.int({ required: false, description: 'The bound user: required for USER keys, refused (invalid_input) for the others.' }),
+    scopes: t.stringList({ required: true, description: 'At least one of mc_dm_category:read, mc_dm_category:write, mc_dm_category:delete_hard, mc_dm_download:read, mc_dm_download:write, mc_dm_download:delete_hard, or ["all"]. Each must be held by the key making the request.' }),
+    title: t.string({ required: false, description: 'A label to recognise the key by.' }),
   }),
 });
-const RevokeApiKeyInput = builder.inputType('RevokeApiKeyInput', { fields: (t) => ({ apiKeyId: t.int({ required: true }) }) });
+const RevokeApiKeyInput = builder.inputType('RevokeApiKeyInput', {
+  description: 'Which key to revoke.',
+  fields: (t) => ({ apiKeyId: t.int({ required: true, description: 'The numeric key id (ApiKey.apiKeyId).' }) }),
+});
 const SetGroupPermissionInput = builder.inputType('SetGroupPermissionInput', {
+  description: 'A group\'s global setting for one permission.',
   fields: (t) => ({
-    group: t.string({ required: true }),
-    permission: t.string({ required: true }),
-    value: t.field({ type: PermissionValueEnum, required: true }),
+    group: t.string({ required: true, description: 'The group name, e.g. registered.' }),
+    permission: t.string({ required: true, description: 'A permission name: view, viewComments, download, add, comment, editOwn, editAny, deleteOwn, deleteAny, hardDeleteAny, moveAny, bypassApproval, bypassCommentApproval, viewModerated, viewDeleted, editOwnComment, editAnyComment, deleteOwnComment or deleteAnyComment.' }),
+    value: t.field({ type: PermissionValueEnum, required: true, description: 'ALLOW grants it everywhere; DENY and INHERIT withdraw the global grant.' }),
   }),
 });
 const SetCategoryPermissionInput = builder.inputType('SetCategoryPermissionInput', {
+  description: 'A group\'s override of one permission in one category (and its subcategories).',
   fields: (t) => ({
-    categoryId: t.int({ required: true }),
-    group: t.string({ required: true }),
-    permission: t.string({ required: true }),
-    value: t.field({ type: PermissionValueEnum, required: true }),
+    categoryId: t.int({ required: true, description: 'The category the override applies to.' }),
+    group: t.string({ required: true, description: 'The group name, e.g. registered.' }),
+    permission: t.string({ required: true, description: 'A permission name, as for setGroupPermission (e.g. view, add, editOwn).' }),
+    value: t.field({ type: PermissionValueEnum, required: true, description: 'ALLOW or DENY set the override; INHERIT removes it.' }),
   }),
 });
-const CreatePrefixInput = builder.inputType('CreatePrefixInput', { fields: (t) => ({ title: t.string({ required: true }) }) });
+const CreatePrefixInput = builder.inputType('CreatePrefixInput', {
+  description: 'A new prefix.',
+  fields: (t) => ({ title: t.string({ required: true, description: 'The label, 1 to 50 characters after trimming.' }) }),
+});
 const AssignPrefixInput = builder.inputType('AssignPrefixInput', {
-  fields: (t) => ({ prefixId: t.int({ required: true }), categoryId: t.int({ required: true }) }),
+  description: 'A prefix and the category that should offer it.',
+  fields: (t) => ({
+    prefixId: t.int({ required: true, description: 'The prefix to offer.' }),
+    categoryId: t.int({ required: true, description: 'The category to offer it in (subcategories are not included).' }),
+  }),
 });
 
 const CreateUserPayload = payloadOf('CreateUserPayload', 'user', UserRef);
 const CreateApiKeyPayload = builder.objectRef<Awaited<ReturnType<typeof admin.createApiKey>>>('CreateApiKeyPayload').implement({
+  description: 'What `createApiKey` returns: the key itself, once, and its stored record.',
   fields: (t) => ({
     key: t.exposeString('key', { description: 'The key itself. It is shown only this once; only its hash is stored.' }),
-    apiKey: t.field({ type: ApiKeyRef, resolve: (p) => p.apiKey }),
+    apiKey: t.field({ type: ApiKeyRef, description: 'The stored record of the new key.', resolve: (p) => p.apiKey }),
   }),
 });
 const RevokeApiKeyPayload = payloadOf('RevokeApiKeyPayload', 'apiKey', ApiKeyRef);
@@ -165,20 +190,23 @@ const CATEGORY_ADMIN = { scope: CATEGORY_WRITE, admin: true };
 builder.mutationFields((t) => ({
   createUser: t.field({
     nullable: true,
+    description: 'Creates a forum user. Needs admin rights and any write scope; only a super-user key may create administrators. Errors: required_input_missing (username), invalid_input, mc_dm_api_error.username_taken, mc_dm_api_error.group_not_found, do_not_have_permission.',
     type: CreateUserPayload, authScopes: OPERATOR,
-    args: { input: t.arg({ type: CreateUserInput, required: true }) },
+    args: { input: t.arg({ type: CreateUserInput, required: true, description: 'The new user.' }) },
     resolve: async (_r, { input }, ctx) => ({ user: await admin.createUser(ctx.prisma, await ctx.access(), input) }),
   }),
   createApiKey: t.field({
     nullable: true,
+    description: 'Creates an API key and returns it once; only its hash is stored. Needs admin rights and any write scope. A key cannot exceed the one creating it: its scopes must all be held by the requesting key (else api_scope_missing, params.scopes), and only a super-user key may create SUPER keys or keys for another administrator (else do_not_have_permission). Errors also: required_input_missing (userId of a USER key), invalid_input, mc_dm_api_error.user_not_found.',
     type: CreateApiKeyPayload, authScopes: OPERATOR,
-    args: { input: t.arg({ type: CreateApiKeyInput, required: true }) },
+    args: { input: t.arg({ type: CreateApiKeyInput, required: true, description: 'The key\'s type, user and scopes.' }) },
     resolve: async (_r, { input }, ctx) => admin.createApiKey(ctx.prisma, await ctx.access(), input),
   }),
   revokeApiKey: t.field({
     nullable: true,
+    description: 'Revokes an API key at once: requests with it then answer api_key_inactive. Revoking a revoked key changes nothing. Needs admin rights and any write scope; only a super-user key may revoke SUPER keys or another administrator\'s keys. Errors: mc_dm_api_error.api_key_not_found, do_not_have_permission.',
     type: RevokeApiKeyPayload, authScopes: OPERATOR,
-    args: { input: t.arg({ type: RevokeApiKeyInput, required: true }) },
+    args: { input: t.arg({ type: RevokeApiKeyInput, required: true, description: 'The key to revoke.' }) },
     resolve: async (_r, { input }, ctx) => {
       const apiKey = await admin.revokeApiKey(ctx.prisma, await ctx.access(), input.apiKeyId);
       ctx.auth.keys.delete(apiKey.keyHash);
@@ -187,8 +215,9 @@ builder.mutationFields((t) => ({
   }),
   setGroupPermission: t.field({
     nullable: true,
+    description: 'Sets a group\'s global setting for one permission. Needs mc_dm_category:write and admin rights; ALLOW also needs the requester to hold the permission, unless using a super-user key. Errors: mc_dm_api_error.group_not_found, invalid_input (unknown permission), do_not_have_permission.',
     type: SetGroupPermissionPayload, authScopes: CATEGORY_ADMIN,
-    args: { input: t.arg({ type: SetGroupPermissionInput, required: true }) },
+    args: { input: t.arg({ type: SetGroupPermissionInput, required: true, description: 'The group, the permission and its value.' }) },
     resolve: async (_r, { input }, ctx) => {
       await admin.setGroupPermission(ctx.prisma, await ctx.access(), input.group, input.permission, input.value);
       ctx.permissions.invalidate();
@@ -197,8 +226,9 @@ builder.mutationFields((t) => ({
   }),
   setCategoryPermission: t.field({
     nullable: true,
+    description: 'Sets or removes a group\'s override of one permission in a category; it applies to the subcategories too, unless they override it. Needs mc_dm_category:write and admin rights; ALLOW also needs the requester to hold the permission in that category, unless using a super-user key. Errors: mc_dm_api_error.category_not_found, mc_dm_api_error.group_not_found, invalid_input (unknown permission), do_not_have_permission.',
     type: SetCategoryPermissionPayload, authScopes: CATEGORY_ADMIN,
-    args: { input: t.arg({ type: SetCategoryPermissionInput, required: true }) },
+    args: { input: t.arg({ type: SetCategoryPermissionInput, required: true, description: 'The category, the group, the permission and its value.' }) },
     resolve: async (_r, { input }, ctx) => {
       await admin.setCategoryPermission(ctx.prisma, await ctx.access(), input.categoryId, input.group, input.permission, input.value);
       ctx.permissions.invalidate();
@@ -207,14 +237,16 @@ builder.mutationFields((t) => ({
   }),
   createPrefix: t.field({
     nullable: true,
+    description: 'Creates a download title prefix; assignPrefix then offers it in categories. Needs mc_dm_category:write and admin rights. Errors: required_input_missing (title), invalid_input (over 50 characters).',
     type: CreatePrefixPayload, authScopes: CATEGORY_ADMIN,
-    args: { input: t.arg({ type: CreatePrefixInput, required: true }) },
+    args: { input: t.arg({ type: CreatePrefixInput, required: true, description: 'The prefix label.' }) },
     resolve: async (_r, { input }, ctx) => ({ prefix: await admin.createPrefix(ctx.prisma, input.title) }),
   }),
   assignPrefix: t.field({
     nullable: true,
+    description: 'Offers a prefix in a category, so downloads there may use it (assigning it twice changes nothing). Needs mc_dm_category:write and admin rights. Errors: mc_dm_api_error.prefix_not_found, mc_dm_api_error.category_not_found.',
     type: AssignPrefixPayload, authScopes: CATEGORY_ADMIN,
-    args: { input: t.arg({ type: AssignPrefixInput, required: true }) },
+    args: { input: t.arg({ type: AssignPrefixInput, required: true, description: 'The prefix and the category.' }) },
     resolve: async (_r, { input }, ctx) => {
       await admin.assignPrefix(ctx.prisma, input.prefixId, input.categoryId);
       const [prefix, category] = await Promise.all([

@@ -52,8 +52,12 @@ export const builder = new SchemaBuilder<{
   },
 });
 
-builder.queryType({});
-builder.mutationType({});
+builder.queryType({
+  description: 'Reads. Every request carries an API key in the Forum-Api-Key header; each field says which scope it needs (a missing scope answers api_scope_missing). Objects the visitor may not view are left out of lists.',
+});
+builder.mutationType({
+  description: 'Writes. Each mutation takes one `input` and returns a payload with the objects it changed. A refused write answers null with an error whose `extensions.code` names the reason (and `extensions.params` the details), and changes nothing.',
+});
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 

@@ -4,38 +4,55 @@ import { builder, type Types } from './builder.js';
 import type { Page, Pagination } from '../domain/lists.js';
 
 export const PaginationRef = builder.objectRef<Pagination>('Pagination').implement({
-  description: '`total` counts rows before the per-row permission filter, so a page may hold fewer than perPage rows.',
+  description: 'Where a page sits in its list. `total` counts rows before the per-row permission filter, so a page may hold fewer than perPage rows.',
   fields: (t) => ({
-    page: t.exposeInt('page'),
-    perPage: t.exposeInt('perPage'),
-    total: t.exposeInt('total'),
-    lastPage: t.exposeInt('lastPage'),
+    page: t.exposeInt('page', { description: 'The page returned, from 1.' }),
+    perPage: t.exposeInt('perPage', { description: 'The page size used: the perPage asked for (default 20), at most 100.' }),
+    total: t.exposeInt('total', { description: 'Rows matching the filters, counted before rows the visitor may not view are dropped.' }),
+    lastPage: t.exposeInt('lastPage', { description: 'The number of the last page: total / perPage rounded up, at least 1. A page past it is empty.' }),
   }),
 });
 
 export const DirectionEnum = builder.enumType('Direction', {
-  values: { ASC: { value: 'asc' }, DESC: { value: 'desc' } } as const,
+  description: 'The sort direction of a list. Rows that tie on the ordered field are ordered by their id in the same direction.',
+  values: {
+    ASC: { value: 'asc', description: 'Ascending: smallest, oldest or alphabetically first at the top.' },
+    DESC: { value: 'desc', description: 'Descending: largest, newest or alphabetically last at the top. The default of every list.' },
+  } as const,
 });
 
 /** `<Name>List { nodes: [Name!]! pagination: Pagination! }` */
 export function listOf<T>(name: string, item: any) {
   return builder.objectRef<Page<T>>(`${name}List`).implement({
+    description: `One page of ${name} objects and where it sits in the whole list.`,
     fields: (t) => ({
-      nodes: t.field({ type: [item], resolve: (p) => p.nodes }),
-      pagination: t.field({ type: PaginationRef, resolve: (p) => p.pagination }),
+      nodes: t.field({ type: [item], description: `The ${name} objects of this page the visitor may view, in the order asked; rows the visitor may not view are left out, so there may be fewer than perPage.`, resolve: (p) => p.nodes }),
+      pagination: t.field({ type: PaginationRef, description: 'Page number, page size, total row count and last page.', resolve: (p) => p.pagination }),
     }),
   });
 }
 
 /** Arguments every list field takes besides its own order enum and filters. */
 export const pageArgs = (arg: ArgBuilder<Types>) => ({
-  page: arg.int({ required: false, description: 'Page number, from 1 (default 1).' }),
-  perPage: arg.int({ required: false, description: 'Rows per page: default 20, larger values are clamped to 100.' }),
-  direction: arg({ type: DirectionEnum, required: false }),
+  page: arg.int({ required: false, description: 'Page number, from 1 (default 1). Below 1 answers invalid_input; past the last page the page is empty.' }),
+  perPage: arg.int({ required: false, description: 'Rows per page, from 1 (default 20); larger values are clamped to 100. Below 1 answers invalid_input.' }),
+  direction: arg({ type: DirectionEnum, required: false, description: 'Sort direction of `order` (default DESC).' }),
 });
 
-/** The `order` enum of a list: one value per whitelisted REST name (`display_order` → DISPLAY_ORDER). */
-export function orderEnum<K extends string>(name: string, orders: Record<K, string>) {
-  const values = Object.fromEntries(Object.keys(orders).map((k) => [k.toUpperCase(), { value: k as K }]));
-  return builder.enumType(name, { values: values as Record<Uppercase<K>, { value: K }> });
+/** What a list's order values mean, for the schema's docs. */
+export interface OrderDocs<K extends string> { description?: string; values?: Partial<Record<K, string>> }
+
+/**
+ * The `order` enum of a list: one value per whitelisted REST name (`display_order` → DISPLAY_ORDER), described by
+ * `docs` (a value without its own text says which field it sorts by).
+ */
+export function orderEnum<K extends string>(name: string, orders: Record<K, string>, docs: OrderDocs<K> = {}) {
+  const values = Object.fromEntries(Object.entries<string>(orders).map(([k, field]) => [k.toUpperCase(), {
+    value: k as K,
+    description: docs.values?.[k as K] ?? `By \`${field}\`.`,
+  }]));
+  return builder.enumType(name, {
+    description: docs.description ?? 'The field a list is sorted by; ties are broken by id in the same direction.',
+    values: values as Record<Uppercase<K>, { value: K; description: string }>,
+  });
 }

@@ -5,8 +5,9 @@ import { builder } from './builder.js';
 import { toGlobalId } from './node.js';
 
 export function payloadOf<T>(name: string, key: string, type: any, description?: string) {
+  const mutation = name.replace(/Payload$/, '').replace(/^./, (c) => c.toLowerCase());
   return builder.objectRef<Record<string, T>>(name).implement({
-    description,
+    description: description ?? `What \`${mutation}\` returns: the ${key}, as it is after the change.`,
     fields: (t) => ({ [key]: t.field({ type, description: 'The object as it is after the change.', resolve: (p: Record<string, T>) => p[key] as any }) }),
   });
 }
