@@ -50,7 +50,7 @@ const ApiKeyRef = builder.prismaObject('ApiKey', {
     user: t.relation('user', { nullable: true, description: 'The bound user of a USER key.' }),
     scopes: t.exposeStringList('scopes', { description: 'The scopes the key holds (a subset of the six API scopes).' }),
     title: t.exposeString('title', { description: 'A label chosen when the key was created.' }),
-    isActive: t.exposeBoolean('isActive', { description: 'False once revoked (or expired): requests with it answer api_key_inactive.' }),
+    isActive: t.exposeBoolean('isActive', { description: 'False once revoked. Requests with a revoked or expired key answer api_key_inactive.' }),
   }),
 });
 
@@ -204,7 +204,7 @@ builder.mutationFields((t) => ({
   }),
   revokeApiKey: t.field({
     nullable: true,
-    description: 'Revokes an API key at once: requests with it then answer api_key_inactive. Revoking a revoked key changes nothing. Needs admin rights and any write scope; only a super-user key may revoke SUPER keys or another administrator\'s keys. Errors: mc_dm_api_error.api_key_not_found, do_not_have_permission.',
+    description: 'Revokes an API key: requests with it then answer api_key_inactive (on other server instances within a few seconds). Revoking a revoked key changes nothing. Needs admin rights and any write scope; only a super-user key may revoke SUPER keys or another administrator\'s keys. Errors: mc_dm_api_error.api_key_not_found, do_not_have_permission.',
     type: RevokeApiKeyPayload, authScopes: OPERATOR,
     args: { input: t.arg({ type: RevokeApiKeyInput, required: true, description: 'The key to revoke.' }) },
     resolve: async (_r, { input }, ctx) => {

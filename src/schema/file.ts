@@ -46,7 +46,7 @@ export const FileRef = builder.prismaObject('File', {
     fileSize: t.expose('fileSize', { type: 'Long', description: 'Size in bytes; 0 for link-only files.' }),
     fileHash: t.exposeString('fileHash', { description: '`sha256:<hex>`; empty for link-only files.' }),
     mimeType: t.exposeString('mimeType', { description: 'The media type, detected from the bytes or else from the extension; application/octet-stream when unknown.' }),
-    isPrimary: t.exposeBoolean('isPrimary', { description: 'The version\'s main file: at most one per version. The first file of a version becomes primary.' }),
+    isPrimary: t.exposeBoolean('isPrimary', { description: 'The version\'s main file: at most one per version. The first file of a version becomes primary unless created with isPrimary false.' }),
     isExternallyLinked: t.exposeBoolean('isExternallyLinked', { description: 'The file came from an external URL (fetched, or link-only).' }),
     externalUrl: t.exposeString('externalUrl', { nullable: true, description: 'The external URL it came from; null for uploads.' }),
     validationStatus: t.expose('validationStatus', { type: ValidationStatusEnum, description: 'PASSED, FAILED, PENDING or SKIPPED (link-only).' }),
