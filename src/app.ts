@@ -20,6 +20,7 @@ import { scheduleRevalidation } from './jobs/revalidate.js';
 import { scheduleReclaim } from './jobs/reclaim.js';
 import { PermissionCache } from './permissions/load.js';
 import { AuthCache } from './auth/visitor.js';
+import { LocalChangeFeed, PostgresChangeFeed, type ChangeFeed } from './db/changes.js';
 
 export interface App {
   url: string;
@@ -63,6 +64,7 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
   });
   const url = await listen(server, config);
   let db: Database | undefined = opts.db;
+  let closeFeed = async () => {};
   try {
     db ??= await openDatabase(targetOf(config));
     const database = db;
@@ -73,9 +75,14 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
       ? new S3Storage({ ...config.s3!, tmpDir: s3TmpDir(config.dataDir) })
       : new LocalStorage(path.join(config.dataDir, 'files'));
     const cacheMs = config.cacheSeconds * 1000;
+    const feed: ChangeFeed = database.url
+      ? new PostgresChangeFeed(database.url, (channel, payload) => database.query('SELECT pg_notify($1, $2)', [channel, payload]), log)
+      : new LocalChangeFeed();
+    closeFeed = () => feed.close();
+    if (feed instanceof PostgresChangeFeed) await feed.whenListening();
     const services: Services = {
       prisma: db.prisma, reads: new Reads(db), config, groups, storage,
-      permissions: new PermissionCache(db.prisma, cacheMs), auth: new AuthCache(cacheMs),
+      permissions: new PermissionCache(db.prisma, cacheMs, feed), auth: new AuthCache(cacheMs, feed),
     };
     handler = createRequestHandler({ schema, services, ping: db.ping, log });
     log.info({ url, database: db.kind }, 'listening');
@@ -91,11 +98,13 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
         server.closeAllConnections?.();
         await new Promise<void>((resolve) => server.close(() => resolve()));
         if (storage instanceof S3Storage) storage.destroy();
+        await closeFeed();
         await database.close();
       },
     };
   } catch (err) {
     server.close();
+    await closeFeed();
     if (!opts.db) await db?.close().catch(() => {});
     throw err;
   }

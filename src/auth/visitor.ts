@@ -1,6 +1,7 @@
 // From request headers to the visitor a request acts as (contract §2).
 import type { PrismaClient, ApiKey, User, GroupMembership } from '../generated/prisma/client.js';
 import { TtlCache } from '../cache.js';
+import { LocalChangeFeed, type ChangeFeed } from '../db/changes.js';
 import { ApiError } from '../errors.js';
 import type { Visitor } from '../permissions/access.js';
 import { hashKey } from './keys.js';
@@ -9,15 +10,25 @@ export interface BuiltInGroupIds { guest: number; registered: number; moderator:
 
 /**
  * Keys and users as requests see them, cached for a few seconds: every request reads them, hardly any changes them.
- * Revoking a key through this instance takes effect at once; through another instance within the TTL.
+ * A change (a key revoked) is applied here at once and reaches the other instances through the change feed.
  */
 export class AuthCache {
   readonly keys: TtlCache<string, ApiKey | null>;
   readonly users: TtlCache<number, (User & { memberships: GroupMembership[] }) | null>;
-  constructor(ttlMs: number) {
+  constructor(ttlMs: number, private readonly feed: ChangeFeed = new LocalChangeFeed()) {
     this.keys = new TtlCache(ttlMs);
     this.users = new TtlCache(ttlMs);
+    feed.onChange((c) => {
+      if (c.kind === 'key') this.keys.delete(c.hash);
+      else if (c.kind === 'user') this.users.delete(c.userId);
+      else if (c.kind === 'all') { this.keys.clear(); this.users.clear(); }
+    });
   }
+
+  /** A key's row changed (revoked, re-scoped): every instance reads it again. */
+  keyChanged(hash: string): void { this.feed.publish({ kind: 'key', hash }); }
+  /** A user's row or groups changed. */
+  userChanged(userId: number): void { this.feed.publish({ kind: 'user', userId }); }
 }
 
 export async function visitorFromHeaders(

@@ -18,6 +18,8 @@ export interface Session {
 
 export interface Database {
   kind: 'pglite' | 'postgres';
+  /** The server's URL (PostgreSQL only): for connections of their own, such as the cache change feed's LISTEN. */
+  url?: string;
   prisma: PrismaClient;
   /**
    * One statement straight through the driver, outside Prisma: for the hand-written SQL of the hottest reads
@@ -110,6 +112,7 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
   return {
     kind: 'postgres',
+    url,
     prisma,
     query: async <R,>(sql: string, params?: unknown[]) => (await pool.query(sql, params)).rows as R[],
     async session(fn) {

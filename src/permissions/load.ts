@@ -3,6 +3,7 @@
 // reading them on every request.
 import type { PrismaClient } from '../generated/prisma/client.js';
 import { TtlCache } from '../cache.js';
+import { LocalChangeFeed, type ChangeFeed } from '../db/changes.js';
 import { PermissionResolver, type PermissionData } from './resolve.js';
 
 export async function loadPermissionData(prisma: PrismaClient): Promise<PermissionData> {
@@ -29,14 +30,17 @@ export async function loadPermissionData(prisma: PrismaClient): Promise<Permissi
 }
 
 /**
- * The permission tables, shared by all requests of this process for `ttlMs`. Writes through this instance
- * (categories, permissions) call invalidate(); changes made through another instance show within ttlMs.
+ * The permission tables, shared by all requests of this process for `ttlMs`. Writes (categories, permissions) call
+ * invalidate(), which clears this instance's copy at once and, through the change feed, every other instance's.
  */
 export class PermissionCache {
   private readonly cache: TtlCache<'all', PermissionData>;
-  constructor(private readonly prisma: PrismaClient, ttlMs: number) { this.cache = new TtlCache(ttlMs); }
+  constructor(private readonly prisma: PrismaClient, ttlMs: number, private readonly feed: ChangeFeed = new LocalChangeFeed()) {
+    this.cache = new TtlCache(ttlMs);
+    feed.onChange((c) => { if (c.kind === 'permissions' || c.kind === 'all') this.cache.clear(); });
+  }
   async resolverFor(groupIds: number[]): Promise<PermissionResolver> {
     return new PermissionResolver(groupIds, await this.cache.get('all', () => loadPermissionData(this.prisma)));
   }
-  invalidate(): void { this.cache.clear(); }
+  invalidate(): void { this.feed.publish({ kind: 'permissions' }); }
 }

@@ -209,7 +209,7 @@ builder.mutationFields((t) => ({
     args: { input: t.arg({ type: RevokeApiKeyInput, required: true, description: 'The key to revoke.' }) },
     resolve: async (_r, { input }, ctx) => {
       const apiKey = await admin.revokeApiKey(ctx.prisma, await ctx.access(), input.apiKeyId);
-      ctx.auth.keys.delete(apiKey.keyHash);
+      ctx.auth.keyChanged(apiKey.keyHash);
       return { apiKey };
     },
   }),
