@@ -6,7 +6,7 @@ import { Kind, validate, type DocumentNode, type ExecutionResult, type GraphQLSc
 import type { Plugin } from 'graphql-yoga';
 // The executor Yoga itself runs on /graphql: both faces execute operations the same way.
 import { normalizedExecutor } from '@graphql-tools/executor';
-import { ApiError, toErrorItem, type ErrorBodyItem } from '../src/errors.js';
+import { ApiError, headersOf, toErrorItem, type ErrorBodyItem } from '../src/errors.js';
 import { addPairs, Opaque, toVariables, type Raw, type RawFields } from './inputs.js';
 import { envelope, errorBody } from './envelope.js';
 import type { Route } from './routes.js';
@@ -135,12 +135,6 @@ async function requestFields(
     }
   }
   return raw;
-}
-
-/** Response headers an error asks for (Retry-After on 429), as Yoga honours them on /graphql. */
-function headersOf(err: unknown): Record<string, string> | undefined {
-  const ext = (err as { extensions?: { http?: { headers?: Record<string, string> } } } | null)?.extensions;
-  return ext?.http?.headers;
 }
 
 /**

@@ -13,6 +13,7 @@ import { createLogger, type Logger } from './log.js';
 import { schema } from './schema/index.js';
 import type { Services } from './schema/context.js';
 import { createRequestHandler } from './http/server.js';
+import { RateLimits } from './http/rate-limit.js';
 import { LocalStorage } from './files/storage/local.js';
 import { S3Storage, s3TmpDir } from './files/storage/s3.js';
 import { schedulePurge } from './jobs/purge.js';
@@ -64,7 +65,9 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
   });
   const url = await listen(server, config);
   let db: Database | undefined = opts.db;
-  let closeFeed = async () => {};
+  // What the service opened, closed in reverse order on close() or on a failed start.
+  const closers: (() => Promise<unknown> | void)[] = [];
+  const closeAll = async () => { for (const c of closers.splice(0).reverse()) await Promise.resolve(c()).catch(() => {}); };
   try {
     db ??= await openDatabase(targetOf(config));
     const database = db;
@@ -78,13 +81,15 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
     const feed: ChangeFeed = database.url
       ? new PostgresChangeFeed(database.url, (channel, payload) => database.query('SELECT pg_notify($1, $2)', [channel, payload]), log)
       : new LocalChangeFeed();
-    closeFeed = () => feed.close();
+    closers.push(() => feed.close());
     if (feed instanceof PostgresChangeFeed) await feed.whenListening();
     const services: Services = {
       prisma: db.prisma, reads: new Reads(db), config, groups, storage,
       permissions: new PermissionCache(db.prisma, cacheMs, feed), auth: new AuthCache(cacheMs, feed),
     };
-    handler = createRequestHandler({ schema, services, ping: db.ping, log });
+    const rateLimits = new RateLimits({ perMinute: config.rateLimitPerMinute, superPerMinute: config.rateLimitSuperPerMinute, redisUrl: config.redisUrl }, log);
+    closers.push(() => rateLimits.close());
+    handler = createRequestHandler({ schema, services, ping: db.ping, log, rateLimits });
     log.info({ url, database: db.kind }, 'listening');
     const stopPurge = schedulePurge(db.prisma, storage, config.softDeleteRetentionDays, log);
     const stopRevalidation = scheduleRevalidation(db.prisma, storage, config.externalUrlAllowPrivate, log);
@@ -98,13 +103,13 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
         server.closeAllConnections?.();
         await new Promise<void>((resolve) => server.close(() => resolve()));
         if (storage instanceof S3Storage) storage.destroy();
-        await closeFeed();
+        await closeAll();
         await database.close();
       },
     };
   } catch (err) {
     server.close();
-    await closeFeed();
+    await closeAll();
     if (!opts.db) await db?.close().catch(() => {});
     throw err;
   }

@@ -25,6 +25,12 @@ export interface Config {
   logLevel: string;
   /** How long keys, users and permission tables are cached in-process (0 disables). */
   cacheSeconds: number;
+  /** Requests a minute per guest or user key (0: no limit). */
+  rateLimitPerMinute: number;
+  /** Requests a minute per super-user key (0: no limit, the default). */
+  rateLimitSuperPerMinute: number;
+  /** Redis, shared by the instances (rate-limit counts); undefined keeps them in each process. */
+  redisUrl?: string;
 }
 
 export class ConfigError extends Error {}
@@ -71,6 +77,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     externalUrlAllowPrivate: flag(env, 'EXTERNAL_URL_ALLOW_PRIVATE'),
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
     cacheSeconds: int(env, 'CACHE_SECONDS', 5),
+    rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 600),
+    rateLimitSuperPerMinute: int(env, 'RATE_LIMIT_SUPER_PER_MINUTE', 0),
+    redisUrl: env.REDIS_URL || undefined,
     ...overrides,
   };
   if (config.storage === 's3' && !config.s3) {
@@ -83,6 +92,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       secretAccessKey: env.S3_SECRET_ACCESS_KEY || undefined,
       forcePathStyle: env.S3_FORCE_PATH_STYLE ? flag(env, 'S3_FORCE_PATH_STYLE') : Boolean(env.S3_ENDPOINT),
     };
+  }
+  if (config.redisUrl && !/^rediss?:\/\//.test(config.redisUrl)) {
+    throw new ConfigError('REDIS_URL must start with redis:// or rediss://');
   }
   if (config.databaseUrl && !/^postgres(ql)?:\/\//.test(config.databaseUrl)) {
     throw new ConfigError('DATABASE_URL must start with postgres:// or postgresql://');

@@ -72,3 +72,9 @@ export function toErrorItem(err: unknown): ErrorBodyItem {
 
 /** Why the service could not start, in one line an operator can act on (printed without a stack trace). */
 export class StartError extends Error {}
+
+/** Response headers an error asks for (Retry-After and RateLimit-* on 429), as Yoga honours them on /graphql. */
+export function headersOf(err: unknown): Record<string, string> | undefined {
+  const ext = (err as { extensions?: { http?: { headers?: Record<string, string> } } } | null)?.extensions;
+  return ext?.http?.headers;
+}

@@ -5,7 +5,7 @@
 import type { Plugin } from 'graphql-yoga';
 import type { Context } from '../schema/context.js';
 import { requireScopes } from '../auth/scopes.js';
-import { ApiError, noPermission, notFound, statusOf, toErrorItem } from '../errors.js';
+import { ApiError, noPermission, notFound, statusOf, toErrorItem, headersOf } from '../errors.js';
 
 const PATH = /^\/api\/mc-dm-files\/([^/]+)\/data\/?$/;
 
@@ -39,7 +39,7 @@ export function fileDataPlugin(contextFor: (request: Request) => Promise<Context
   const fail = (err: unknown) => {
     const item = toErrorItem(err);
     if (item.code === 'server_error') onUnexpectedError(err);
-    return new R(JSON.stringify({ errors: [item] }), { status: statusOf(item.code), headers: { 'content-type': 'application/json; charset=utf-8' } });
+    return new R(JSON.stringify({ errors: [item] }), { status: statusOf(item.code), headers: { 'content-type': 'application/json; charset=utf-8', ...headersOf(err) } });
   };
 
   async function serve(request: Request, rawId: string): Promise<Response> {

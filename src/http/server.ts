@@ -8,11 +8,13 @@ import type { Logger } from '../log.js';
 import type { Services } from '../schema/context.js';
 import { createContext } from '../schema/context.js';
 import { visitorFromHeaders } from '../auth/visitor.js';
+import { hashKey } from '../auth/keys.js';
 import { restAdapter } from '../../rest-adapter/plugin.js';
 import { routes } from '../../rest-adapter/routes.js';
 import { bodyLimitPlugin, contractCodesPlugin, healthPlugin, requestLogPlugin } from './plugins.js';
 import { graphqlUploadPlugin, uploadReceiver } from './uploads.js';
 import { fileDataPlugin } from './file-data.js';
+import type { RateLimits } from './rate-limit.js';
 
 const SERVER_ERROR = 'An unexpected error occurred. It has been logged.';
 
@@ -31,12 +33,16 @@ export interface HttpOptions {
   services: Services;
   ping(): Promise<void>;
   log: Logger;
+  rateLimits: RateLimits;
 }
 
 /** The request handler of the service (the server that listens is made by app.ts, before the database is touched). */
-export function createRequestHandler({ schema, services, ping, log }: HttpOptions): http.RequestListener {
-  const contextFor = async (request: Request) =>
-    createContext(services, await visitorFromHeaders(services.prisma, request.headers, services.groups, services.auth));
+export function createRequestHandler({ schema, services, ping, log, rateLimits }: HttpOptions): http.RequestListener {
+  const contextFor = async (request: Request) => {
+    const visitor = await visitorFromHeaders(services.prisma, request.headers, services.groups, services.auth);
+    await rateLimits.consume(request, visitor, hashKey(request.headers.get('forum-api-key') ?? ''));
+    return createContext(services, visitor);
+  };
 
   const onUnexpectedError = (err: unknown) => log.error({ err }, 'unexpected error');
   const yoga = createYoga({
@@ -77,6 +83,7 @@ export function createRequestHandler({ schema, services, ping, log }: HttpOption
     },
     plugins: [
       requestLogPlugin(log),
+      rateLimits.plugin(),
       healthPlugin(ping),
       contractCodesPlugin(),
       graphqlUploadPlugin(services.config.maxUploadBytes),

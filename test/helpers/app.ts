@@ -144,7 +144,8 @@ export async function startTestApp(kind: DbKind = 'pglite', overrides: Partial<C
     db = await openDatabase({ memory: true });
   }
   const config = loadConfig({}, {
-    port: 0, host: '127.0.0.1', dataDir, logLevel: 'silent', bootstrapKey: SUPER_KEY, ...overrides,
+    // Tests send many requests with one key; the rate limit is tested on its own (test/rate-limit.test.ts).
+    port: 0, host: '127.0.0.1', dataDir, logLevel: 'silent', bootstrapKey: SUPER_KEY, rateLimitPerMinute: 0, ...overrides,
   });
   const app = await startApp(config, { db, log: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent') });
   if (!overrides.baseUrl) config.baseUrl = app.url;
