@@ -116,7 +116,9 @@ describe.each(kinds.flatMap((k) => drivers.map((d) => [k, d] as const)))('%s dat
       // Kill the process while the uploads are in flight: some finished, some streaming, some between blob and row.
       await Promise.race([uploads[0], new Promise((r) => setTimeout(r, 400))]);
       await new Promise((r) => setTimeout(r, 50));
+      const exited = new Promise((r) => child.once('exit', r));
       child.kill('SIGKILL');
+      await exited; // reaped: its lock on the embedded database is stale now
       const outcomes = await Promise.all(uploads);
       expect(outcomes.some((o) => o === 'cut')).toBe(true);
 
