@@ -61,7 +61,7 @@ export const CommentRef = builder.prismaObject('Comment', {
 
 registerNode('Comment', READ, async (ctx, id) => comments.viewableComment(ctx.prisma, await ctx.access(), id));
 
-const CommentOrderEnum = orderEnum('CommentOrder', comments.COMMENT_ORDERS);
+export const CommentOrderEnum = orderEnum('CommentOrder', comments.COMMENT_ORDERS);
 
 const CommentList = listOf<Comment>('Comment', CommentRef);
 

@@ -88,7 +88,7 @@ registerNode('Version', READ, async (ctx, id) => {
   return v;
 });
 
-const DownloadOrderEnum = orderEnum('DownloadOrder', downloads.DOWNLOAD_ORDERS);
+export const DownloadOrderEnum = orderEnum('DownloadOrder', downloads.DOWNLOAD_ORDERS);
 
 const DownloadList = listOf<Download>('Download', DownloadRef);
 

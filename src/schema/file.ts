@@ -61,7 +61,7 @@ export const FileRef = builder.prismaObject('File', {
 
 registerNode('File', READ, async (ctx, id) => files.viewableFile(deps(ctx, await ctx.access()), id));
 
-const FileOrderEnum = orderEnum('FileOrder', files.FILE_ORDERS);
+export const FileOrderEnum = orderEnum('FileOrder', files.FILE_ORDERS);
 
 const FileList = listOf<File>('File', FileRef);
 
