@@ -75,7 +75,7 @@ forEachDatabase((kind) => {
       expect(ids).toEqual([...original, late.find((d) => d.title === 'Z9')!.id]);
       expect(cached.totalCount).toBe(original.length + 3);
       // Normalised: one cache entry per download, keyed by its global id, nothing written by hand.
-      const entries = Object.keys(client.cache.extract()).filter((k) => k.startsWith('Download:'));
+      const entries = Object.keys(client.cache.extract() as Record<string, unknown>).filter((k) => k.startsWith('Download:'));
       expect(entries.sort()).toEqual(cached.edges.map((e) => `Download:${e.node.id}`).sort());
     } finally {
       sub.unsubscribe();
