@@ -304,6 +304,13 @@ forEachDatabase((kind) => {
       expect(d.download.currentVersion.files.nodes.map((n: any) => n.fileId)).toEqual(sorted(files, (f) => Number(f.fileSize), 'desc').slice(0, 3));
       expect(d.download.currentVersion.files.totalCount).toBe(6);
 
+      // Files by size (bigint cursors) page on through the nested cursor.
+      const rest = await t.gqlOk(`query($a: String) {
+        v: node(id: "${Buffer.from(`Version:${version}`).toString('base64url')}") { ... on Version { files(first: 10, after: $a, order: FILE_SIZE, direction: DESC) { nodes { fileId } pageInfo { hasNextPage hasPreviousPage } } } } }`,
+      { a: d.download.currentVersion.files.pageInfo.endCursor }, reader.key);
+      expect(rest.v.files.nodes.map((n: any) => n.fileId)).toEqual(sorted(files, (f) => Number(f.fileSize), 'desc').slice(3));
+      expect(rest.v.files.pageInfo).toEqual({ hasNextPage: false, hasPreviousPage: true });
+
       // The next page of comments through the nested cursor, then backward again.
       const next = await t.gqlOk(`query($d: Int!, $a: String) { download(downloadId: $d) { comments(first: 100, after: $a) { edges { node { commentId } } ${PAGE} } } }`,
         { d: dl, a: d.download.comments.pageInfo.endCursor }, reader.key);

@@ -39,7 +39,8 @@ function loader<V>(ctx: Context, key: string, batch: (ids: readonly number[]) =>
     l = new DataLoader<number, V>(async (ids) => {
       const found = await batch(ids);
       return ids.map((id) => found.get(id) ?? empty);
-    }, { batchScheduleFn: (run) => setImmediate(run) });
+    // No cache: a request's later mutation must not be answered with a page read before it.
+    }, { batchScheduleFn: (run) => setImmediate(run), cache: false });
     byKey.set(key, l as DataLoader<number, unknown>);
   }
   return l;
@@ -47,7 +48,7 @@ function loader<V>(ctx: Context, key: string, batch: (ids: readonly number[]) =>
 
 /** The page of `parentId`'s children for this spec and window, read together with its siblings' pages. */
 function childPage<T>(ctx: Context, source: ChildSource, spec: KeysetSpec, w: Window, filterKey: unknown, parentId: number): Promise<ChildPage<T>> {
-  const key = JSON.stringify([spec, w, filterKey]);
+  const key = JSON.stringify([spec, w, filterKey], (_k, v) => (typeof v === 'bigint' ? `${v}n` : v));
   return loader<ChildPage<T>>(ctx, key, (ids) => childPages<T>(ctx.prisma, source, spec, w, ids), { total: 0, rows: [] }).load(parentId);
 }
 

@@ -9,10 +9,10 @@ import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, pageOf, type Edge, type KeysetSpec, t
 export const PageInfoRef = builder.objectRef<PageInfo>('PageInfo').implement({
   description: 'Where a page of a connection sits in its list (Relay cursor connections).',
   fields: (t) => ({
-    hasNextPage: t.exposeBoolean('hasNextPage', { description: 'More rows follow endCursor: ask again with `after: endCursor`.' }),
-    hasPreviousPage: t.exposeBoolean('hasPreviousPage', { description: 'Rows precede startCursor: ask again with `last` and `before: startCursor`.' }),
-    startCursor: t.exposeString('startCursor', { nullable: true, description: 'The cursor of the first row of the page; null when the page is empty.' }),
-    endCursor: t.exposeString('endCursor', { nullable: true, description: 'The cursor of the last row of the page; null when the page is empty.' }),
+    hasNextPage: t.exposeBoolean('hasNextPage', { description: 'More rows follow endCursor: ask again with `after: endCursor`. Paging backward, true when `before` was given.' }),
+    hasPreviousPage: t.exposeBoolean('hasPreviousPage', { description: 'Rows precede startCursor: ask again with `last` and `before: startCursor`. Paging forward, true when `after` was given.' }),
+    startCursor: t.exposeString('startCursor', { nullable: true, description: 'The cursor of the first row read for this page (a row the visitor may not see can stand there); null when no row was read.' }),
+    endCursor: t.exposeString('endCursor', { nullable: true, description: 'The cursor of the last row read for this page (a row the visitor may not see can stand there, so paging on skips it); null when no row was read.' }),
   }),
 });
 
