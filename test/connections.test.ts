@@ -1,6 +1,7 @@
 // Relay cursor connections: the root connections beside the page-numbered lists, the nested ones, keyset paging
 // that stays stable while rows arrive, backward paging, the same permission rules as the lists, bad cursors and
 // arguments refused with invalid_input, and a fixed number of SQL statements whatever the page sizes.
+import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
 import { decodeCursor, encodeCursor, windowOf, type KeysetSpec } from '../src/domain/keyset.js';
@@ -61,6 +62,26 @@ describe('keyset cursors (unit)', () => {
     for (const other of [{ ...spec, list: 'Category.downloads' }, { ...spec, order: 'created_date' }, { ...spec, direction: 'asc' as const }]) {
       expect(() => decodeCursor(other, cursor, 'after')).toThrow(/another (list|order)/);
     }
+  });
+
+  it('refuse hand-made cursors whose values the column cannot hold, even with a valid checksum', () => {
+    const made = (payload: object) => {
+      const body = Buffer.from(JSON.stringify(payload)).toString('base64url');
+      return `${body}.${crypto.createHash('sha256').update(`downloads-catalogue cursor v1\n${body}`).digest('base64url').slice(0, 12)}`;
+    };
+    const base = { l: spec.list, o: spec.order, d: spec.direction };
+    expect(decodeCursor(spec, made({ ...base, v: '2026-01-01T00:00:00.000Z', i: 3 }), 'after')).toEqual({ value: new Date('2026-01-01T00:00:00.000Z'), id: 3 });
+    for (const bad of [
+      { ...base, v: '+275760-09-13T00:00:00.000Z', i: 3 }, { ...base, v: '2026-02-30T00:00:00.000Z', i: 3 }, { ...base, v: null, i: 3 },
+      { ...base, v: '2026-01-01T00:00:00.000Z', i: 0 }, { ...base, v: '2026-01-01T00:00:00.000Z', i: 2 ** 31 }, { ...base, v: 5, i: 1 }, [1, 2],
+    ]) expect(() => decodeCursor(spec, made(bad), 'after'), JSON.stringify(bad)).toThrow(/not a cursor issued by this service/);
+    const ints: KeysetSpec = { ...spec, order: 'download_count', column: { name: 'downloadCount', kind: 'int' } };
+    expect(() => decodeCursor(ints, made({ ...base, o: 'download_count', v: 2 ** 40, i: 1 }), 'after')).toThrow(/not a cursor/);
+    const sizes: KeysetSpec = { ...spec, order: 'file_size', column: { name: 'fileSize', kind: 'bigint' } };
+    expect(decodeCursor(sizes, made({ ...base, o: 'file_size', v: '5000000000', i: 1 }), 'after').value).toBe(5_000_000_000n);
+    expect(() => decodeCursor(sizes, made({ ...base, o: 'file_size', v: '9999999999999999999', i: 1 }), 'after')).toThrow(/not a cursor/);
+    const titles: KeysetSpec = { ...spec, order: 'title', column: { name: 'title', kind: 'string' } };
+    expect(() => decodeCursor(titles, made({ ...base, o: 'title', v: 'a\u0000b', i: 1 }), 'after')).toThrow(/not a cursor/);
   });
 
   it('clamp page sizes to 100 and refuse 0, negatives and mixed directions', () => {

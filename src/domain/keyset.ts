@@ -102,14 +102,23 @@ function valueOut(kind: KeyKind, v: KeyValue): unknown {
   }
 }
 
+const INT_MAX = 2_147_483_647;
+const BIGINT_MAX = 9_223_372_036_854_775_807n;
+
+/** A cursor's value, only when the column's SQL type can hold it (a hand-made cursor must not reach the database). */
 function valueIn(col: KeyColumn, raw: unknown): KeyValue | undefined {
   if (raw === null) return col.nullable ? null : undefined;
   switch (col.kind) {
-    case 'int': return typeof raw === 'number' && Number.isSafeInteger(raw) ? raw : undefined;
-    case 'bigint': return typeof raw === 'string' && /^-?\d{1,19}$/.test(raw) ? BigInt(raw) : undefined;
-    case 'string': return typeof raw === 'string' && raw.length <= 10_000 ? raw : undefined;
+    case 'int': return typeof raw === 'number' && Number.isInteger(raw) && Math.abs(raw) <= INT_MAX ? raw : undefined;
+    case 'bigint': {
+      if (typeof raw !== 'string' || !/^-?\d{1,19}$/.test(raw)) return undefined;
+      const v = BigInt(raw);
+      return v <= BIGINT_MAX && v >= -BIGINT_MAX ? v : undefined;
+    }
+    case 'string': return typeof raw === 'string' && raw.length <= 10_000 && !raw.includes('\u0000') ? raw : undefined;
     case 'date': {
-      if (typeof raw !== 'string') return undefined;
+      // Four-digit years only: what timestamp columns hold and toISOString writes back unchanged.
+      if (typeof raw !== 'string' || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(raw)) return undefined;
       const d = new Date(raw);
       return !Number.isNaN(d.getTime()) && d.toISOString() === raw ? d : undefined;
     }
@@ -137,7 +146,9 @@ export function decodeCursor(spec: KeysetSpec, cursor: string, field: string): P
   } catch {
     throw bad('is not a cursor issued by this service');
   }
-  if (typeof p !== 'object' || p === null) throw bad('is not a cursor issued by this service');
+  if (typeof p !== 'object' || p === null || Array.isArray(p) || typeof p.l !== 'string' || typeof p.o !== 'string' || typeof p.d !== 'string') {
+    throw bad('is not a cursor issued by this service');
+  }
   if (p.l !== spec.list) throw bad(`belongs to another list (${String(p.l)}), not ${spec.list}`);
   if (p.o !== spec.order || p.d !== spec.direction) {
     throw bad(`belongs to another order (${String(p.o)} ${String(p.d)}), not ${spec.order} ${spec.direction}`);
