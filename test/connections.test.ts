@@ -185,6 +185,15 @@ forEachDatabase((kind) => {
       expect(conn.ids.length).toBe(all.filter((d) => d.categoryId === cat && d.state === 'visible').length);
     });
 
+    it('relations selected under edges.node and under nodes are both loaded with the rows', async () => {
+      const r = await t.gqlOk(`{ downloadsConnection(categoryId: ${cat}, first: 3) {
+        edges { node { downloadId owner { username } } } nodes { downloadId category { title } } } }`, {}, reader.key);
+      const c = r.downloadsConnection;
+      expect(c.edges.map((e: any) => e.node.downloadId)).toEqual(c.nodes.map((n: any) => n.downloadId));
+      for (const e of c.edges) expect(e.node.owner.username).toBe(`conn_owner_${kind}`);
+      for (const n of c.nodes) expect(n.category.title).toBe('Connections');
+    });
+
     it('pages stay stable while rows arrive before and after the page boundary', async () => {
       const first = await t.gqlOk(`{ downloadsConnection(categoryId: ${cat}, order: TITLE, direction: ASC, first: 5) { edges { node { downloadId title } } ${PAGE} } }`);
       const seen = first.downloadsConnection.edges.map((e: any) => e.node.downloadId);
