@@ -29,19 +29,27 @@ async function viewableParent(prisma: PrismaClient, access: Access, downloadId: 
   return d;
 }
 
-export async function listComments(
-  prisma: PrismaClient, access: Access, args: CommentListArgs, extra: Omit<Prisma.CommentFindManyArgs, 'where' | 'orderBy' | 'skip' | 'take'> = {},
-): Promise<Page<Comment>> {
-  const w = pageWindow(args);
+/**
+ * The rows a comment list covers for this visitor: downloadId is required except for super-user keys, the download
+ * must show its comments to the visitor (else 403), and only super-user keys list comments in every state.
+ */
+export async function commentListWhere(prisma: PrismaClient, access: Access, args: Pick<CommentListArgs, 'downloadId' | 'since'>): Promise<Prisma.CommentWhereInput> {
   if (args.downloadId == null && !access.isSuper) throw requiredMissing(['download_id']);
   const where: Prisma.CommentWhereInput = {};
   if (args.downloadId != null) {
     await viewableParent(prisma, access, args.downloadId);
     where.downloadId = args.downloadId;
   }
-  // Only super-user keys list comments in every state.
   if (!access.isSuper) where.state = 'visible';
   if (args.since) where.commentDate = { gte: args.since };
+  return where;
+}
+
+export async function listComments(
+  prisma: PrismaClient, access: Access, args: CommentListArgs, extra: Omit<Prisma.CommentFindManyArgs, 'where' | 'orderBy' | 'skip' | 'take'> = {},
+): Promise<Page<Comment>> {
+  const w = pageWindow(args);
+  const where = await commentListWhere(prisma, access, args);
   const dir = args.direction ?? 'desc';
   const orderBy: Prisma.CommentOrderByWithRelationInput[] = (args.order ?? 'comment_date') === 'comment_date'
     ? [{ commentDate: dir }, { id: dir }]

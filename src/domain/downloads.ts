@@ -29,6 +29,23 @@ export interface DownloadListArgs extends PageRequest {
 /** What a visitor needs to know about their team memberships to answer canEdit. */
 export interface TeamLookup { isTeamMember(downloadId: number): Promise<boolean> }
 
+/** The rows a download list covers for this visitor: its filters, and the state rule for visitors who are not moderators. */
+export function downloadListFilter(access: Access, args: Omit<DownloadListArgs, 'page' | 'perPage' | 'order' | 'direction'>): DownloadFilter {
+  const filter: DownloadFilter = {};
+  if (args.categoryId != null) filter.categoryId = args.categoryId;
+  if (args.prefixId != null) filter.prefixId = args.prefixId === 0 ? null : args.prefixId;
+  // Visitors who are not moderators (and keys that are not super-user keys) only ever list visible downloads.
+  if (!access.isModerator) filter.state = 'visible';
+  else if (args.downloadState) filter.state = args.downloadState;
+  if (args.since) filter.since = args.since;
+  return filter;
+}
+
+/** The same filter as a Prisma `where`. */
+export function downloadWhere(filter: DownloadFilter): Prisma.DownloadWhereInput {
+  return { categoryId: filter.categoryId, prefixId: filter.prefixId, state: filter.state, lastUpdate: filter.since ? { gte: filter.since } : undefined };
+}
+
 /**
  * A page of downloads the visitor may view. `query` is what the operation asks to load with each row (Pothos's
  * query argument): the common shapes are read with one hand-written statement (src/db/reads.ts), others by Prisma.
@@ -38,13 +55,7 @@ export async function listDownloads(
   query: Omit<Prisma.DownloadFindManyArgs, 'where' | 'orderBy' | 'skip' | 'take'> = {},
 ): Promise<Page<Download>> {
   const w = pageWindow(args);
-  const filter: DownloadFilter = {};
-  if (args.categoryId != null) filter.categoryId = args.categoryId;
-  if (args.prefixId != null) filter.prefixId = args.prefixId === 0 ? null : args.prefixId;
-  // Visitors who are not moderators (and keys that are not super-user keys) only ever list visible downloads.
-  if (!access.isModerator) filter.state = 'visible';
-  else if (args.downloadState) filter.state = args.downloadState;
-  if (args.since) filter.since = args.since;
+  const filter = downloadListFilter(access, args);
   const column = DOWNLOAD_ORDERS[args.order ?? 'last_update'];
   const direction = args.direction ?? 'desc';
   const rel = downloadRelationsOf(query as never);
@@ -53,9 +64,7 @@ export async function listDownloads(
   if (rel) {
     ({ total, rows } = await db.reads.downloadPage(filter, { column, direction }, w, rel));
   } else {
-    const where: Prisma.DownloadWhereInput = {
-      categoryId: filter.categoryId, prefixId: filter.prefixId, state: filter.state, lastUpdate: filter.since ? { gte: filter.since } : undefined,
-    };
+    const where = downloadWhere(filter);
     [total, rows] = await Promise.all([
       db.prisma.download.count({ where }),
       db.prisma.download.findMany({ ...query, where, orderBy: [{ [column]: direction }, { id: direction }], skip: w.skip, take: w.take }),

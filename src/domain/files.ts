@@ -39,7 +39,7 @@ async function canManage(deps: FileDeps, d: Download): Promise<boolean> {
 }
 
 /** Failed (quarantined) and soft-deleted rows are shown only to visitors who may manage the download's files. */
-async function visibleTo(deps: FileDeps, f: File, d: Download): Promise<boolean> {
+export async function fileVisibleTo(deps: FileDeps, f: File, d: Download): Promise<boolean> {
   if (!deps.access.canViewDownload(d)) return false;
   if (f.isDeleted || f.validationStatus === 'failed') return canManage(deps, d);
   return true;
@@ -47,8 +47,11 @@ async function visibleTo(deps: FileDeps, f: File, d: Download): Promise<boolean>
 
 export interface FileListArgs extends PageRequest { versionId?: number | null; order?: FileOrder | null; direction?: Direction | null }
 
-export async function listFiles(deps: FileDeps, args: FileListArgs, extra: Omit<Prisma.FileFindManyArgs, 'where' | 'orderBy' | 'skip' | 'take'> = {}): Promise<Page<File>> {
-  const w = pageWindow(args);
+/**
+ * The rows a file list covers: versionId is required except for super-user keys, the version's download must be
+ * viewable (else 403), and soft-deleted files are never listed.
+ */
+export async function fileListWhere(deps: FileDeps, args: Pick<FileListArgs, 'versionId'>): Promise<Prisma.FileWhereInput> {
   if (args.versionId == null && !deps.access.isSuper) throw requiredMissing(['version_id']);
   const where: Prisma.FileWhereInput = { isDeleted: false };
   if (args.versionId != null) {
@@ -56,6 +59,12 @@ export async function listFiles(deps: FileDeps, args: FileListArgs, extra: Omit<
     if (!deps.access.canViewDownload(v.download)) throw noPermission("view this download's files");
     where.versionId = v.id;
   }
+  return where;
+}
+
+export async function listFiles(deps: FileDeps, args: FileListArgs, extra: Omit<Prisma.FileFindManyArgs, 'where' | 'orderBy' | 'skip' | 'take'> = {}): Promise<Page<File>> {
+  const w = pageWindow(args);
+  const where = await fileListWhere(deps, args);
   const field = FILE_ORDERS[args.order ?? 'display_order'];
   const dir = args.direction ?? 'desc';
   const [total, rows] = await Promise.all([
@@ -64,7 +73,7 @@ export async function listFiles(deps: FileDeps, args: FileListArgs, extra: Omit<
       include: { ...(extra as any).include, version: { include: { download: true } } } }) as unknown as Promise<(File & { version: Version & { download: Download } })[]>,
   ]);
   const nodes: File[] = [];
-  for (const f of rows) if (await visibleTo(deps, f, f.version.download)) nodes.push(f);
+  for (const f of rows) if (await fileVisibleTo(deps, f, f.version.download)) nodes.push(f);
   return { nodes, pagination: paginationOf(w, total) };
 }
 
@@ -72,7 +81,7 @@ export async function viewableFile(deps: FileDeps, id: number, extra: Omit<Prism
   const f = await deps.prisma.file.findUnique({ ...extra, where: { id }, include: { ...(extra as any).include, version: { include: { download: { include: { category: true } } } } } }) as unknown as FileWithParents | null;
   if (!f) throw notFound('file', id);
   if (!deps.access.canViewDownload(f.version.download)) throw noPermission('view this file');
-  if (!(await visibleTo(deps, f, f.version.download))) throw notFound('file', id);
+  if (!(await fileVisibleTo(deps, f, f.version.download))) throw notFound('file', id);
   return f;
 }
 

@@ -58,7 +58,7 @@ export function categoryUrl(baseUrl: string, c: Pick<Category, 'id'>): string {
 
 registerNode('Category', READ, async (ctx, id) => viewableCategory(ctx.prisma, await ctx.access(), id));
 
-const CategoryOrderEnum = orderEnum('CategoryOrder', CATEGORY_ORDERS, {
+export const CategoryOrderEnum = orderEnum('CategoryOrder', CATEGORY_ORDERS, {
   description: 'How `categories` is sorted; ties are broken by categoryId in the same direction.',
   values: {
     display_order: 'By displayOrder (the default).',

@@ -67,7 +67,7 @@ export const CommentRef = builder.prismaObject('Comment', {
 
 registerNode('Comment', READ, async (ctx, id) => comments.viewableComment(ctx.prisma, await ctx.access(), id));
 
-const CommentOrderEnum = orderEnum('CommentOrder', comments.COMMENT_ORDERS, {
+export const CommentOrderEnum = orderEnum('CommentOrder', comments.COMMENT_ORDERS, {
   description: 'How `comments` is sorted; ties are broken by commentId in the same direction.',
   values: {
     comment_date: 'By commentDate, when posted (the default).',

@@ -99,7 +99,7 @@ registerNode('Version', READ, async (ctx, id) => {
   return v;
 });
 
-const DownloadOrderEnum = orderEnum('DownloadOrder', downloads.DOWNLOAD_ORDERS, {
+export const DownloadOrderEnum = orderEnum('DownloadOrder', downloads.DOWNLOAD_ORDERS, {
   description: 'How `downloads` is sorted; ties are broken by downloadId in the same direction.',
   values: {
     created_date: 'By createdDate.',

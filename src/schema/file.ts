@@ -68,7 +68,7 @@ export const FileRef = builder.prismaObject('File', {
 
 registerNode('File', READ, async (ctx, id) => files.viewableFile(deps(ctx, await ctx.access()), id));
 
-const FileOrderEnum = orderEnum('FileOrder', files.FILE_ORDERS, {
+export const FileOrderEnum = orderEnum('FileOrder', files.FILE_ORDERS, {
   description: 'How `files` is sorted; ties are broken by fileId in the same direction.',
   values: {
     display_order: 'By displayOrder (the default).',

@@ -9,5 +9,7 @@ import './admin.js';
 import './download.js';
 import './comment.js';
 import './file.js';
+import './connections-root.js';
+import './connections-nested.js';
 
 export const schema = builder.toSchema({ sortSchema: false });

@@ -1,0 +1,59 @@
+// One page of children for each of many parents, in one SQL statement: the comments of 20 downloads, the files of
+// the versions of a page, and so on. Each parent gets its own keyset page (LATERAL … ORDER BY … LIMIT, which walks
+// the (parent, order column, id) indexes) and its own count, so nested connections cost one statement per field
+// whatever the number of parents and the page size.
+import type { PrismaClient } from '../generated/prisma/client.js';
+import { sqlAfter, sqlOrderBy, type KeysetSpec, type Window } from '../domain/keyset.js';
+
+export interface ChildSource {
+  /** A table (`comment`, `"user"`) or a parenthesised subquery; read under the alias `t`. It must have an `id`. */
+  from: string;
+  /** The column of `from` naming the parent row. */
+  parent: string;
+  /** Conditions over `t` besides the parent, each bound through `param` (which answers `$n`). */
+  where?: (param: (v: unknown) => string) => string[];
+}
+
+export interface ChildPage<T> {
+  /** Children of the parent matching the conditions, before any keyset or page limit. */
+  total: number;
+  /** Up to `window.size + 1` children after the window's cursor, in scan order. */
+  rows: T[];
+}
+
+/**
+ * Pages of the children of `parentIds`, keyed by parent id. Rows come back in Prisma's shape for the table (Prisma's
+ * raw queries type the columns), so the schema resolves them like rows Prisma read.
+ */
+export async function childPages<T>(
+  prisma: Pick<PrismaClient, '$queryRawUnsafe'>, source: ChildSource, spec: KeysetSpec, window: Window, parentIds: readonly number[],
+): Promise<Map<number, ChildPage<T>>> {
+  const pages = new Map<number, ChildPage<T>>();
+  const ids = [...new Set(parentIds)].filter((id) => Number.isInteger(id));
+  if (ids.length === 0) return pages;
+  const params: unknown[] = [];
+  const param = (v: unknown) => { params.push(v); return `$${params.length}`; };
+  const parents = param(ids.join(','));
+  const filter = [`t."${source.parent}" = p.id`, ...(source.where?.(param) ?? [])].join(' AND ');
+  const after = sqlAfter(spec, window, 't', param);
+  const limit = param(window.size + 1);
+  const rows = await prisma.$queryRawUnsafe<Record<string, unknown>[]>(
+    `SELECT p.id AS "__parent", n.total AS "__total", x.*
+     FROM unnest(string_to_array(${parents}, ',')::int[]) AS p(id)
+     CROSS JOIN LATERAL (SELECT count(*)::int AS total FROM ${source.from} t WHERE ${filter}) n
+     LEFT JOIN LATERAL (
+       SELECT t.* FROM ${source.from} t WHERE ${filter} AND ${after} ORDER BY ${sqlOrderBy(spec, window, 't')} LIMIT ${limit}::int
+     ) x ON TRUE
+     ORDER BY p.id, ${sqlOrderBy(spec, window, 'x')}`,
+    ...params,
+  );
+  for (const r of rows) {
+    const parent = Number(r.__parent);
+    let page = pages.get(parent);
+    if (!page) pages.set(parent, page = { total: Number(r.__total), rows: [] });
+    delete r.__parent;
+    delete r.__total;
+    if (r.id !== null && r.id !== undefined) page.rows.push(r as T);
+  }
+  return pages;
+}
