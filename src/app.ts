@@ -31,7 +31,11 @@ export interface App {
   log: Logger;
   /** The generated bootstrap key, when this start created one. */
   generatedKey?: string;
-  close(): Promise<void>;
+  /**
+   * Stops accepting connections, lets requests in flight finish for up to `graceMs` (uploads included), then closes
+   * what is left, the jobs, the database (releasing the embedded database's lock) and the other connections.
+   */
+  close(opts?: { graceMs?: number }): Promise<void>;
 }
 
 /** Binds the port before anything is written, so a start that cannot serve leaves no trace (a bootstrap key included). */
@@ -96,12 +100,18 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
     const stopReclaim = scheduleReclaim(db.prisma, storage, log);
     return {
       url, server, db, services, log, generatedKey,
-      async close() {
+      async close({ graceMs = 0 } = {}) {
         stopPurge();
         stopRevalidation();
         stopReclaim();
-        server.closeAllConnections?.();
-        await new Promise<void>((resolve) => server.close(() => resolve()));
+        const drained = new Promise<void>((resolve) => server.close(() => resolve()));
+        // Keep-alive connections become idle as their last request ends: close them as they do.
+        server.closeIdleConnections?.();
+        const idle = setInterval(() => server.closeIdleConnections?.(), 50);
+        const cut = setTimeout(() => server.closeAllConnections?.(), graceMs);
+        await drained;
+        clearInterval(idle);
+        clearTimeout(cut);
         if (storage instanceof S3Storage) storage.destroy();
         await closeAll();
         await database.close();

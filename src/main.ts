@@ -23,8 +23,8 @@ async function main() {
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    app.log.info({ signal }, 'shutting down');
-    await app.close();
+    app.log.info({ signal }, 'shutting down: finishing requests in flight (at most 10 s)');
+    await app.close({ graceMs: 10_000 });
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));

@@ -210,3 +210,56 @@ describe('a start that cannot serve', () => {
     expect(badLevel.stderr.trim()).toMatch(/^Configuration error: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"$/);
   }, 60_000);
 });
+
+describe('npm start as a process', () => {
+  it('SIGTERM to the npm process stops the service within 10 s and releases the embedded database', async () => {
+    const { spawn } = await import('node:child_process');
+    const dir = tmp();
+    const child = spawn('npm', ['start', '--silent'], {
+      cwd: path.resolve(import.meta.dirname, '..'), env: { ...process.env, DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (b: Buffer) => { out += b.toString(); });
+    child.stderr.on('data', (b: Buffer) => { out += b.toString(); });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const deadline = Date.now() + 30_000;
+    while (!/"msg":"listening"/.test(out)) {
+      if (Date.now() > deadline) throw new Error(`not listening: ${out}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const url = /"url":"(http:[^"]+)"/.exec(out)![1]!;
+    expect((await fetch(`${url}/readyz`)).status).toBe(200);
+    const t0 = Date.now();
+    child.kill('SIGTERM');
+    const code = await exited;
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect(code).toBe(0);
+    await expect(fetch(`${url}/healthz`)).rejects.toThrow();
+    // The lock is released: this process can open the database at once.
+    const db = await openDatabase({ pgliteDir: path.join(dir, 'db') });
+    await db.close();
+  }, 60_000);
+});
+
+describe('shutdown', () => {
+  it('finishes a request in flight within the grace period, then stops', async () => {
+    const http = await import('node:http');
+    const app = await startApp(config(tmp(), { DM_BOOTSTRAP_KEY: 'dm_shutdown_test_key_000000000000000000000' }), { log: silent });
+    const { port } = new URL(app.url);
+    const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/api/mc-dm-categories/', headers: {
+        'Forum-Api-Key': 'dm_shutdown_test_key_000000000000000000000', 'content-type': 'application/x-www-form-urlencoded', 'transfer-encoding': 'chunked',
+      } }, (res) => { let body = ''; res.on('data', (c) => { body += c; }); res.on('end', () => resolve({ status: res.statusCode!, body })); });
+      req.on('error', reject);
+      req.write('title=In');
+      setTimeout(() => req.end('%20flight'), 400); // the rest arrives after shutdown began
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    const closing = app.close({ graceMs: 5000 });
+    const r = await answer;
+    expect(r.status).toBe(200);
+    expect(JSON.parse(r.body).category.title).toBe('In flight');
+    await closing;
+    await expect(fetch(`${app.url}/healthz`)).rejects.toThrow();
+  });
+});
