@@ -25,6 +25,21 @@ export interface Config {
   logLevel: string;
   /** How long keys, users and permission tables are cached in-process (0 disables). */
   cacheSeconds: number;
+  /** Uploads (REST and GraphQL multipart) in progress at once; more answer 503 server_busy. */
+  maxConcurrentUploads: number;
+  /** Non-file fields of one multipart request. */
+  maxMultipartFields: number;
+  /** Origins allowed by CORS: empty (CORS off), a list, or ['*'] (any origin, never with credentials). */
+  corsOrigins: string[];
+  /** HTTP server deadlines, in seconds (see docs/security.md). */
+  http: { headersTimeout: number; bodyTimeout: number; requestTimeout: number; idleTimeout: number; keepAliveTimeout: number };
+  /** The whole fetch of an external URL (redirects and body), in seconds; between body bytes: externalUrlIdleSeconds. */
+  externalUrlDeadlineSeconds: number;
+  externalUrlIdleSeconds: number;
+  /** Failed external-URL probes one API key may cause per minute; more answer 429 rate_limited. */
+  failedProbesPerMinute: number;
+  /** Lets instances with different local storage directories share one database (STORAGE=local). */
+  allowSplitStorage: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -34,6 +49,27 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): n
   if (raw === undefined || raw === '') return fallback;
   if (!/^\d+$/.test(raw) || Number(raw) < min) throw new ConfigError(`${name} must be a whole number ≥ ${min}, got "${raw}"`);
   return Number(raw);
+}
+
+function list(env: NodeJS.ProcessEnv, name: string): string[] {
+  return (env[name] ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+/** CORS_ORIGINS: `*`, or a comma list of origins (scheme://host[:port], no path). */
+function origins(env: NodeJS.ProcessEnv): string[] {
+  const values = list(env, 'CORS_ORIGINS');
+  if (values.includes('*')) {
+    if (values.length > 1) throw new ConfigError('CORS_ORIGINS is either * or a list of origins, not both');
+    return ['*'];
+  }
+  return values.map((v) => {
+    let u: URL;
+    try { u = new URL(v); } catch { throw new ConfigError(`CORS_ORIGINS must list origins like https://app.example.com, got "${v}"`); }
+    if ((u.protocol !== 'http:' && u.protocol !== 'https:') || u.origin !== v.replace(/\/$/, '')) {
+      throw new ConfigError(`CORS_ORIGINS must list origins like https://app.example.com (no path), got "${v}"`);
+    }
+    return u.origin;
+  });
 }
 
 function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, values: readonly T[], fallback: T): T {
@@ -70,6 +106,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     externalUrlAllowPrivate: flag(env, 'EXTERNAL_URL_ALLOW_PRIVATE'),
     logLevel: env.LOG_LEVEL || 'info',
     cacheSeconds: int(env, 'CACHE_SECONDS', 5),
+    maxConcurrentUploads: int(env, 'MAX_CONCURRENT_UPLOADS', 16, 1),
+    maxMultipartFields: int(env, 'MAX_MULTIPART_FIELDS', 100, 1),
+    corsOrigins: origins(env),
+    http: {
+      headersTimeout: int(env, 'HTTP_HEADERS_TIMEOUT_SECONDS', 10, 1),
+      bodyTimeout: int(env, 'HTTP_BODY_TIMEOUT_SECONDS', 30, 1),
+      requestTimeout: int(env, 'HTTP_REQUEST_TIMEOUT_SECONDS', 3600, 1),
+      idleTimeout: int(env, 'HTTP_IDLE_TIMEOUT_SECONDS', 30, 1),
+      keepAliveTimeout: int(env, 'HTTP_KEEP_ALIVE_SECONDS', 5, 1),
+    },
+    externalUrlDeadlineSeconds: int(env, 'EXTERNAL_URL_DEADLINE_SECONDS', 300, 1),
+    externalUrlIdleSeconds: int(env, 'EXTERNAL_URL_IDLE_SECONDS', 10, 1),
+    failedProbesPerMinute: int(env, 'EXTERNAL_URL_FAILED_PROBES_PER_MINUTE', 10, 1),
+    allowSplitStorage: flag(env, 'ALLOW_SPLIT_STORAGE'),
     ...overrides,
   };
   if (config.storage === 's3' && !config.s3) {
@@ -82,6 +132,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       secretAccessKey: env.S3_SECRET_ACCESS_KEY || undefined,
       forcePathStyle: env.S3_FORCE_PATH_STYLE ? flag(env, 'S3_FORCE_PATH_STYLE') : Boolean(env.S3_ENDPOINT),
     };
+  }
+  if (config.http.headersTimeout > config.http.requestTimeout) {
+    throw new ConfigError('HTTP_HEADERS_TIMEOUT_SECONDS must not exceed HTTP_REQUEST_TIMEOUT_SECONDS');
   }
   if (config.databaseUrl && !/^postgres(ql)?:\/\//.test(config.databaseUrl)) {
     throw new ConfigError('DATABASE_URL must start with postgres:// or postgresql://');

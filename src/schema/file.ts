@@ -90,6 +90,7 @@ const CreateFileInput = builder.inputType('CreateFileInput', {
     file: t.field({ type: 'Upload', required: false }),
     externalUrl: t.string({ required: false, description: 'Probed by an external-URL adapter (direct-url).' }),
     linkOnly: t.boolean({ required: false, description: 'With externalUrl: store the link only, with no request.' }),
+    keepFailed: t.boolean({ required: false, description: 'With externalUrl: keep a failed row when the URL cannot be fetched.' }),
     displayLabel: t.string({ required: false }),
     isPrimary: t.boolean({ required: false, description: 'Demotes the current primary file of the version.' }),
     displayOrder: t.int({ required: false }),

@@ -3,7 +3,16 @@
 import type { Readable } from 'node:stream';
 import { directUrl } from './direct-url.js';
 
-export interface FetchOptions { allowPrivate: boolean; timeoutMs: number; maxRedirects: number }
+export interface FetchOptions {
+  allowPrivate: boolean;
+  /** To connect and receive the answer's headers, per hop. */
+  timeoutMs: number;
+  maxRedirects: number;
+  /** The body fails when no byte arrives for this long (default: timeoutMs). */
+  idleMs?: number;
+  /** The whole fetch, redirects and body included, fails after this long (default: none). */
+  deadlineMs?: number;
+}
 
 export interface Fetched { body: Readable; filename: string; finalUrl: string }
 
