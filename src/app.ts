@@ -18,6 +18,9 @@ import { schedulePurge } from './jobs/purge.js';
 import { scheduleRevalidation } from './jobs/revalidate.js';
 import { PermissionCache } from './permissions/load.js';
 import { AuthCache } from './auth/visitor.js';
+import { registerLocalStorage } from './files/storage/identity.js';
+import { sweepTemporaryFiles } from './files/storage/tmp-sweep.js';
+import { applyServerTimeouts } from './http/timeouts.js';
 
 export interface App {
   url: string;
@@ -40,12 +43,19 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
     const storage = config.storage === 's3'
       ? new S3Storage({ ...config.s3!, tmpDir: s3TmpDir(config.dataDir) })
       : new LocalStorage(path.join(config.dataDir, 'files'));
+    if (storage instanceof LocalStorage) {
+      const storageId = await registerLocalStorage(db.prisma, storage.root, { allowSplit: config.allowSplitStorage, log });
+      log.info({ storageId }, 'local storage registered');
+    }
+    const swept = await sweepTemporaryFiles(storage.tmpDir, config.http.idleTimeout * 1000);
+    if (swept.length > 0) log.info({ removed: swept.length }, 'temporary files left by an earlier run removed');
     const cacheMs = config.cacheSeconds * 1000;
     const services: Services = {
       prisma: db.prisma, reads: new Reads(db), config, groups, storage,
       permissions: new PermissionCache(db.prisma, cacheMs), auth: new AuthCache(cacheMs),
     };
     const server = createHttpServer({ schema, services, ping: db.ping, log });
+    applyServerTimeouts(server, config.http);
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(config.port, config.host, () => resolve());

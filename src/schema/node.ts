@@ -14,6 +14,7 @@ export const toGlobalId = (type: string, id: number) => Buffer.from(`${type}:${i
 export function fromGlobalId(globalId: string): { type: string; id: number } {
   const [type, raw] = Buffer.from(globalId, 'base64url').toString('utf8').split(':');
   if (!type || !raw || !/^\d+$/.test(raw) || !loaders.has(type)) throw invalidInput('id', `"${globalId}" is not an id issued by this service.`);
+  if (Number(raw) > 2 ** 31 - 1) throw invalidInput('id', `"${globalId}" names ${type} ${raw}, beyond the largest id (${2 ** 31 - 1}).`);
   return { type, id: Number(raw) };
 }
 
