@@ -102,5 +102,6 @@ export function createHttpServer({ schema, services, ping, log }: HttpOptions): 
     ],
   });
 
-  return http.createServer(yoga);
+  // Header and request deadlines (set in timeouts.ts) are checked this often; Node's default is 30 s.
+  return http.createServer({ connectionsCheckingInterval: 1000 }, yoga);
 }
