@@ -161,8 +161,8 @@ function bodySource(request: Request): Readable {
 }
 
 /** How much of a refused body is read and dropped so that the client, still sending, can read the answer. */
-const LINGER_BYTES = 4 * 1024 * 1024;
-const LINGER_MS = 2000;
+const LINGER_BYTES = 1024 * 1024;
+const LINGER_MS = 500;
 
 /**
  * Drops the rest of a refused body, up to LINGER_BYTES within LINGER_MS (nothing is kept); true when the body
