@@ -408,3 +408,26 @@ describe('deadlines on slow peers', () => {
     expect((await t.rest('GET', '/api/mc-dm-categories/')).status).toBe(200);
   }, 30_000);
 });
+
+describe('supervision', () => {
+  it('a fatal error is logged as one line and ends the process with status 1', async () => {
+    const { spawn } = await import('node:child_process');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-fatal-'));
+    try {
+      // an exception nothing catches, thrown once the service is running
+      const boom = `data:text/javascript,setTimeout(() => { throw new Error('boom') }, 4000)`;
+      const child = spawn(process.execPath, ['--import', 'tsx', '--import', boom, 'src/main.ts'], {
+        env: { ...process.env, DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'silent', DM_BOOTSTRAP_KEY: SUPER_KEY }, stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stderr = '';
+      child.stderr.on('data', (c) => { stderr += c; });
+      const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+      expect(code).toBe(1);
+      const lines = stderr.trim().split('\n').filter((l) => l.includes('"level":"fatal"'));
+      expect(lines).toHaveLength(1);
+      expect(JSON.parse(lines[0]!)).toMatchObject({ level: 'fatal', msg: 'uncaught exception: exiting', err: { message: 'boom' } });
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
