@@ -7,6 +7,7 @@ import {
   typeFromAST, type GraphQLInputType, type GraphQLSchema, type OperationDefinitionNode,
 } from 'graphql';
 import { ApiError, invalidInput, requiredMissing } from '../src/errors.js';
+import { badText } from '../src/http/text-input.js';
 
 /** A value handed to a custom scalar untouched (an uploaded file). */
 export class Opaque { constructor(readonly value: unknown) {} }
@@ -38,6 +39,10 @@ function coerce(type: GraphQLInputType, raw: Raw, field: string, missing: string
   }
   if (raw === null) return null;
   if (raw instanceof Opaque) return raw.value;
+  if (typeof raw === 'string') {
+    const why = badText(raw);
+    if (why) throw invalidInput(field, `${field} ${why}.`);
+  }
   if (type instanceof GraphQLList) {
     const items = Array.isArray(raw) ? raw : [raw];
     return items.map((item) => coerce(type.ofType, item, field, missing));

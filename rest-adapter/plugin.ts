@@ -43,6 +43,14 @@ export interface RestAdapterOptions {
   /** Builds the GraphQL context for a request (resolves the key and visitor); throws ApiError on 401/403. */
   contextFor(request: Request): Promise<unknown>;
   maxBodyBytes: number;
+  /** Most non-file fields one multipart request may carry. */
+  maxFields: number;
+  /** Refuses (throws ApiError 403) a context lacking a route's `scopes`, before the body is read. */
+  requireScopes(context: unknown, scopes: readonly string[]): void;
+  /** For upload routes: decides from the fields before the file part whether the file may be stored. */
+  beforeUpload?(context: unknown, fields: RawFields): Promise<void>;
+  /** Takes an upload slot (or throws 503 server_busy); returns its release. */
+  acquireUploadSlot?(): () => void;
   /**
    * Receives the file part of an upload route while the request streams in; returns the variable value and a
    * cleanup run after the operation (whatever its outcome).
@@ -69,42 +77,134 @@ async function readLimited(request: Request, limit: number): Promise<Uint8Array>
 
 type Receiver = NonNullable<RestAdapterOptions['receiveUpload']>;
 
-/** Streams a multipart body: fields into `raw`, the `uploadField` part through `receive`; other file parts are skipped. */
-function streamMultipart(request: Request, raw: RawFields, uploadField: string, receive: Receiver, maxFieldBytes: number, cleanups: (() => Promise<void>)[]): Promise<void> {
+interface UploadPlan {
+  field: string;
+  /** Fields that must arrive before the file part (query string included). */
+  before: readonly string[];
+  /** Decides from those fields whether the file may be stored at all (scope, permission, limits). */
+  check(fields: RawFields): Promise<void>;
+  receive: Receiver;
+  cleanups: (() => Promise<void>)[];
+}
+
+const tooLarge = (message: string, params: Record<string, unknown>) => new ApiError('request_too_large', message, params);
+
+function multipartParser(request: Request, limits: busboy.Limits): busboy.Busboy {
+  try {
+    return busboy({ headers: { 'content-type': request.headers.get('content-type')! }, limits, defParamCharset: 'utf8' });
+  } catch (err) {
+    throw new ApiError('invalid_input', `The multipart body cannot be read: ${(err as Error).message}.`, { field: 'body' });
+  }
+}
+
+/**
+ * Streams a multipart body: fields into `raw`, the upload's file part through `receive`; other file parts are
+ * skipped. Memory is bounded before anything is read: at most `maxFields` fields, `maxFieldBytes` for all of them
+ * together (busboy stops each at that size too), one file part. The fields the upload plan names must come
+ * before the file, whose bytes are stored only after `check` passed on them.
+ */
+function streamMultipart(request: Request, source: Readable, raw: RawFields, upload: UploadPlan, maxFieldBytes: number, maxFields: number): Promise<void> {
   return new Promise((resolve, reject) => {
-    const source = Readable.from(request.body as unknown as AsyncIterable<Uint8Array>);
-    const fail = (err: unknown) => { source.unpipe(); reject(err); };
-    const bb = busboy({ headers: { 'content-type': request.headers.get('content-type')! }, limits: { fieldSize: maxFieldBytes, files: 1, parts: 500 }, defParamCharset: 'utf8' });
+    const bb = multipartParser(request, { fieldSize: maxFieldBytes, fields: maxFields, files: 1, parts: maxFields + 1 });
+    let failed = false;
+    const fail = (err: unknown) => {
+      if (failed) return;
+      failed = true;
+      source.unpipe(bb); // the rest of the body is the caller's to drain or drop (see linger)
+      reject(err);
+    };
     const pending: Promise<void>[] = [];
+    let fieldBytes = 0;
     bb.on('field', (name, value, info) => {
-      if (info.valueTruncated) return fail(new ApiError('request_too_large', `The field ${name} is larger than ${maxFieldBytes} bytes.`, { field: name }));
+      if (failed) return;
+      fieldBytes += Buffer.byteLength(name) + Buffer.byteLength(value);
+      if (info.valueTruncated || fieldBytes > maxFieldBytes) {
+        return fail(tooLarge(`The form fields of this request are larger than the limit of ${maxFieldBytes} bytes in all.`, { field: name, limit: maxFieldBytes }));
+      }
       addPairs(raw, [[name, value]]);
     });
+    bb.on('fieldsLimit', () => fail(tooLarge(`A request may carry at most ${maxFields} form fields.`, { limit: maxFields })));
+    bb.on('partsLimit', () => fail(tooLarge(`A request may carry at most ${maxFields} form fields and one file.`, { limit: maxFields })));
+    bb.on('filesLimit', () => fail(new ApiError('invalid_input', `Send one file per request (the field ${upload.field}).`, { field: upload.field })));
     bb.on('file', (name, stream, info) => {
-      if (name !== uploadField) { stream.resume(); return; }
-      pending.push(receive(stream, { filename: info.filename ?? '', mimeType: info.mimeType }).then((r) => {
-        cleanups.push(r.cleanup);
+      if (failed || name !== upload.field) { stream.resume(); return; }
+      const early = upload.before.filter((f) => !raw.has(f));
+      const step = (async () => {
+        if (early.length > 0) {
+          throw new ApiError('required_input_missing', `Please provide: ${early.join(', ')} (before the ${name} part of the form).`, { missing: early });
+        }
+        await upload.check(raw);
+        const r = await upload.receive(stream, { filename: info.filename ?? '', mimeType: info.mimeType });
+        upload.cleanups.push(r.cleanup);
         raw.set(name, new Opaque(r.value));
-      }));
-      pending.at(-1)!.catch(fail);
+      })();
+      step.catch((err) => { stream.resume(); fail(err); });
+      pending.push(step);
     });
-    bb.on('close', () => { Promise.all(pending).then(() => resolve(), fail); });
+    bb.on('close', () => { Promise.all(pending).then(() => { if (!failed) resolve(); }, fail); });
     bb.on('error', (err: Error) => fail(new ApiError('invalid_input', `The multipart body is malformed: ${err.message}.`, { field: 'body' })));
-    source.on('error', fail);
+    source.on('error', (err) => fail(new ApiError('invalid_input', `The request body could not be read: ${err.message}.`, { field: 'body' })));
     source.pipe(bb);
   });
 }
 
 /** Query string, then the body (form, multipart or JSON), then path parameters: later sources win. */
+/** The request body as a Node stream, made once per request (so a refused body can still be drained). */
+const sources = new WeakMap<Request, Readable>();
+function bodySource(request: Request): Readable {
+  let s = sources.get(request);
+  if (!s) {
+    s = Readable.from(request.body as unknown as AsyncIterable<Uint8Array>);
+    sources.set(request, s);
+  }
+  return s;
+}
+
+/** How much of a refused body is read and dropped so that the client, still sending, can read the answer. */
+const LINGER_BYTES = 1024 * 1024;
+const LINGER_MS = 500;
+
+/**
+ * Drops the rest of a refused body, up to LINGER_BYTES within LINGER_MS (nothing is kept); true when the body
+ * ended (the connection can be reused), false when it is closed after the answer instead.
+ */
+function linger(request: Request): Promise<boolean> {
+  if (!request.body) return Promise.resolve(true);
+  let source: Readable;
+  try {
+    source = bodySource(request);
+  } catch {
+    return Promise.resolve(false);
+  }
+  if (source.readableEnded) return Promise.resolve(true);
+  if (source.destroyed) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    let read = 0;
+    const done = (ended: boolean) => {
+      clearTimeout(timer);
+      source.off('data', onData);
+      if (!ended) source.pause();
+      resolve(ended);
+    };
+    const onData = (chunk: Uint8Array) => { read += chunk.byteLength; if (read > LINGER_BYTES) done(false); };
+    const timer = setTimeout(() => done(false), LINGER_MS);
+    source.on('data', onData);
+    source.once('end', () => done(true));
+    source.once('error', () => done(false));
+    source.resume();
+  });
+}
+
 async function requestFields(
-  request: Request, url: URL, pathParams: Record<string, string>, maxBodyBytes: number,
-  upload: { field: string; receive: Receiver; cleanups: (() => Promise<void>)[] } | null,
+  request: Request, url: URL, pathParams: Record<string, string>, limits: { maxBodyBytes: number; maxFields: number },
+  upload: UploadPlan | null,
 ): Promise<RawFields> {
+  const { maxBodyBytes } = limits;
   const raw: RawFields = new Map();
   addPairs(raw, url.searchParams);
   const type = (request.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
   if (upload && type === 'multipart/form-data' && request.body) {
-    await streamMultipart(request, raw, upload.field, upload.receive, maxBodyBytes, upload.cleanups);
+    await streamMultipart(request, bodySource(request), raw, upload, maxBodyBytes, limits.maxFields);
   } else if (request.method !== 'GET' && request.method !== 'HEAD') {
     const bytes = await readLimited(request, maxBodyBytes);
     if (bytes.byteLength > 0) {
@@ -122,7 +222,12 @@ async function requestFields(
       } else if (type === 'application/x-www-form-urlencoded') {
         addPairs(raw, new URLSearchParams(Buffer.from(bytes).toString('utf8')));
       } else if (type === 'multipart/form-data') {
-        const form = await new Response(bytes as unknown as BodyInit, { headers: { 'content-type': request.headers.get('content-type')! } }).formData();
+        let form: FormData;
+        try {
+          form = await new Response(bytes as unknown as BodyInit, { headers: { 'content-type': request.headers.get('content-type')! } }).formData();
+        } catch (err) {
+          throw new ApiError('invalid_input', `The multipart body cannot be read: ${(err as Error).message}.`, { field: 'body' });
+        }
         addPairs(raw, [...form].filter((e): e is [string, string] => typeof e[1] === 'string'));
       }
     }
@@ -172,19 +277,30 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
       return fail([{ code: 'method_not_allowed', message: `${request.method} is not allowed here; use ${allow}.`, params: { allowed: allow.split(', ') } }], { allow });
     }
     const cleanups: (() => Promise<void>)[] = [];
+    let release: (() => void) | undefined;
+    let bodyRead = !request.body;
     try {
+      // The key and the route's scopes are decided from the headers alone: a refused request's body is never read.
       const contextValue = await options.contextFor(request);
-      const upload = hit.r.upload && options.receiveUpload ? { field: hit.r.upload, receive: options.receiveUpload, cleanups } : null;
-      const raw = await requestFields(request, url, { ...hit.m!.groups }, options.maxBodyBytes, upload);
+      if (hit.r.scopes) options.requireScopes(contextValue, hit.r.scopes);
+      const streaming = Boolean(hit.r.upload && options.receiveUpload && /^multipart\/form-data/i.test(request.headers.get('content-type') ?? ''));
+      if (streaming && options.acquireUploadSlot) release = options.acquireUploadSlot();
+      const upload: UploadPlan | null = hit.r.upload && options.receiveUpload ? {
+        field: hit.r.upload, before: hit.r.uploadAfter ?? [], receive: options.receiveUpload, cleanups,
+        check: (fields) => options.beforeUpload?.(contextValue, fields) ?? Promise.resolve(),
+      } : null;
+      const raw = await requestFields(request, url, { ...hit.m!.groups }, { maxBodyBytes: options.maxBodyBytes, maxFields: options.maxFields }, upload);
+      bodyRead = true;
       const variableValues = toVariables(options.schema, hit.r.operation, raw);
       const result = await normalizedExecutor({ schema: options.schema, document: hit.r.document as DocumentNode, variableValues, contextValue }) as ExecutionResult;
       if (result.errors?.length) return fail(result.errors.map(itemOf), headersOf(result.errors[0]));
       return json(200, envelope(hit.r.envelope, lowerEnums(result.data?.[hit.r.rootField], hit.r.enums)));
     } catch (err) {
-      // An upload cut short leaves the rest of the body unread: do not keep the connection.
-      const close: Record<string, string> = hit.r.upload ? { connection: 'close' } : {};
+      // A body refused or cut short is drained a little (so the client reads the answer), else not kept.
+      const close: Record<string, string> = bodyRead || await linger(request) ? {} : { connection: 'close' };
       return fail([itemOf(err)], { ...headersOf(err), ...close });
     } finally {
+      release?.();
       await Promise.all(cleanups.map((c) => c().catch(() => {})));
     }
   }

@@ -22,6 +22,10 @@ export interface Route {
    * upload receiver while the request is read, and the result becomes that field's value (an `Upload`).
    */
   upload?: string;
+  /** Fields that must precede the file part of an upload (the upload is checked against them before it is stored). */
+  uploadAfter?: string[];
+  /** Scopes checked from the key alone, before a byte of the body is read (the operation checks them again). */
+  scopes?: string[];
 }
 
 export const routes: Route[] = [
@@ -45,7 +49,7 @@ export const routes: Route[] = [
   // ── files (rows added here; the bytes, GET /api/mc-dm-files/<id>/data/, are streamed by src/http/file-data.ts)
   { method: 'GET', path: '/api/mc-dm-files/', document: ops.ListFilesDocument, envelope: 'files' },
   { method: 'GET', path: '/api/mc-dm-files/:file_id/', document: ops.GetFileDocument, envelope: 'file' },
-  { method: 'POST', path: '/api/mc-dm-files/', document: ops.CreateFileDocument, envelope: 'file', upload: 'file' },
+  { method: 'POST', path: '/api/mc-dm-files/', document: ops.CreateFileDocument, envelope: 'file', upload: 'file', uploadAfter: ['version_id'], scopes: ['mc_dm_download:write'] },
   { method: 'PUT', path: '/api/mc-dm-files/:file_id/', document: ops.UpdateFileDocument, envelope: 'file' },
   { method: 'DELETE', path: '/api/mc-dm-files/:file_id/', document: ops.DeleteFileDocument, envelope: 'success' },
 ];

@@ -22,6 +22,9 @@ import { scheduleReclaim } from './jobs/reclaim.js';
 import { PermissionCache } from './permissions/load.js';
 import { AuthCache } from './auth/visitor.js';
 import { LocalChangeFeed, PostgresChangeFeed, type ChangeFeed } from './db/changes.js';
+import { registerLocalStorage } from './files/storage/identity.js';
+import { sweepTemporaryFiles } from './files/storage/tmp-sweep.js';
+import { applyServerTimeouts } from './http/timeouts.js';
 
 export interface App {
   url: string;
@@ -58,7 +61,8 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
   const log = opts.log ?? createLogger(config.logLevel);
   // Until the service is assembled, requests are told to come back.
   let handler: http.RequestListener | null = null;
-  const server = http.createServer((req, res) => {
+  // Header and request deadlines (set in http/timeouts.ts) are checked this often; Node's default is 30 s.
+  const server = http.createServer({ connectionsCheckingInterval: 1000 }, (req, res) => {
     if (handler) return handler(req, res);
     if (req.url === '/healthz') {
       res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
@@ -67,6 +71,7 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
     res.writeHead(503, { 'content-type': 'application/json; charset=utf-8', 'retry-after': '1' });
     res.end(JSON.stringify({ errors: [{ code: 'server_starting', message: 'The service is starting; try again in a moment.', params: {} }] }));
   });
+  applyServerTimeouts(server, config.http);
   const url = await listen(server, config);
   let db: Database | undefined = opts.db;
   // What the service opened, closed in reverse order on close() or on a failed start.
@@ -81,6 +86,12 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
     const storage = config.storage === 's3'
       ? new S3Storage({ ...config.s3!, tmpDir: s3TmpDir(config.dataDir) })
       : new LocalStorage(path.join(config.dataDir, 'files'));
+    if (storage instanceof LocalStorage) {
+      const storageId = await registerLocalStorage(db.prisma, storage.root, { allowSplit: config.allowSplitStorage, log });
+      log.info({ storageId }, 'local storage registered');
+    }
+    const swept = await sweepTemporaryFiles(storage.tmpDir, config.http.idleTimeout * 1000);
+    if (swept.length > 0) log.info({ removed: swept.length }, 'temporary files left by an earlier run removed');
     const cacheMs = config.cacheSeconds * 1000;
     const feed: ChangeFeed = database.url
       ? new PostgresChangeFeed(database.url, (channel, payload) => database.query('SELECT pg_notify($1, $2)', [channel, payload]), log)

@@ -31,6 +31,21 @@ export interface Config {
   rateLimitSuperPerMinute: number;
   /** Redis, shared by the instances (rate-limit counts); undefined keeps them in each process. */
   redisUrl?: string;
+  /** Uploads (REST and GraphQL multipart) in progress at once; more answer 503 server_busy. */
+  maxConcurrentUploads: number;
+  /** Non-file fields of one multipart request. */
+  maxMultipartFields: number;
+  /** Origins allowed by CORS: empty (CORS off), a list, or ['*'] (any origin, never with credentials). */
+  corsOrigins: string[];
+  /** HTTP server deadlines, in seconds (see docs/security.md). */
+  http: { headersTimeout: number; bodyTimeout: number; requestTimeout: number; idleTimeout: number; keepAliveTimeout: number };
+  /** The whole fetch of an external URL (redirects and body), in seconds; between body bytes: externalUrlIdleSeconds. */
+  externalUrlDeadlineSeconds: number;
+  externalUrlIdleSeconds: number;
+  /** Failed external-URL probes one API key may cause per minute; more answer 429 rate_limited. */
+  failedProbesPerMinute: number;
+  /** Lets instances with different local storage directories share one database (STORAGE=local). */
+  allowSplitStorage: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -40,6 +55,27 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): n
   if (raw === undefined || raw === '') return fallback;
   if (!/^\d+$/.test(raw) || Number(raw) < min) throw new ConfigError(`${name} must be a whole number ≥ ${min}, got "${raw}"`);
   return Number(raw);
+}
+
+function list(env: NodeJS.ProcessEnv, name: string): string[] {
+  return (env[name] ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+/** CORS_ORIGINS: `*`, or a comma list of origins (scheme://host[:port], no path). */
+function origins(env: NodeJS.ProcessEnv): string[] {
+  const values = list(env, 'CORS_ORIGINS');
+  if (values.includes('*')) {
+    if (values.length > 1) throw new ConfigError('CORS_ORIGINS is either * or a list of origins, not both');
+    return ['*'];
+  }
+  return values.map((v) => {
+    let u: URL;
+    try { u = new URL(v); } catch { throw new ConfigError(`CORS_ORIGINS must list origins like https://app.example.com, got "${v}"`); }
+    if ((u.protocol !== 'http:' && u.protocol !== 'https:') || u.origin !== v.replace(/\/$/, '')) {
+      throw new ConfigError(`CORS_ORIGINS must list origins like https://app.example.com (no path), got "${v}"`);
+    }
+    return u.origin;
+  });
 }
 
 function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, values: readonly T[], fallback: T): T {
@@ -80,6 +116,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 600),
     rateLimitSuperPerMinute: int(env, 'RATE_LIMIT_SUPER_PER_MINUTE', 0),
     redisUrl: env.REDIS_URL || undefined,
+    maxConcurrentUploads: int(env, 'MAX_CONCURRENT_UPLOADS', 16, 1),
+    maxMultipartFields: int(env, 'MAX_MULTIPART_FIELDS', 100, 1),
+    corsOrigins: origins(env),
+    http: {
+      headersTimeout: int(env, 'HTTP_HEADERS_TIMEOUT_SECONDS', 10, 1),
+      bodyTimeout: int(env, 'HTTP_BODY_TIMEOUT_SECONDS', 30, 1),
+      requestTimeout: int(env, 'HTTP_REQUEST_TIMEOUT_SECONDS', 3600, 1),
+      idleTimeout: int(env, 'HTTP_IDLE_TIMEOUT_SECONDS', 30, 1),
+      keepAliveTimeout: int(env, 'HTTP_KEEP_ALIVE_SECONDS', 5, 1),
+    },
+    externalUrlDeadlineSeconds: int(env, 'EXTERNAL_URL_DEADLINE_SECONDS', 300, 1),
+    externalUrlIdleSeconds: int(env, 'EXTERNAL_URL_IDLE_SECONDS', 10, 1),
+    failedProbesPerMinute: int(env, 'EXTERNAL_URL_FAILED_PROBES_PER_MINUTE', 10, 1),
+    allowSplitStorage: flag(env, 'ALLOW_SPLIT_STORAGE'),
     ...overrides,
   };
   if (config.storage === 's3' && !config.s3) {
@@ -95,6 +145,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   }
   if (config.redisUrl && !/^rediss?:\/\//.test(config.redisUrl)) {
     throw new ConfigError('REDIS_URL must start with redis:// or rediss://');
+  }
+  if (config.http.headersTimeout > config.http.requestTimeout) {
+    throw new ConfigError('HTTP_HEADERS_TIMEOUT_SECONDS must not exceed HTTP_REQUEST_TIMEOUT_SECONDS');
   }
   if (config.databaseUrl && !/^postgres(ql)?:\/\//.test(config.databaseUrl)) {
     throw new ConfigError('DATABASE_URL must start with postgres:// or postgresql://');

@@ -16,6 +16,7 @@ const STATUS: Record<string, number> = {
   request_too_large: 413,
   'mc_dm_api_error.rate_limited': 429,
   server_error: 500,
+  server_busy: 503,
 };
 
 /** Status for a code: the table above, 404 for `*_not_found`, 422 for every other mc_dm_api_error. */
@@ -26,15 +27,22 @@ export function statusOf(code: string): number {
   return 400;
 }
 
+/** The status an error answers with: its own override, else the table. */
+export function statusOfError(err: unknown, code: string): number {
+  const status = (err as { extensions?: { http?: { status?: unknown } } } | null)?.extensions?.http?.status;
+  return err instanceof ApiError && typeof status === 'number' ? status : statusOf(code);
+}
+
 export type ErrorParams = Record<string, unknown>;
 
 /** A domain error: a code from the contract, a message a person can act on, optional params. */
 export class ApiError extends GraphQLError {
   readonly code: string;
   readonly params: ErrorParams;
-  constructor(code: string, message: string, params: ErrorParams = {}, headers?: Record<string, string>) {
+  /** `status` overrides the table for the rare code whose status depends on the case (a missing blob: 404). */
+  constructor(code: string, message: string, params: ErrorParams = {}, headers?: Record<string, string>, status?: number) {
     super(message, {
-      extensions: { code, params, http: { status: statusOf(code), ...(headers ? { headers } : {}) } },
+      extensions: { code, params, http: { status: status ?? statusOf(code), ...(headers ? { headers } : {}) } },
     });
     this.code = code;
     this.params = params;

@@ -1,7 +1,19 @@
 // `npm start`: configuration from the environment, then the service until SIGINT/SIGTERM.
+// A fatal error (an exception or a rejection nothing handled) is logged as one line and ends the process with
+// status 1, so that a supervisor restarts it (docs/deploy.md) instead of it running on in an unknown state.
 import { loadConfig, ConfigError } from './config.js';
 import { startApp } from './app.js';
 import { StartError } from './errors.js';
+
+function fatal(kind: string) {
+  return (err: unknown) => {
+    const e = err instanceof Error ? err : new Error(String(err));
+    process.stderr.write(`${JSON.stringify({ level: 'fatal', time: Date.now(), msg: kind, err: { type: e.name, message: e.message, stack: e.stack } })}\n`);
+    process.exit(1);
+  };
+}
+process.on('uncaughtException', fatal('uncaught exception: exiting'));
+process.on('unhandledRejection', fatal('unhandled rejection: exiting'));
 
 async function main() {
   let config;

@@ -84,7 +84,8 @@ describe('DM_BOOTSTRAP_KEY', () => {
   it('ensures a super-user key with that value and every scope, re-activating it if revoked', async () => {
     const db = await openDatabase({ memory: true });
     const key = 'dm_operator_chosen_key_0123456789abcdef0123456789';
-    const app = await startApp(config(tmp(), { DM_BOOTSTRAP_KEY: key }), { db, log: silent });
+    const dir = tmp();
+    const app = await startApp(config(dir, { DM_BOOTSTRAP_KEY: key }), { db, log: silent });
     try {
       expect(app.generatedKey).toBeUndefined();
       expect((await getCategories(app.url, key)).status).toBe(200);
@@ -99,7 +100,7 @@ describe('DM_BOOTSTRAP_KEY', () => {
       await app.server.close();
     }
     // a restart restores it
-    const again = await startApp(config(tmp(), { DM_BOOTSTRAP_KEY: key }), { db, log: silent });
+    const again = await startApp(config(dir, { DM_BOOTSTRAP_KEY: key }), { db, log: silent });
     try {
       expect((await getCategories(again.url, key)).status).toBe(200);
       expect(await db.prisma.apiKey.count()).toBe(1);
@@ -141,7 +142,9 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('several instances on one Postgr
   it('start together without breaking each other: migrations and first-start data are applied once', async () => {
     const fresh = await freshPostgres();
     try {
-      const cfg = (extra: Record<string, string> = {}) => config(tmp(), { DATABASE_URL: fresh.url, ...extra });
+      // STORAGE=local instances on one database share one files directory (a shared mount), else they refuse to start
+      const shared = tmp();
+      const cfg = (extra: Record<string, string> = {}) => config(shared, { DATABASE_URL: fresh.url, ...extra });
       const apps = await Promise.all([1, 2, 3].map(() => startApp(cfg(), { log: silent })));
       try {
         const keys = apps.map((a) => a.generatedKey).filter(Boolean);

@@ -282,10 +282,14 @@ forEachDatabase((kind) => {
       expect(named.body.file).toMatchObject({ filename: 'from-header.png', mime_type: 'image/png' });
     });
 
-    it('a failed probe keeps a failed row and answers 422 external_url_unreachable', async () => {
+    it('a failed probe answers 422 external_url_unreachable and keeps a failed row only with keep_failed=1', async () => {
       const v = await version();
+      const none = await t.rest('POST', '/api/mc-dm-files/', { key: owner.key, form: { version_id: v.versionId, external_url: `${remoteUrl}/nothing-here.zip` } });
+      expect(none.status).toBe(422);
+      expect(none.body.errors[0].code).toBe('mc_dm_api_error.external_url_unreachable');
+      expect(await t.prisma.file.count({ where: { versionId: v.versionId } })).toBe(0);
       for (const path of ['/nothing-here.zip', '/loop0']) {
-        const r = await t.rest('POST', '/api/mc-dm-files/', { key: owner.key, form: { version_id: v.versionId, external_url: `${remoteUrl}${path}` } });
+        const r = await t.rest('POST', '/api/mc-dm-files/', { key: owner.key, form: { version_id: v.versionId, external_url: `${remoteUrl}${path}`, keep_failed: 1 } });
         expect(r.status, path).toBe(422);
         expect(r.body.errors[0].code).toBe('mc_dm_api_error.external_url_unreachable');
       }

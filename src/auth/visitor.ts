@@ -52,8 +52,8 @@ export async function visitorFromHeaders(
   let userId: number | null = null;
   if (row.type === 'user') userId = row.userId;
   if (row.type === 'super' && asUserHeader !== null) {
-    if (!/^\d+$/.test(asUserHeader.trim())) {
-      throw new ApiError('invalid_api_user', `Forum-Api-User must be a user id, got "${asUserHeader}".`, { user_id: asUserHeader });
+    if (!/^\d+$/.test(asUserHeader.trim()) || Number(asUserHeader.trim()) > 2 ** 31 - 1) {
+      throw new ApiError('invalid_api_user', `Forum-Api-User must be a user id (a whole number up to ${2 ** 31 - 1}), got "${asUserHeader.slice(0, 40)}".`, { user_id: asUserHeader.slice(0, 40) });
     }
     userId = Number(asUserHeader.trim());
     if (userId === 0) userId = null; // acting as the guest

@@ -12,6 +12,7 @@ import { pageWindow, paginationOf, type Direction, type Page, type PageRequest }
 import { ingest, type Ingested } from '../files/ingest.js';
 import { runProcessors, type Rejection } from '../files/processors.js';
 import { adapterFor, ExternalUrlError, filenameFromUrl, parseExternalUrl } from '../files/external/index.js';
+import { checkProbeAllowance, recordFailedProbe } from '../files/external/probe-limit.js';
 import mime from 'mime-types';
 
 export const FILE_ORDERS = { display_order: 'displayOrder', file_size: 'fileSize', download_count: 'downloadCount' } as const;
@@ -93,6 +94,8 @@ export interface CreateFileInput {
   displayLabel?: string | null;
   isPrimary?: boolean | null;
   displayOrder?: number | null;
+  /** With externalUrl: keep a `failed` row when the probe fails (default: no row). */
+  keepFailed?: boolean | null;
 }
 
 function label(raw: string | null | undefined): string {
@@ -143,6 +146,18 @@ async function storedBytes(prisma: PrismaClient, v: VersionWithParents): Promise
  * Creates a file: checks, then streams the bytes (upload or probed URL) through the processors into storage.
  * A processor's rejection keeps a `failed` row with its blob in quarantine and answers 422 processor_rejected.
  */
+/**
+ * The checks an upload must pass before a byte of it is stored: the version exists, the visitor may manage its
+ * files, and the version has room for one more. createFile runs them again (and the count once more under the
+ * version's lock); the REST adapter runs them as soon as the fields before the file part have arrived.
+ */
+export async function checkUploadTarget(deps: FileDeps, versionId: number): Promise<VersionWithParents> {
+  const v = await versionFor(deps.prisma, versionId);
+  if (!deps.access.canViewDownload(v.download) || !(await canManage(deps, v.download))) throw noPermission('manage the files of this download');
+  await checkFileCount(deps.prisma, v);
+  return v;
+}
+
 export async function createFile(deps: FileDeps, input: CreateFileInput): Promise<File> {
   const { prisma, storage, config } = deps;
   const v = await versionFor(prisma, input.versionId);
@@ -167,18 +182,27 @@ export async function createFile(deps: FileDeps, input: CreateFileInput): Promis
   if (url) {
     const parsed = parseOrForbid(url);
     const adapter = adapterFor(parsed);
+    const keyId = deps.access.visitor.apiKeyId;
+    await checkProbeAllowance(config, keyId);
     external = { externalUrl: parsed.toString(), isExternallyLinked: true, externalSourceType: adapter.id, validationAttempts: 1, lastAttemptDate: new Date() };
     try {
-      const fetched = await adapter.fetch(parsed, { allowPrivate: config.externalUrlAllowPrivate, timeoutMs: 10_000, maxRedirects: 5 });
+      const fetched = await adapter.fetch(parsed, {
+        allowPrivate: config.externalUrlAllowPrivate, timeoutMs: 10_000, maxRedirects: 5,
+        idleMs: config.externalUrlIdleSeconds * 1000, deadlineMs: config.externalUrlDeadlineSeconds * 1000,
+      });
       filename = safeFilename(fetched.filename);
       ingested = await ingest(fetched.body, storage.tmpDir, config.maxUploadBytes);
     } catch (err) {
       if (err instanceof ExternalUrlError && err.kind === 'forbidden') throw forbidden(err.message);
       if (err instanceof ApiError) throw err; // over the server limit
       const reason = err instanceof Error ? err.message : String(err);
-      await insertFile(deps, v, false, {
-        ...meta, ...external, filename: safeFilename(filenameFromUrl(parsed)), validationStatus: 'failed', validationError: reason, isAvailable: false,
-      });
+      await recordFailedProbe(config, keyId);
+      // A failed probe leaves nothing behind unless the caller asks for the row (to see it re-checked later).
+      if (input.keepFailed) {
+        await insertFile(deps, v, false, {
+          ...meta, ...external, filename: safeFilename(filenameFromUrl(parsed)), validationStatus: 'failed', validationError: reason, isAvailable: false,
+        });
+      }
       throw new ApiError('mc_dm_api_error.external_url_unreachable', `The URL could not be fetched: ${reason}`, { url: parsed.toString(), reason });
     }
   } else {

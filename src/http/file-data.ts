@@ -5,7 +5,19 @@
 import type { Plugin } from 'graphql-yoga';
 import type { Context } from '../schema/context.js';
 import { requireScopes } from '../auth/scopes.js';
-import { ApiError, noPermission, notFound, statusOf, toErrorItem, headersOf } from '../errors.js';
+import { ApiError, noPermission, notFound, statusOfError, toErrorItem, headersOf } from '../errors.js';
+import { FILE_CSP } from './security-headers.js';
+
+const MAX_INT = 2 ** 31 - 1;
+
+/** Types a browser would render as a document (and run scripts in): served as opaque bytes instead. */
+const ACTIVE = /^(text\/html|application\/xhtml\+xml|image\/svg\+xml|text\/xml|application\/xml|text\/xsl|application\/xslt\+xml|text\/javascript|application\/javascript|application\/ecmascript|text\/ecmascript|multipart\/|message\/|application\/pdf|text\/vtt)/i;
+
+export function servedContentType(mimeType: string): string {
+  const t = (mimeType || '').trim();
+  if (!/^[\w.+-]+\/[\w.+-]+$/.test(t.split(';')[0]!.trim()) || ACTIVE.test(t)) return 'application/octet-stream';
+  return t;
+}
 
 const PATH = /^\/api\/mc-dm-files\/([^/]+)\/data\/?$/;
 
@@ -39,7 +51,7 @@ export function fileDataPlugin(contextFor: (request: Request) => Promise<Context
   const fail = (err: unknown) => {
     const item = toErrorItem(err);
     if (item.code === 'server_error') onUnexpectedError(err);
-    return new R(JSON.stringify({ errors: [item] }), { status: statusOf(item.code), headers: { 'content-type': 'application/json; charset=utf-8', ...headersOf(err) } });
+    return new R(JSON.stringify({ errors: [item] }), { status: statusOfError(err, item.code), headers: { 'content-type': 'application/json; charset=utf-8', ...headersOf(err) } });
   };
 
   async function serve(request: Request, rawId: string): Promise<Response> {
@@ -48,7 +60,9 @@ export function fileDataPlugin(contextFor: (request: Request) => Promise<Context
     }
     const ctx = await contextFor(request);
     requireScopes(ctx.visitor, ['mc_dm_download:read']);
-    if (!/^\d+$/.test(rawId)) throw new ApiError('invalid_input', `file_id must be a whole number, got "${rawId}".`, { field: 'file_id' });
+    if (!/^\d+$/.test(rawId) || Number(rawId) > MAX_INT) {
+      throw new ApiError('invalid_input', `file_id must be a whole number from 0 to ${MAX_INT}, got "${rawId.slice(0, 40)}".`, { field: 'file_id' });
+    }
     const id = Number(rawId);
     const access = await ctx.access();
     const f = await ctx.prisma.file.findUnique({ where: { id }, include: { version: { include: { download: true } } } });
@@ -72,19 +86,41 @@ export function fileDataPlugin(contextFor: (request: Request) => Promise<Context
     const size = Number(f.fileSize);
     const etag = `"${f.fileHash}"`;
     const headers: Record<string, string> = {
-      'content-type': f.mimeType, 'content-disposition': contentDisposition(f.filename), etag, 'accept-ranges': 'bytes',
-      'cache-control': 'private, max-age=0',
+      'content-type': servedContentType(f.mimeType), 'content-disposition': contentDisposition(f.filename), etag, 'accept-ranges': 'bytes',
+      'cache-control': 'private, max-age=0', 'content-security-policy': FILE_CSP,
     };
     if (request.headers.get('if-none-match') === etag) return new R(null, { status: 304, headers: { etag } });
     const range = parseRange(request.headers.get('range'), size);
     if (range === 'unsatisfiable') {
       return new R(null, { status: 416, headers: { 'content-range': `bytes */${size}`, 'accept-ranges': 'bytes' } });
     }
-    if (!range || range.start === 0) await count();
+    // The blob is found before the download is counted: a missing one answers 404 and counts nothing.
+    const key = f.storageKey;
+    const missing = () => new ApiError('mc_dm_api_error.file_not_available',
+      'The bytes of this file are not in storage; the operator has been told.', { file_id: id, reason: 'blob_missing' }, undefined, 404);
+    let stream: import('node:stream').Readable | null = null;
     if (request.method === 'HEAD') {
+      if (!(await ctx.storage.exists(key))) throw missing();
+    } else {
+      try {
+        stream = await ctx.storage.read(key, range ?? undefined);
+      } catch (err) {
+        if (!(await ctx.storage.exists(key).catch(() => true))) {
+          onUnexpectedError(new Error(`file ${id}: blob ${key} is missing from storage`));
+          throw missing();
+        }
+        throw err;
+      }
+    }
+    try {
+      if (!range || range.start === 0) await count();
+    } catch (err) {
+      stream?.destroy();
+      throw err;
+    }
+    if (!stream) {
       return new R(null, { status: range ? 206 : 200, headers: { ...headers, 'content-length': String(range ? range.end - range.start + 1 : size) } });
     }
-    const stream = await ctx.storage.read(f.storageKey, range ?? undefined);
     // Yoga's Response takes a Node stream as it is and pipes it to the socket.
     const body = stream as unknown as ReadableStream;
     if (range) {

@@ -15,6 +15,11 @@ import { bodyLimitPlugin, contractCodesPlugin, healthPlugin, requestLogPlugin } 
 import { graphqlUploadPlugin, uploadReceiver } from './uploads.js';
 import { fileDataPlugin } from './file-data.js';
 import type { RateLimits } from './rate-limit.js';
+import { httpPolicyPlugin } from './security-headers.js';
+import { textInputPlugin } from './text-input.js';
+import { UploadSlots } from './upload-slots.js';
+import { uploadPrecheck } from './upload-precheck.js';
+import { requireScopes } from '../auth/scopes.js';
 
 const SERVER_ERROR = 'An unexpected error occurred. It has been logged.';
 
@@ -45,7 +50,10 @@ export function createRequestHandler({ schema, services, ping, log, rateLimits }
   };
 
   const onUnexpectedError = (err: unknown) => log.error({ err }, 'unexpected error');
+  const { config } = services;
+  const slots = new UploadSlots(config.maxConcurrentUploads);
   const yoga = createYoga({
+    cors: false, // httpPolicyPlugin answers CORS (CORS_ORIGINS)
     schema,
     // Multipart bodies are streamed by graphqlUploadPlugin (MAX_UPLOAD_BYTES enforced while streaming); other
     // bodies are limited to MAX_BODY_BYTES by bodyLimitPlugin, since Yoga's own limit would cover uploads too.
@@ -84,14 +92,18 @@ export function createRequestHandler({ schema, services, ping, log, rateLimits }
     plugins: [
       requestLogPlugin(log),
       rateLimits.plugin(),
+      httpPolicyPlugin(config.corsOrigins),
       healthPlugin(ping),
       contractCodesPlugin(),
-      graphqlUploadPlugin(services.config.maxUploadBytes),
+      textInputPlugin(),
+      graphqlUploadPlugin({ maxUploadBytes: config.maxUploadBytes, maxFieldBytes: config.maxBodyBytes, contextFor, slots }),
       bodyLimitPlugin(services.config.maxBodyBytes),
       fileDataPlugin(contextFor, onUnexpectedError),
       restAdapter({
         schema, routes, contextFor,
-        maxBodyBytes: services.config.maxBodyBytes,
+        maxBodyBytes: config.maxBodyBytes, maxFields: config.maxMultipartFields,
+        requireScopes: (ctx, scopes) => requireScopes((ctx as { visitor: { scopes: ReadonlySet<string> } }).visitor, scopes),
+        beforeUpload: uploadPrecheck, acquireUploadSlot: () => slots.acquire(),
         receiveUpload: uploadReceiver(services.storage, services.config.maxUploadBytes),
         onUnexpectedError,
       }),

@@ -109,6 +109,7 @@ const CreateFileInput = builder.inputType('CreateFileInput', {
     versionId: t.int({ required: true, description: 'The version to add the file to.' }),
     file: t.field({ type: 'Upload', required: false, description: 'The bytes, as a multipart upload (GraphQL multipart request). Larger than the server\'s upload limit: mc_dm_api_error.upload_exceeds_php_limit.' }),
     externalUrl: t.string({ required: false, description: 'An http(s) URL to fetch and store (or, with linkOnly, to link). URLs the service may not fetch (private addresses, other schemes) answer mc_dm_api_error.external_url_forbidden; a fetch that fails, mc_dm_api_error.external_url_unreachable.' }),
+    keepFailed: t.boolean({ required: false, description: 'With externalUrl: keep a failed row (validationStatus FAILED) when the URL cannot be fetched. Default false: a failed fetch answers mc_dm_api_error.external_url_unreachable and stores nothing.' }),
     linkOnly: t.boolean({ required: false, description: 'With externalUrl: store the link only, with no request (validationStatus SKIPPED). Default false: fetch and store the bytes.' }),
     displayLabel: t.string({ required: false, description: 'A human label, at most 100 characters.' }),
     isPrimary: t.boolean({ required: false, description: 'true: make it the primary file, demoting the current one. Omitted: primary only when the version has none. false: never primary.' }),

@@ -3,7 +3,16 @@
 import type { Readable } from 'node:stream';
 import { directUrl } from './direct-url.js';
 
-export interface FetchOptions { allowPrivate: boolean; timeoutMs: number; maxRedirects: number }
+export interface FetchOptions {
+  allowPrivate: boolean;
+  /** To connect and receive the answer's headers, per hop. */
+  timeoutMs: number;
+  maxRedirects: number;
+  /** The body fails when no byte arrives for this long (default: timeoutMs). */
+  idleMs?: number;
+  /** The whole fetch, redirects and body included, fails after this long (default: none). */
+  deadlineMs?: number;
+}
 
 export interface Fetched { body: Readable; filename: string; finalUrl: string }
 
@@ -19,7 +28,8 @@ export class ExternalUrlError extends Error {
   constructor(readonly kind: 'forbidden' | 'unreachable', message: string) { super(message); }
 }
 
-export const ADAPTERS: ExternalAdapter[] = [directUrl];
+/** The adapters in order of preference (a function: direct-url imports this module, so it is read at call time). */
+export const adapters = (): ExternalAdapter[] => [directUrl];
 
 /** Parses and checks a URL's form (http or https, with a host). */
 export function parseExternalUrl(raw: string): URL {
@@ -36,7 +46,7 @@ export function parseExternalUrl(raw: string): URL {
 }
 
 export function adapterFor(url: URL): ExternalAdapter {
-  return ADAPTERS.find((a) => a.accepts(url))!;
+  return adapters().find((a) => a.accepts(url))!;
 }
 
 /** The last path segment of a URL, or "download". */

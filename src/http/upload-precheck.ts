@@ -1,0 +1,20 @@
+// What the REST upload route decides before a byte of the file is stored, from the fields sent before it:
+// `version_id` names a version the key may add files to, with room for one more file. The mutation checks the
+// same again when it runs; this only stops a refused upload from being written first.
+import type { Context } from '../schema/context.js';
+import { deps } from '../schema/file.js';
+import { checkUploadTarget } from '../domain/files.js';
+import { invalidInput } from '../errors.js';
+import type { RawFields } from '../../rest-adapter/inputs.js';
+
+const MAX_INT = 2 ** 31 - 1;
+
+export async function uploadPrecheck(context: unknown, fields: RawFields): Promise<void> {
+  const ctx = context as Context;
+  const raw = fields.get('version_id');
+  const text = typeof raw === 'string' || typeof raw === 'number' ? String(raw).trim() : '';
+  if (!/^\d+$/.test(text) || Number(text) > MAX_INT) {
+    throw invalidInput('version_id', `version_id must be a whole number of 0 or more, got "${String(raw)}".`);
+  }
+  await checkUploadTarget(deps(ctx, await ctx.access()), Number(text));
+}
