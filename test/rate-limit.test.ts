@@ -1,7 +1,10 @@
 // Requests per key per minute: 429 mc_dm_api_error.rate_limited with Retry-After and the IETF RateLimit headers,
 // on GraphQL, REST and the file data route alike; super-user keys unlimited unless configured; one count shared
 // by every instance through Redis when REDIS_URL is set (skipped with a message when Redis does not answer).
+import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
 
@@ -66,7 +69,8 @@ forEachDatabase((kind) => {
 
 describe.skipIf(!redisAnswers || !process.env.TEST_DATABASE_URL)('rate limits shared through Redis', () => {
   it('two instances on one database count one budget per key', async () => {
-    const settings = { rateLimitPerMinute: 4, redisUrl: REDIS_URL };
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-rl-'));
+    const settings = { rateLimitPerMinute: 4, redisUrl: REDIS_URL, dataDir };
     const a = await startTestApp('postgres', settings);
     const b = await startTestApp('postgres', settings, { url: a.app.db.url! });
     try {
@@ -78,6 +82,7 @@ describe.skipIf(!redisAnswers || !process.env.TEST_DATABASE_URL)('rate limits sh
     } finally {
       await b.close();
       await a.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });

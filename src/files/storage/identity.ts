@@ -9,8 +9,9 @@ import os from 'node:os';
 import path from 'node:path';
 import type { PrismaClient } from '../../generated/prisma/client.js';
 import type { Logger } from '../../log.js';
+import { StartError } from '../../errors.js';
 
-export class SplitStorageError extends Error {}
+export class SplitStorageError extends StartError {}
 
 /** The id of a local storage root, created on first use. */
 export function localStorageId(root: string): string {
