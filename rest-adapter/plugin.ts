@@ -7,6 +7,7 @@ import type { Plugin } from 'graphql-yoga';
 // The executor Yoga itself runs on /graphql: both faces execute operations the same way.
 import { normalizedExecutor } from '@graphql-tools/executor';
 import { ApiError, toErrorItem, type ErrorBodyItem } from '../src/errors.js';
+import { deadline } from '../src/http/limits.js';
 import { addPairs, Opaque, toVariables, type Raw, type RawFields } from './inputs.js';
 import { envelope, errorBody } from './envelope.js';
 import type { Route } from './routes.js';
@@ -43,6 +44,8 @@ export interface RestAdapterOptions {
   /** Builds the GraphQL context for a request (resolves the key and visitor); throws ApiError on 401/403. */
   contextFor(request: Request): Promise<unknown>;
   maxBodyBytes: number;
+  /** Execution deadline in ms (GRAPHQL_TIMEOUT_MS), read on each request: past it the route answers 503 operation_timeout. */
+  limits: { timeoutMs: number };
   /**
    * Receives the file part of an upload route while the request streams in; returns the variable value and a
    * cleanup run after the operation (whatever its outcome).
@@ -183,7 +186,13 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
       const upload = hit.r.upload && options.receiveUpload ? { field: hit.r.upload, receive: options.receiveUpload, cleanups } : null;
       const raw = await requestFields(request, url, { ...hit.m!.groups }, options.maxBodyBytes, upload);
       const variableValues = toVariables(options.schema, hit.r.operation, raw);
-      const result = await normalizedExecutor({ schema: options.schema, document: hit.r.document as DocumentNode, variableValues, contextValue }) as ExecutionResult;
+      const limit = deadline(options.limits.timeoutMs, request.signal);
+      let result: ExecutionResult;
+      try {
+        result = await normalizedExecutor({ schema: options.schema, document: hit.r.document as DocumentNode, variableValues, contextValue, signal: limit.signal }) as ExecutionResult;
+      } finally {
+        limit.clear();
+      }
       if (result.errors?.length) return fail(result.errors.map(itemOf), headersOf(result.errors[0]));
       return json(200, envelope(hit.r.envelope, lowerEnums(result.data?.[hit.r.rootField], hit.r.enums)));
     } catch (err) {

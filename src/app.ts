@@ -18,6 +18,7 @@ import { schedulePurge } from './jobs/purge.js';
 import { scheduleRevalidation } from './jobs/revalidate.js';
 import { PermissionCache } from './permissions/load.js';
 import { AuthCache } from './auth/visitor.js';
+import { loadTrustedDocuments } from './http/trusted-documents.js';
 
 export interface App {
   url: string;
@@ -32,6 +33,8 @@ export interface App {
 
 export async function startApp(config: Config, opts: { db?: Database; log?: Logger } = {}): Promise<App> {
   const log = opts.log ?? createLogger(config.logLevel);
+  // Read before anything else: a bad file stops the start with a message naming it.
+  const trustedDocuments = loadTrustedDocuments(config.graphql.persistedDocumentsPath, schema);
   const db = opts.db ?? await openDatabase(targetOf(config));
   try {
     const applied = await migrate(db);
@@ -45,7 +48,7 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
       prisma: db.prisma, reads: new Reads(db), config, groups, storage,
       permissions: new PermissionCache(db.prisma, cacheMs), auth: new AuthCache(cacheMs),
     };
-    const server = createHttpServer({ schema, services, ping: db.ping, log });
+    const server = createHttpServer({ schema, services, ping: db.ping, log, trustedDocuments });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(config.port, config.host, () => resolve());

@@ -25,6 +25,22 @@ export interface Config {
   logLevel: string;
   /** How long keys, users and permission tables are cached in-process (0 disables). */
   cacheSeconds: number;
+  /** Limits every GraphQL operation is checked against before it runs (see src/http/limits.ts). */
+  graphql: GraphqlLimits & {
+    /** JSON file of trusted documents `{ "<sha256>": "<document>" }`, loaded at start. */
+    persistedDocumentsPath?: string;
+    /** Refuse any document that is not one of the trusted documents. */
+    trustedDocumentsOnly: boolean;
+  };
+}
+
+export interface GraphqlLimits {
+  maxCost: number;
+  maxDepth: number;
+  maxAliases: number;
+  maxTokens: number;
+  /** Execution deadline in milliseconds. */
+  timeoutMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -70,6 +86,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     externalUrlAllowPrivate: flag(env, 'EXTERNAL_URL_ALLOW_PRIVATE'),
     logLevel: env.LOG_LEVEL || 'info',
     cacheSeconds: int(env, 'CACHE_SECONDS', 5),
+    graphql: {
+      maxCost: int(env, 'GRAPHQL_MAX_COST', 10000, 1),
+      maxDepth: int(env, 'GRAPHQL_MAX_DEPTH', 15, 1),
+      maxAliases: int(env, 'GRAPHQL_MAX_ALIASES', 30, 0),
+      maxTokens: int(env, 'GRAPHQL_MAX_TOKENS', 10000, 1),
+      timeoutMs: int(env, 'GRAPHQL_TIMEOUT_MS', 10000, 1),
+      persistedDocumentsPath: env.GRAPHQL_PERSISTED_DOCUMENTS ? path.resolve(env.GRAPHQL_PERSISTED_DOCUMENTS) : undefined,
+      trustedDocumentsOnly: flag(env, 'GRAPHQL_TRUSTED_DOCUMENTS_ONLY'),
+    },
     ...overrides,
   };
   if (config.storage === 's3' && !config.s3) {
@@ -82,6 +107,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       secretAccessKey: env.S3_SECRET_ACCESS_KEY || undefined,
       forcePathStyle: env.S3_FORCE_PATH_STYLE ? flag(env, 'S3_FORCE_PATH_STYLE') : Boolean(env.S3_ENDPOINT),
     };
+  }
+  if (config.graphql.trustedDocumentsOnly && !config.graphql.persistedDocumentsPath) {
+    throw new ConfigError('GRAPHQL_TRUSTED_DOCUMENTS_ONLY=1 needs GRAPHQL_PERSISTED_DOCUMENTS (the file of trusted documents); without it /graphql would refuse every request.');
   }
   if (config.databaseUrl && !/^postgres(ql)?:\/\//.test(config.databaseUrl)) {
     throw new ConfigError('DATABASE_URL must start with postgres:// or postgresql://');

@@ -13,6 +13,9 @@ import { routes } from '../../rest-adapter/routes.js';
 import { bodyLimitPlugin, contractCodesPlugin, healthPlugin, requestLogPlugin } from './plugins.js';
 import { graphqlUploadPlugin, uploadReceiver } from './uploads.js';
 import { fileDataPlugin } from './file-data.js';
+import { operationLimitsPlugin } from './limits.js';
+import { graphqlStatusPlugin } from './statuses.js';
+import { trustedDocumentsPlugin, type TrustedDocuments } from './trusted-documents.js';
 
 const SERVER_ERROR = 'An unexpected error occurred. It has been logged.';
 
@@ -31,9 +34,11 @@ export interface HttpOptions {
   services: Services;
   ping(): Promise<void>;
   log: Logger;
+  /** Persisted documents by SHA-256 (src/http/trusted-documents.ts). */
+  trustedDocuments?: TrustedDocuments;
 }
 
-export function createHttpServer({ schema, services, ping, log }: HttpOptions): http.Server {
+export function createHttpServer({ schema, services, ping, log, trustedDocuments = new Map() }: HttpOptions): http.Server {
   const contextFor = async (request: Request) =>
     createContext(services, await visitorFromHeaders(services.prisma, request.headers, services.groups, services.auth));
 
@@ -45,6 +50,8 @@ export function createHttpServer({ schema, services, ping, log }: HttpOptions): 
     multipart: false,
     maxRequestBodySize: false,
     graphqlEndpoint: '/graphql',
+    // A persisted document may be named by `documentId` (GraphQL-over-HTTP's persisted documents) as well.
+    extraParamNames: ['documentId'],
     landingPage: false,
     // GraphiQL with its assets bundled: it works on machines without internet access.
     renderGraphiQL,
@@ -77,13 +84,17 @@ export function createHttpServer({ schema, services, ping, log }: HttpOptions): 
     plugins: [
       requestLogPlugin(log),
       healthPlugin(ping),
+      trustedDocumentsPlugin(trustedDocuments, services.config.graphql.trustedDocumentsOnly),
+      operationLimitsPlugin(services.config.graphql),
       contractCodesPlugin(),
+      graphqlStatusPlugin(),
       graphqlUploadPlugin(services.config.maxUploadBytes),
       bodyLimitPlugin(services.config.maxBodyBytes),
       fileDataPlugin(contextFor, onUnexpectedError),
       restAdapter({
         schema, routes, contextFor,
         maxBodyBytes: services.config.maxBodyBytes,
+        limits: services.config.graphql,
         receiveUpload: uploadReceiver(services.storage, services.config.maxUploadBytes),
         onUnexpectedError,
       }),
