@@ -3,7 +3,7 @@
 // knows page sizes), and a deadline on execution. Refusals answer 400 `operation_too_expensive` with
 // `params { kind, value, limit }`; the deadline answers 503 `operation_timeout` with `params { limit }`.
 import type { Plugin } from 'graphql-yoga';
-import { validate, type GraphQLError, type ValidationContext } from 'graphql';
+import { validate, type DocumentNode, type GraphQLError, type ValidationContext } from 'graphql';
 import { maxAliasesRule } from '@escape.tech/graphql-armor-max-aliases';
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
 import { maxTokensPlugin } from '@escape.tech/graphql-armor-max-tokens';
@@ -71,7 +71,8 @@ export function deadline(ms: number, outer?: AbortSignal | null): { signal: Abor
 export function operationLimitsPlugin(limits: GraphqlLimits): Plugin {
   // Aliases and depth are checked before graphql-js's own validation, whose rules would first walk the whole of a
   // refused document (1000 aliases take tens of milliseconds there): the first rule over its limit stops the walk.
-  let refusal: ApiError | undefined;
+  let refusal: ApiError | undefined; // set by the rules below during one synchronous validate()
+  const checked = new WeakMap<DocumentNode, ApiError | null>();
   const refuse = (kind: LimitKind, limit: number) => (_ctx: ValidationContext | null, err: GraphQLError) => {
     refusal = tooExpensive(kind, found(err, limit + 1), limit);
   };
@@ -91,13 +92,19 @@ export function operationLimitsPlugin(limits: GraphqlLimits): Plugin {
   return {
     onParse: tokens.onParse as Plugin['onParse'],
     onValidate({ params, setResult }) {
-      refusal = undefined;
-      try {
-        validate(params.schema, params.documentAST, rules);
-      } catch (err) {
-        if (!refusal) throw err;
+      // Yoga caches parsed documents, so a document sent again is the same object: checked once.
+      let verdict = checked.get(params.documentAST);
+      if (verdict === undefined) {
+        refusal = undefined;
+        try {
+          validate(params.schema, params.documentAST, rules);
+        } catch (err) {
+          if (!refusal) throw err;
+        }
+        verdict = refusal ?? null;
+        checked.set(params.documentAST, verdict);
       }
-      if (refusal) setResult([refusal]);
+      if (verdict) setResult([verdict]);
     },
     onSubscribe({ args }) {
       checkCost(args);
