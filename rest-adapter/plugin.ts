@@ -7,6 +7,7 @@ import type { Plugin } from 'graphql-yoga';
 // The executor Yoga itself runs on /graphql: both faces execute operations the same way.
 import { normalizedExecutor } from '@graphql-tools/executor';
 import { ApiError, headersOf, toErrorItem, type ErrorBodyItem } from '../src/errors.js';
+import { deadline } from '../src/http/limits.js';
 import { addPairs, Opaque, toVariables, type Raw, type RawFields } from './inputs.js';
 import { envelope, errorBody } from './envelope.js';
 import type { Route } from './routes.js';
@@ -51,6 +52,8 @@ export interface RestAdapterOptions {
   beforeUpload?(context: unknown, fields: RawFields): Promise<void>;
   /** Takes an upload slot (or throws 503 server_busy); returns its release. */
   acquireUploadSlot?(): () => void;
+  /** Execution deadline in ms (GRAPHQL_TIMEOUT_MS), read on each request: past it the route answers 503 operation_timeout. */
+  limits: { timeoutMs: number };
   /**
    * Receives the file part of an upload route while the request streams in; returns the variable value and a
    * cleanup run after the operation (whatever its outcome).
@@ -292,7 +295,13 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
       const raw = await requestFields(request, url, { ...hit.m!.groups }, { maxBodyBytes: options.maxBodyBytes, maxFields: options.maxFields }, upload);
       bodyRead = true;
       const variableValues = toVariables(options.schema, hit.r.operation, raw);
-      const result = await normalizedExecutor({ schema: options.schema, document: hit.r.document as DocumentNode, variableValues, contextValue }) as ExecutionResult;
+      const limit = deadline(options.limits.timeoutMs, request.signal);
+      let result: ExecutionResult;
+      try {
+        result = await normalizedExecutor({ schema: options.schema, document: hit.r.document as DocumentNode, variableValues, contextValue, signal: limit.signal }) as ExecutionResult;
+      } finally {
+        limit.clear();
+      }
       if (result.errors?.length) return fail(result.errors.map(itemOf), headersOf(result.errors[0]));
       return json(200, envelope(hit.r.envelope, lowerEnums(result.data?.[hit.r.rootField], hit.r.enums)));
     } catch (err) {

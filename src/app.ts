@@ -25,6 +25,7 @@ import { LocalChangeFeed, PostgresChangeFeed, type ChangeFeed } from './db/chang
 import { registerLocalStorage } from './files/storage/identity.js';
 import { sweepTemporaryFiles } from './files/storage/tmp-sweep.js';
 import { applyServerTimeouts } from './http/timeouts.js';
+import { loadTrustedDocuments } from './http/trusted-documents.js';
 
 export interface App {
   url: string;
@@ -59,6 +60,8 @@ async function listen(server: http.Server, config: Config): Promise<string> {
 
 export async function startApp(config: Config, opts: { db?: Database; log?: Logger } = {}): Promise<App> {
   const log = opts.log ?? createLogger(config.logLevel);
+  // Read before anything else: a bad file stops the start with a message naming it.
+  const trustedDocuments = loadTrustedDocuments(config.graphql.persistedDocumentsPath, schema);
   // Until the service is assembled, requests are told to come back.
   let handler: http.RequestListener | null = null;
   // Header and request deadlines (set in http/timeouts.ts) are checked this often; Node's default is 30 s.
@@ -104,7 +107,7 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
     };
     const rateLimits = new RateLimits({ perMinute: config.rateLimitPerMinute, superPerMinute: config.rateLimitSuperPerMinute, redisUrl: config.redisUrl }, log);
     closers.push(() => rateLimits.close());
-    handler = createRequestHandler({ schema, services, ping: db.ping, log, rateLimits });
+    handler = createRequestHandler({ schema, services, ping: db.ping, log, rateLimits, trustedDocuments });
     log.info({ url, database: db.kind }, 'listening');
     const stopPurge = schedulePurge(db.prisma, storage, config.softDeleteRetentionDays, log);
     const stopRevalidation = scheduleRevalidation(db.prisma, storage, config.externalUrlAllowPrivate, log);

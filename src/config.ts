@@ -46,6 +46,22 @@ export interface Config {
   failedProbesPerMinute: number;
   /** Lets instances with different local storage directories share one database (STORAGE=local). */
   allowSplitStorage: boolean;
+  /** Limits every GraphQL operation is checked against before it runs (see src/http/limits.ts). */
+  graphql: GraphqlLimits & {
+    /** JSON file of trusted documents `{ "<sha256>": "<document>" }`, loaded at start. */
+    persistedDocumentsPath?: string;
+    /** Refuse any document that is not one of the trusted documents. */
+    trustedDocumentsOnly: boolean;
+  };
+}
+
+export interface GraphqlLimits {
+  maxCost: number;
+  maxDepth: number;
+  maxAliases: number;
+  maxTokens: number;
+  /** Execution deadline in milliseconds. */
+  timeoutMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -130,6 +146,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     externalUrlIdleSeconds: int(env, 'EXTERNAL_URL_IDLE_SECONDS', 10, 1),
     failedProbesPerMinute: int(env, 'EXTERNAL_URL_FAILED_PROBES_PER_MINUTE', 10, 1),
     allowSplitStorage: flag(env, 'ALLOW_SPLIT_STORAGE'),
+    graphql: {
+      maxCost: int(env, 'GRAPHQL_MAX_COST', 10000, 1),
+      maxDepth: int(env, 'GRAPHQL_MAX_DEPTH', 15, 1),
+      maxAliases: int(env, 'GRAPHQL_MAX_ALIASES', 30, 0),
+      maxTokens: int(env, 'GRAPHQL_MAX_TOKENS', 10000, 1),
+      timeoutMs: int(env, 'GRAPHQL_TIMEOUT_MS', 10000, 1),
+      persistedDocumentsPath: env.GRAPHQL_PERSISTED_DOCUMENTS ? path.resolve(env.GRAPHQL_PERSISTED_DOCUMENTS) : undefined,
+      trustedDocumentsOnly: flag(env, 'GRAPHQL_TRUSTED_DOCUMENTS_ONLY'),
+    },
     ...overrides,
   };
   if (config.storage === 's3' && !config.s3) {
@@ -148,6 +173,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   }
   if (config.http.headersTimeout > config.http.requestTimeout) {
     throw new ConfigError('HTTP_HEADERS_TIMEOUT_SECONDS must not exceed HTTP_REQUEST_TIMEOUT_SECONDS');
+  }
+  if (config.graphql.trustedDocumentsOnly && !config.graphql.persistedDocumentsPath) {
+    throw new ConfigError('GRAPHQL_TRUSTED_DOCUMENTS_ONLY=1 needs GRAPHQL_PERSISTED_DOCUMENTS (the file of trusted documents); without it /graphql would refuse every request.');
   }
   if (config.databaseUrl && !/^postgres(ql)?:\/\//.test(config.databaseUrl)) {
     throw new ConfigError('DATABASE_URL must start with postgres:// or postgresql://');

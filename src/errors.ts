@@ -14,6 +14,10 @@ const STATUS: Record<string, number> = {
   required_input_missing: 400,
   invalid_input: 400,
   request_too_large: 413,
+  operation_too_expensive: 400,
+  operation_timeout: 503,
+  persisted_document_required: 400,
+  persisted_document_not_found: 400,
   'mc_dm_api_error.rate_limited': 429,
   server_error: 500,
   server_busy: 503,
@@ -31,6 +35,11 @@ export function statusOf(code: string): number {
 export function statusOfError(err: unknown, code: string): number {
   const status = (err as { extensions?: { http?: { status?: unknown } } } | null)?.extensions?.http?.status;
   return err instanceof ApiError && typeof status === 'number' ? status : statusOf(code);
+}
+
+/** Whether `code` is one of the contract's codes (the table above, or an `mc_dm_api_error.*` domain code). */
+export function isContractCode(code: unknown): code is string {
+  return typeof code === 'string' && (code in STATUS || code.startsWith('mc_dm_api_error.'));
 }
 
 export type ErrorParams = Record<string, unknown>;

@@ -26,7 +26,16 @@ async function main() {
     }
     throw err;
   }
-  const app = await startApp(config);
+  let app;
+  try {
+    app = await startApp(config);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(`Configuration error: ${err.message}`);
+      process.exit(2);
+    }
+    throw err;
+  }
   if (app.generatedKey) {
     // Shown once: only its hash is stored.
     process.stdout.write(`Bootstrap super-user API key: ${app.generatedKey}\n`);

@@ -96,8 +96,12 @@ forEachDatabase((kind) => {
         expect(wait).toBeLessThanOrEqual(30);
         expect(second.body.errors[0].params.retry_after).toBe(wait);
         const gql = await f.gql(`mutation { createComment(input: { downloadId: ${d}, message: "three" }) { comment { commentId } } }`, {}, u.key);
-        expect(gql.status).toBe(429);
+        // an executed operation answers 200 under application/json, its error's status under graphql-response+json
+        expect(gql.status).toBe(200);
         expect(gql.codes).toEqual(['mc_dm_api_error.rate_limited']);
+        const strict = await f.gql(`mutation { createComment(input: { downloadId: ${d}, message: "three" }) { comment { commentId } } }`, {}, u.key, { accept: 'application/graphql-response+json' });
+        expect(strict.status).toBe(429);
+        expect(strict.codes).toEqual(['mc_dm_api_error.rate_limited']);
         expect(await f.prisma.comment.count({ where: { userId: u.userId } })).toBe(1);
         // simultaneous posts: exactly one passes
         const u2 = await f.user('racer');
@@ -273,7 +277,7 @@ forEachDatabase((kind) => {
       expect(await codes(`mutation { createComment(input: { downloadId: ${dl}, message: "  " }) { comment { commentId } } }`)).toEqual(['required_input_missing']);
       expect(await codes(`mutation { createComment(input: { message: "x" }) { comment { commentId } } }`)).toEqual(['invalid_input']);
       const noScope = await t.key('USER', ['mc_dm_download:read', 'mc_dm_download:write'], mod.userId);
-      const hard = await t.gql(`mutation { deleteComment(input: { commentId: ${c}, hard: true, reason: "no" }) { success } }`, {}, noScope);
+      const hard = await t.gql(`mutation { deleteComment(input: { commentId: ${c}, hard: true, reason: "no" }) { success } }`, {}, noScope, { accept: 'application/graphql-response+json' });
       expect(hard.status).toBe(403);
       expect(hard.errors![0].extensions).toMatchObject({ code: 'api_scope_missing', params: { scope: 'mc_dm_download:delete_hard' } });
       expect({ comments: await t.prisma.comment.count(), log: await t.prisma.moderatorLog.count() }).toEqual(before);

@@ -9,6 +9,7 @@ describe('configuration', () => {
       port: 3000, host: '127.0.0.1', baseUrl: 'http://localhost:3000', storage: 'local', categoryDeletePolicy: 'reassign',
       softDeleteRetentionDays: 30, commentFloodSeconds: 10, maxUploadBytes: 2 * 1024 ** 3, externalUrlAllowPrivate: false, cacheSeconds: 5,
     });
+    expect(c.graphql).toEqual({ maxCost: 10000, maxDepth: 15, maxAliases: 30, maxTokens: 10000, timeoutMs: 10000, persistedDocumentsPath: undefined, trustedDocumentsOnly: false });
     expect(c.databaseUrl).toBeUndefined();
     expect(c.dataDir.endsWith('data')).toBe(true);
   });
@@ -28,11 +29,23 @@ describe('configuration', () => {
     });
   });
 
+  it('reads the GraphQL limits', () => {
+    const c = loadConfig({
+      GRAPHQL_MAX_COST: '500', GRAPHQL_MAX_DEPTH: '8', GRAPHQL_MAX_ALIASES: '0', GRAPHQL_MAX_TOKENS: '2000', GRAPHQL_TIMEOUT_MS: '2500',
+      GRAPHQL_PERSISTED_DOCUMENTS: 'docs.json', GRAPHQL_TRUSTED_DOCUMENTS_ONLY: '1',
+    });
+    expect(c.graphql).toMatchObject({ maxCost: 500, maxDepth: 8, maxAliases: 0, maxTokens: 2000, timeoutMs: 2500, trustedDocumentsOnly: true });
+    expect(c.graphql.persistedDocumentsPath!.endsWith('/docs.json')).toBe(true);
+  });
+
   it('refuses malformed values with a message naming the variable', () => {
     for (const [env, name] of [
       [{ PORT: 'eighty' }, 'PORT'], [{ MAX_UPLOAD_BYTES: '0' }, 'MAX_UPLOAD_BYTES'], [{ STORAGE: 'ftp' }, 'STORAGE'],
       [{ CATEGORY_DELETE_POLICY: 'purge' }, 'CATEGORY_DELETE_POLICY'], [{ EXTERNAL_URL_ALLOW_PRIVATE: 'yes' }, 'EXTERNAL_URL_ALLOW_PRIVATE'],
       [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'], [{ STORAGE: 's3' }, 'S3_BUCKET'],
+      [{ GRAPHQL_MAX_COST: '0' }, 'GRAPHQL_MAX_COST'], [{ GRAPHQL_MAX_DEPTH: 'deep' }, 'GRAPHQL_MAX_DEPTH'],
+      [{ GRAPHQL_MAX_ALIASES: '-1' }, 'GRAPHQL_MAX_ALIASES'], [{ GRAPHQL_MAX_TOKENS: '1e4' }, 'GRAPHQL_MAX_TOKENS'],
+      [{ GRAPHQL_TIMEOUT_MS: '0' }, 'GRAPHQL_TIMEOUT_MS'], [{ GRAPHQL_TRUSTED_DOCUMENTS_ONLY: '1' }, 'GRAPHQL_PERSISTED_DOCUMENTS'],
     ] as [Record<string, string>, string][]) {
       expect(() => loadConfig(env), name).toThrow(ConfigError);
       expect(() => loadConfig(env), name).toThrow(name);

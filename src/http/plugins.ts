@@ -2,6 +2,7 @@
 import type { Plugin } from 'graphql-yoga';
 import { GraphQLError as GraphQLErrorClass, type GraphQLError } from 'graphql';
 import type { Logger } from '../log.js';
+import { isContractCode } from '../errors.js';
 
 const json = (status: number, body: unknown) =>
   new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json; charset=utf-8' } });
@@ -43,22 +44,29 @@ export function requestLogPlugin(log: Logger): Plugin {
   };
 }
 
-/** Codes graphql-yoga gives to malformed requests; the contract calls them all invalid_input (§4). */
-const GRAPHQL_INPUT_CODES = new Set(['GRAPHQL_VALIDATION_FAILED', 'GRAPHQL_PARSE_FAILED', 'BAD_USER_INPUT']);
+/** The contract's code for an error graphql-yoga, graphql-js or a plugin raised with a code of their own (or none). */
+function contractCodeOf(e: GraphQLError): string {
+  const ext = e.extensions ?? {};
+  if (isContractCode(ext.code)) return ext.code;
+  if (ext.code === 'REQUEST_ENTITY_TOO_LARGE') return 'request_too_large';
+  const status = (ext.http as { status?: number } | undefined)?.status ?? 0;
+  if (status === 405) return 'method_not_allowed';
+  if (status === 413) return 'request_too_large';
+  if (status >= 500 || ext.code === 'INTERNAL_SERVER_ERROR') return 'server_error';
+  // Parse, validation, coercion and malformed-request errors (GRAPHQL_PARSE_FAILED, GRAPHQL_VALIDATION_FAILED,
+  // BAD_USER_INPUT, BAD_REQUEST, …, or no code at all) are bad input.
+  return 'invalid_input';
+}
 
-/** Rewrites parse, validation and coercion error codes to the contract's `invalid_input`, and 413 to `request_too_large`. */
+/** Every error on /graphql carries one of the contract's codes: framework codes are rewritten to theirs. */
 export function contractCodesPlugin(): Plugin {
   return {
     onResultProcess({ result }) {
       for (const r of Array.isArray(result) ? result : [result]) {
         const errors = (r as { errors?: readonly GraphQLError[] } | undefined)?.errors;
         for (const e of errors ?? []) {
-          const code = e.extensions?.code;
-          if (code === 'REQUEST_ENTITY_TOO_LARGE') {
-            (e.extensions as Record<string, unknown>).code = 'request_too_large';
-          } else if (code === undefined || (typeof code === 'string' && GRAPHQL_INPUT_CODES.has(code))) {
-            (e.extensions as Record<string, unknown>).code = 'invalid_input';
-          }
+          const code = contractCodeOf(e);
+          if (e.extensions?.code !== code) (e.extensions as Record<string, unknown>).code = code;
         }
       }
     },

@@ -20,6 +20,9 @@ import { textInputPlugin } from './text-input.js';
 import { UploadSlots } from './upload-slots.js';
 import { uploadPrecheck } from './upload-precheck.js';
 import { requireScopes } from '../auth/scopes.js';
+import { operationLimitsPlugin } from './limits.js';
+import { graphqlStatusPlugin } from './statuses.js';
+import { trustedDocumentsPlugin, type TrustedDocuments } from './trusted-documents.js';
 
 const SERVER_ERROR = 'An unexpected error occurred. It has been logged.';
 
@@ -39,10 +42,12 @@ export interface HttpOptions {
   ping(): Promise<void>;
   log: Logger;
   rateLimits: RateLimits;
+  /** Persisted documents by SHA-256 (src/http/trusted-documents.ts). */
+  trustedDocuments?: TrustedDocuments;
 }
 
 /** The request handler of the service (the server that listens is made by app.ts, before the database is touched). */
-export function createRequestHandler({ schema, services, ping, log, rateLimits }: HttpOptions): http.RequestListener {
+export function createRequestHandler({ schema, services, ping, log, rateLimits, trustedDocuments = new Map() }: HttpOptions): http.RequestListener {
   const contextFor = async (request: Request) => {
     const visitor = await visitorFromHeaders(services.prisma, request.headers, services.groups, services.auth);
     await rateLimits.consume(request, visitor, hashKey(request.headers.get('forum-api-key') ?? ''));
@@ -60,6 +65,8 @@ export function createRequestHandler({ schema, services, ping, log, rateLimits }
     multipart: false,
     maxRequestBodySize: false,
     graphqlEndpoint: '/graphql',
+    // A persisted document may be named by `documentId` (GraphQL-over-HTTP's persisted documents) as well.
+    extraParamNames: ['documentId'],
     landingPage: false,
     // GraphiQL with its assets bundled: it works on machines without internet access.
     renderGraphiQL,
@@ -94,7 +101,10 @@ export function createRequestHandler({ schema, services, ping, log, rateLimits }
       rateLimits.plugin(),
       httpPolicyPlugin(config.corsOrigins),
       healthPlugin(ping),
+      trustedDocumentsPlugin(trustedDocuments, services.config.graphql.trustedDocumentsOnly),
+      operationLimitsPlugin(services.config.graphql),
       contractCodesPlugin(),
+      graphqlStatusPlugin(),
       textInputPlugin(),
       graphqlUploadPlugin({ maxUploadBytes: config.maxUploadBytes, maxFieldBytes: config.maxBodyBytes, contextFor, slots }),
       bodyLimitPlugin(services.config.maxBodyBytes),
@@ -104,6 +114,7 @@ export function createRequestHandler({ schema, services, ping, log, rateLimits }
         maxBodyBytes: config.maxBodyBytes, maxFields: config.maxMultipartFields,
         requireScopes: (ctx, scopes) => requireScopes((ctx as { visitor: { scopes: ReadonlySet<string> } }).visitor, scopes),
         beforeUpload: uploadPrecheck, acquireUploadSlot: () => slots.acquire(),
+        limits: config.graphql,
         receiveUpload: uploadReceiver(services.storage, services.config.maxUploadBytes),
         onUnexpectedError,
       }),
