@@ -46,22 +46,24 @@ forEachDatabase((kind) => {
     });
 
     it('without data: 200 under application/json, the first error\'s status under graphql-response+json', async () => {
-      const q = `mutation { createComment(input: { downloadId: 99999, message: "x" }) { comment { commentId } } }`;
+      // `nodes` is a non-null root field: its error leaves no data at all.
+      const q = `{ nodes(ids: ["nonsense"]) { id } }`;
       const plain = await t.gql(q, {}, user.key, JSON_TYPE);
       expect(plain.status).toBe(200);
       expect(plain.data).toBeNull();
-      expect(plain.codes).toEqual(['mc_dm_api_error.download_not_found']);
+      expect(plain.codes).toEqual(['invalid_input']);
       const none = await t.gql(q, {}, user.key);
       expect(none.status).toBe(200);
       const strict = await post(JSON.stringify({ query: q }), GRAPHQL_RESPONSE, user.key);
-      expect(strict.status).toBe(404);
+      expect(strict.status).toBe(400);
       expect(strict.type).toContain('application/graphql-response+json');
       expect(strict.body.data).toBeNull();
-      expect(strict.body.errors[0].extensions.code).toBe('mc_dm_api_error.download_not_found');
-      // a permission refusal
+      expect(strict.body.errors[0].extensions.code).toBe('invalid_input');
+      // A refused mutation is null on its own (mutation fields are nullable): that is data, so 200 under both.
       const guest = await t.key('GUEST', ['all']);
       const denied = await t.gql(`mutation { createComment(input: { downloadId: ${downloadId}, message: "x" }) { comment { commentId } } }`, {}, guest, GRAPHQL_RESPONSE);
-      expect(denied.status).toBe(403);
+      expect(denied.status).toBe(200);
+      expect(denied.data).toEqual({ createComment: null });
       expect(denied.codes).toEqual(['do_not_have_permission']);
       expect((await t.gql(`mutation { createComment(input: { downloadId: ${downloadId}, message: "x" }) { comment { commentId } } }`, {}, guest)).status).toBe(200);
       expect(await t.prisma.comment.count()).toBe(0);

@@ -52,7 +52,10 @@ export async function reclaimOrphanBlobs(prisma: PrismaClient, storage: Storage,
   return { scanned, reclaimed };
 }
 
-/** Runs the reclaimer a minute after start and then every `everyMs`; returns a function that stops it. */
+/**
+ * Runs the reclaimer ten minutes after start and then every `everyMs`; returns a function that stops it. (Blobs a crash
+ * just orphaned are younger than the grace period anyway, so an earlier first run would find nothing more.)
+ */
 export function scheduleReclaim(prisma: PrismaClient, storage: Storage, log: Logger, graceMs = DEFAULT_GRACE_MS, everyMs = 6 * 3_600_000): () => void {
   let running = false;
   const run = async () => {
@@ -67,7 +70,7 @@ export function scheduleReclaim(prisma: PrismaClient, storage: Storage, log: Log
       running = false;
     }
   };
-  const first = setTimeout(run, 60_000);
+  const first = setTimeout(run, 10 * 60_000);
   const timer = setInterval(run, everyMs);
   first.unref();
   timer.unref();
