@@ -18,6 +18,7 @@ import { schedulePurge } from './jobs/purge.js';
 import { scheduleRevalidation } from './jobs/revalidate.js';
 import { PermissionCache } from './permissions/load.js';
 import { AuthCache } from './auth/visitor.js';
+import { createEvents } from './events.js';
 
 export interface App {
   url: string;
@@ -44,6 +45,7 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
     const services: Services = {
       prisma: db.prisma, reads: new Reads(db), config, groups, storage,
       permissions: new PermissionCache(db.prisma, cacheMs), auth: new AuthCache(cacheMs),
+      events: createEvents(config.redisUrl, log),
     };
     const server = createHttpServer({ schema, services, ping: db.ping, log });
     await new Promise<void>((resolve, reject) => {
@@ -62,6 +64,7 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
         stopRevalidation();
         server.closeAllConnections?.();
         await new Promise<void>((resolve) => server.close(() => resolve()));
+        await services.events.close();
         if (storage instanceof S3Storage) storage.destroy();
         await db.close();
       },

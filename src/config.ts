@@ -25,6 +25,8 @@ export interface Config {
   logLevel: string;
   /** How long keys, users and permission tables are cached in-process (0 disables). */
   cacheSeconds: number;
+  /** Redis server for subscription events across instances; undefined keeps them in-process. */
+  redisUrl?: string;
 }
 
 export class ConfigError extends Error {}
@@ -70,6 +72,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     externalUrlAllowPrivate: flag(env, 'EXTERNAL_URL_ALLOW_PRIVATE'),
     logLevel: env.LOG_LEVEL || 'info',
     cacheSeconds: int(env, 'CACHE_SECONDS', 5),
+    redisUrl: env.REDIS_URL || undefined,
     ...overrides,
   };
   if (config.storage === 's3' && !config.s3) {
@@ -86,5 +89,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   if (config.databaseUrl && !/^postgres(ql)?:\/\//.test(config.databaseUrl)) {
     throw new ConfigError('DATABASE_URL must start with postgres:// or postgresql://');
   }
+  if (config.redisUrl && !/^rediss?:\/\//.test(config.redisUrl)) throw new ConfigError('REDIS_URL must start with redis:// or rediss://');
   return config;
 }

@@ -113,7 +113,7 @@ builder.mutationFields((t) => ({
     type: RevokeApiKeyPayload, authScopes: OPERATOR,
     args: { input: t.arg({ type: RevokeApiKeyInput, required: true }) },
     resolve: async (_r, { input }, ctx) => {
-      const apiKey = await admin.revokeApiKey(ctx.prisma, input.apiKeyId);
+      const apiKey = ctx.events.apiKeyRevoked(await admin.revokeApiKey(ctx.prisma, input.apiKeyId));
       ctx.auth.keys.delete(apiKey.keyHash);
       return { apiKey };
     },

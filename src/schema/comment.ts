@@ -112,7 +112,7 @@ builder.mutationFields((t) => ({
   createComment: t.field({
     type: CreateCommentPayload, authScopes: { scope: WRITE },
     args: { input: t.arg({ type: CreateCommentInput, required: true }) },
-    resolve: async (_r, { input }, ctx) => ({ comment: await comments.createComment(ctx.prisma, await ctx.access(), ctx.config.commentFloodSeconds, input) }),
+    resolve: async (_r, { input }, ctx) => ({ comment: ctx.events.commentPosted(await comments.createComment(ctx.prisma, await ctx.access(), ctx.config.commentFloodSeconds, input)) }),
   }),
   updateComment: t.field({
     type: UpdateCommentPayload, authScopes: { scope: WRITE },

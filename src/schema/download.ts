@@ -174,18 +174,19 @@ builder.mutationFields((t) => ({
   createDownload: t.field({
     type: CreateDownloadPayload, authScopes: { scope: WRITE },
     args: { input: t.arg({ type: CreateDownloadInput, required: true }) },
-    resolve: async (_r, { input }, ctx) => ({ download: await downloads.createDownload(ctx.prisma, await ctx.access(), input) }),
+    resolve: async (_r, { input }, ctx) => ({ download: ctx.events.downloadCreated(await downloads.createDownload(ctx.prisma, await ctx.access(), input)) }),
   }),
   updateDownload: t.field({
     type: UpdateDownloadPayload, authScopes: { scope: WRITE },
     args: { input: t.arg({ type: UpdateDownloadInput, required: true }) },
-    resolve: async (_r, { input }, ctx) => ({ download: await downloads.updateDownload(ctx.prisma, await ctx.access(), ctx.team, input) }),
+    resolve: async (_r, { input }, ctx) => ({ download: await ctx.events.downloadUpdated(Date.now(), downloads.updateDownload(ctx.prisma, await ctx.access(), ctx.team, input)) }),
   }),
   deleteDownload: t.field({
     type: SuccessPayload, authScopes: { scope: WRITE },
     args: { input: t.arg({ type: DeleteDownloadInput, required: true }) },
     resolve: async (_r, { input }, ctx) => {
       const { removedBlobs } = await downloads.deleteDownload(ctx.prisma, await ctx.access(), input);
+      ctx.events.downloadChanged({ id: input.downloadId });
       await ctx.removeBlobs(removedBlobs);
       return { success: true };
     },
@@ -193,12 +194,12 @@ builder.mutationFields((t) => ({
   restoreDownload: t.field({
     type: RestoreDownloadPayload, authScopes: { scope: WRITE },
     args: { input: t.arg({ type: RestoreDownloadInput, required: true }) },
-    resolve: async (_r, { input }, ctx) => ({ download: await downloads.restoreDownload(ctx.prisma, await ctx.access(), input.downloadId) }),
+    resolve: async (_r, { input }, ctx) => ({ download: ctx.events.downloadChanged(await downloads.restoreDownload(ctx.prisma, await ctx.access(), input.downloadId)) }),
   }),
   createVersion: t.field({
     type: CreateVersionPayload, authScopes: { scope: WRITE },
     args: { input: t.arg({ type: CreateVersionInput, required: true }) },
-    resolve: async (_r, { input }, ctx) => downloads.createVersion(ctx.prisma, await ctx.access(), ctx.team, input),
+    resolve: async (_r, { input }, ctx) => ctx.events.versionCreated(await downloads.createVersion(ctx.prisma, await ctx.access(), ctx.team, input)),
   }),
   addTeamMember: t.field({
     type: OkPayload, authScopes: { scope: WRITE },

@@ -9,5 +9,6 @@ import './admin.js';
 import './download.js';
 import './comment.js';
 import './file.js';
+import './subscriptions.js';
 
 export const schema = builder.toSchema({ sortSchema: false });
