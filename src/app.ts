@@ -45,7 +45,7 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
     const services: Services = {
       prisma: db.prisma, reads: new Reads(db), config, groups, storage,
       permissions: new PermissionCache(db.prisma, cacheMs), auth: new AuthCache(cacheMs),
-      events: createEvents(config.redisUrl, log),
+      events: createEvents({ url: config.redisUrl, prefix: config.redisChannelPrefix }, log),
     };
     const server = createHttpServer({ schema, services, ping: db.ping, log });
     await new Promise<void>((resolve, reject) => {

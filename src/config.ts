@@ -27,6 +27,8 @@ export interface Config {
   cacheSeconds: number;
   /** Redis server for subscription events across instances; undefined keeps them in-process. */
   redisUrl?: string;
+  /** Put before every Redis channel name: deployments sharing a Redis server need different prefixes. */
+  redisChannelPrefix: string;
 }
 
 export class ConfigError extends Error {}
@@ -73,6 +75,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     logLevel: env.LOG_LEVEL || 'info',
     cacheSeconds: int(env, 'CACHE_SECONDS', 5),
     redisUrl: env.REDIS_URL || undefined,
+    redisChannelPrefix: env.REDIS_CHANNEL_PREFIX ?? 'dcs:',
     ...overrides,
   };
   if (config.storage === 's3' && !config.s3) {

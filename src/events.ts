@@ -22,21 +22,24 @@ export type Topics = {
 
 type Target = PubSubEventTarget<Topics>;
 
-/** Counts the listeners on a target: one per open subscription per topic it listens to. */
-function counted(target: Target): { target: Target; count(): number } {
+/**
+ * Counts the listeners on a target (one per open subscription per topic it listens to), and puts `prefix` before
+ * every topic, so deployments sharing a Redis server do not hear each other.
+ */
+function counted(target: Target, prefix: string): { target: Target; count(): number } {
   let listeners = 0;
   return {
     count: () => listeners,
     target: {
       addEventListener(type, listener, options) {
         listeners += 1;
-        target.addEventListener(type, listener, options);
+        target.addEventListener(prefix + type, listener, options);
       },
       removeEventListener(type, listener, options) {
         listeners -= 1;
-        target.removeEventListener(type, listener, options);
+        target.removeEventListener(prefix + type, listener, options);
       },
-      dispatchEvent: (event) => target.dispatchEvent(event),
+      dispatchEvent: (event) => target.dispatchEvent(new CustomEvent(prefix + event.type, { detail: event.detail })),
     },
   };
 }
@@ -47,9 +50,10 @@ function counted(target: Target): { target: Target; count(): number } {
  * while Redis is unreachable wait in ioredis's offline queue and go out on reconnection, or are dropped (and logged)
  * after its retries; events Redis sends while a subscriber is disconnected are lost (pub/sub keeps nothing).
  */
-function redisTarget(url: string, log: Logger): { target: Target; close(): Promise<void> } {
+function redisTarget(url: string, prefix: string, log: Logger): { target: Target; close(): Promise<void> } {
   const connect = (role: string) => {
-    const client = new Redis(url, { connectionName: `dcs-events-${role}` });
+    // Named after the prefix, so an operator (or a test) can tell deployments apart in CLIENT LIST.
+    const client = new Redis(url, { connectionName: `${prefix}events-${role}`.replace(/[^\w:.-]/g, '_') });
     let down = false;
     client.on('error', (err) => {
       if (!down) log.warn({ err, role }, 'events: Redis connection lost; reconnecting');
@@ -94,8 +98,10 @@ export class Events {
   private readonly pubsub: PubSub<Topics>;
   private readonly listeners: () => number;
 
-  constructor(target: Target, private readonly closeTarget: () => Promise<void> = async () => {}, readonly transport: 'memory' | 'redis' = 'memory') {
-    const c = counted(target);
+  constructor(
+    target: Target, private readonly closeTarget: () => Promise<void> = async () => {}, readonly transport: 'memory' | 'redis' = 'memory', prefix = '',
+  ) {
+    const c = counted(target, prefix);
     this.pubsub = createPubSub<Topics>({ eventTarget: c.target });
     this.listeners = c.count;
   }
@@ -161,9 +167,9 @@ export class Events {
   close(): Promise<void> { return this.closeTarget(); }
 }
 
-/** In-process events, or Redis pub/sub when `redisUrl` is set. */
-export function createEvents(redisUrl: string | undefined, log: Logger): Events {
-  if (!redisUrl) return new Events(new EventTarget() as Target);
-  const redis = redisTarget(redisUrl, log);
-  return new Events(redis.target, redis.close, 'redis');
+/** In-process events, or Redis pub/sub when `redis.url` is set (channels named `<prefix><topic>`). */
+export function createEvents(redis: { url?: string; prefix: string }, log: Logger): Events {
+  if (!redis.url) return new Events(new EventTarget() as Target);
+  const r = redisTarget(redis.url, redis.prefix, log);
+  return new Events(r.target, r.close, 'redis', redis.prefix);
 }
