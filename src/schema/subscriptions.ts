@@ -98,7 +98,7 @@ builder.subscriptionFields((t) => ({
   commentPosted: t.field({
     type: CommentRef,
     description: 'Comments posted on a download from now on. A comment awaiting approval reaches only its author and those who may view moderated comments. Needs mc_dm_download:read and the right to view the download\'s comments.',
-    args: { downloadId: t.arg.int({ required: true }) },
+    args: { downloadId: t.arg.int({ required: true, description: 'The download whose comments to watch.' }) },
     subscribe: async (_r, { downloadId }, ctx, info) => {
       requireScopes(ctx.visitor, READ);
       await comments.viewableParent(ctx.prisma, await ctx.access(), downloadId);
@@ -120,8 +120,8 @@ builder.subscriptionFields((t) => ({
     type: VersionRef,
     description: 'New versions from now on (a new download\'s first version included): of one download, of the downloads of one category (not its subcategories), both, or — with neither argument — of every download the visitor may view. Needs mc_dm_download:read.',
     args: {
-      downloadId: t.arg.int({ required: false }),
-      categoryId: t.arg.int({ required: false }),
+      downloadId: t.arg.int({ required: false, description: 'Only versions of this download.' }),
+      categoryId: t.arg.int({ required: false, description: 'Only versions of downloads in this category (where the download is when the version is delivered).' }),
     },
     subscribe: async (_r, { downloadId, categoryId }, ctx, info) => {
       requireScopes(ctx.visitor, READ);
@@ -146,7 +146,7 @@ builder.subscriptionFields((t) => ({
   downloadChanged: t.field({
     type: DownloadRef,
     description: 'The download after each change from now on: an update that changed a field (moves included), a new version, a soft delete, a restore. Counters (views, downloads), files, team and comments do not count as changes. Delivered only while the visitor may view the download; after a permanent delete the stream ends with mc_dm_api_error.download_not_found. Needs mc_dm_download:read.',
-    args: { downloadId: t.arg.int({ required: true }) },
+    args: { downloadId: t.arg.int({ required: true, description: 'The download to watch.' }) },
     subscribe: async (_r, { downloadId }, ctx, info) => {
       requireScopes(ctx.visitor, READ);
       await downloads.viewableDownload(ctx.prisma, await ctx.access(), downloadId);
