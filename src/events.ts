@@ -55,10 +55,13 @@ function redisTarget(url: string, prefix: string, log: Logger): { target: Target
     // Named after the prefix, so an operator (or a test) can tell deployments apart in CLIENT LIST.
     const client = new Redis(url, { connectionName: `${prefix}events-${role}`.replace(/[^\w:.-]/g, '_') });
     let down = false;
-    client.on('error', (err) => {
+    // A refused connection says 'error'; a connection the server closed only says 'reconnecting'. Once per outage.
+    const lost = (err?: unknown) => {
       if (!down) log.warn({ err, role }, 'events: Redis connection lost; reconnecting');
       down = true;
-    });
+    };
+    client.on('error', lost);
+    client.on('reconnecting', () => lost());
     client.on('ready', () => {
       if (down) log.info({ role }, 'events: Redis connection restored');
       down = false;
@@ -79,9 +82,8 @@ function redisTarget(url: string, prefix: string, log: Logger): { target: Target
   return {
     target: createRedisEventTarget({ publishClient: publishClient as unknown as Redis, subscribeClient: subscribeClient as unknown as Redis }),
     async close() {
-      await Promise.allSettled([pub.quit(), sub.quit()]);
-      pub.disconnect();
-      sub.disconnect();
+      // QUIT flushes what was sent; a connection that is down would queue it until Redis returns, so it is dropped.
+      await Promise.allSettled([pub, sub].map((c) => (c.status === 'ready' ? c.quit() : c.disconnect())));
     },
   };
 }

@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { Redis } from 'ioredis';
+import { pino } from 'pino';
 import { createClient } from 'graphql-sse';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDatabase, freshPostgres, startTestApp, SUPER_KEY, TestApp } from './helpers/app.js';
@@ -416,6 +417,31 @@ describe('configuration', () => {
   });
 });
 
+describe('Redis unreachable', () => {
+  it('the service starts, writes answer, the loss is logged, and it closes promptly', async () => {
+    const logs: { msg: string }[] = [];
+    const log = pino({ level: 'info' }, { write: (line: string) => { logs.push(JSON.parse(line)); } });
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-subs-'));
+    const config = loadConfig({}, { port: 0, host: '127.0.0.1', dataDir, logLevel: 'silent', bootstrapKey: SUPER_KEY, redisUrl: 'redis://127.0.0.1:1' });
+    const t = new TestApp(await startApp(config, { db: await openDatabase({ memory: true }), log }), config,
+      async () => fs.rmSync(dataDir, { recursive: true, force: true }));
+    try {
+      const user = await t.user('offline');
+      const catId = (await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Offline' } })).body.category.category_id;
+      const r = await t.rest('POST', '/api/mc-dm-downloads/', { key: user.key, form: { category_id: catId, title: 'Published nowhere' } });
+      expect(r.status).toBe(200);
+      const s = await subscribe(t, 'subscription($d: Int!) { downloadChanged(downloadId: $d) { title } }', user.key, { d: r.body.download.download_id });
+      expect(s.completed).toBe(false);
+      await until('the loss to be logged', () => logs.some((l) => l.msg === 'events: Redis connection lost; reconnecting'));
+    } finally {
+      const started = Date.now();
+      await closeAll(t);
+      await t.close();
+      expect(Date.now() - started).toBeLessThan(2000);
+    }
+  });
+});
+
 // ---- Two instances, one PostgreSQL database, events through Redis ----
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -440,13 +466,17 @@ describe.skipIf(unavailable !== null)('two instances sharing PostgreSQL and Redi
   let drop: () => Promise<void>;
   const prefix = `dcs-test-${crypto.randomBytes(4).toString('hex')}:`;
 
-  async function instance(url: string): Promise<TestApp> {
+  /** What B logs (warnings and up, plus the Redis recovery line), as parsed JSON lines. */
+  const logsOfB: { level: number; msg: string }[] = [];
+  const captured = pino({ level: 'info' }, { write: (line: string) => { logsOfB.push(JSON.parse(line)); } });
+
+  async function instance(url: string, log = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent')): Promise<TestApp> {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-subs-'));
     const config = loadConfig({}, {
       port: 0, host: '127.0.0.1', dataDir, logLevel: 'silent', bootstrapKey: SUPER_KEY, commentFloodSeconds: 0,
       redisUrl: REDIS_URL, redisChannelPrefix: prefix,
     });
-    const app = await startApp(config, { db: await openDatabase({ url }), log: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent') });
+    const app = await startApp(config, { db: await openDatabase({ url }), log });
     return new TestApp(app, config, async () => fs.rmSync(dataDir, { recursive: true, force: true }));
   }
   /** Redis has the subscription of `channel` (B's listener is in place before A publishes). */
@@ -459,7 +489,7 @@ describe.skipIf(unavailable !== null)('two instances sharing PostgreSQL and Redi
     const fresh = await freshPostgres();
     drop = fresh.drop;
     a = await instance(fresh.url);
-    b = await instance(fresh.url);
+    b = await instance(fresh.url, captured);
     redis = new Redis(REDIS_URL);
   });
   afterEach(() => closeAll(undefined));
@@ -505,6 +535,8 @@ describe.skipIf(unavailable !== null)('two instances sharing PostgreSQL and Redi
     for (const line of ours) await redis.client('KILL', 'ID', /(?:^|\s)id=(\d+)/.exec(line)![1]!);
     await sleep(100);
     await subscribed(`commentPosted:${d}`); // ioredis subscribed again by itself
+    const events = logsOfB.filter((l) => l.msg.startsWith('events: Redis'));
+    expect(events.map((l) => l.msg)).toEqual(expect.arrayContaining(['events: Redis connection lost; reconnecting', 'events: Redis connection restored']));
 
     const c = (await a.rest('POST', '/api/mc-dm-comments/', { key: user.key, form: { download_id: d, message: 'after the outage' } })).body.comment;
     expect((await onB.next(2000)).data.commentPosted.commentId).toBe(c.comment_id);
