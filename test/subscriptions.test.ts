@@ -378,6 +378,21 @@ forEachDatabase((kind) => {
       await until('listeners to go', () => listeners() === baseline);
     });
 
+    it('a subscription asked for as JSON answers invalid_input naming the header to send', async () => {
+      for (const accept of ['application/json', 'application/graphql-response+json']) {
+        const res = await fetch(`${t.url}/graphql`, {
+          method: 'POST', headers: { accept, 'content-type': 'application/json', 'Forum-Api-Key': guest },
+          body: JSON.stringify({ query: `subscription { downloadChanged(downloadId: ${dl}) { title } }` }),
+        });
+        expect(res.status).toBe(400);
+        expect(res.headers.get('content-type')).toContain(accept);
+        const body = await res.json() as any;
+        expect(body.errors[0].extensions).toMatchObject({ code: 'invalid_input', params: { field: 'accept' } });
+        expect(body.errors[0].message).toContain('Accept: text/event-stream');
+      }
+      expect(listeners()).toBe(baseline);
+    });
+
     it('a graphql-sse client sees a refusal as a failed connection carrying the code', async () => {
       const client = createClient({ url: `${t.url}/graphql`, headers: { 'Forum-Api-Key': guest }, singleConnection: false, retryAttempts: 0 });
       const s = new Stream(client.iterate({ query: 'subscription { downloadChanged(downloadId: 99999) { title } }' }));

@@ -13,6 +13,7 @@ import { routes } from '../../rest-adapter/routes.js';
 import { bodyLimitPlugin, contractCodesPlugin, healthPlugin, requestLogPlugin } from './plugins.js';
 import { graphqlUploadPlugin, uploadReceiver } from './uploads.js';
 import { fileDataPlugin } from './file-data.js';
+import { subscriptionTransportPlugin } from './subscriptions.js';
 
 const SERVER_ERROR = 'An unexpected error occurred. It has been logged.';
 
@@ -78,6 +79,7 @@ export function createHttpServer({ schema, services, ping, log }: HttpOptions): 
       requestLogPlugin(log),
       healthPlugin(ping),
       contractCodesPlugin(),
+      subscriptionTransportPlugin(),
       graphqlUploadPlugin(services.config.maxUploadBytes),
       bodyLimitPlugin(services.config.maxBodyBytes),
       fileDataPlugin(contextFor, onUnexpectedError),
