@@ -13,6 +13,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDatabase, freshPostgres, startTestApp, SUPER_KEY, TestApp } from './helpers/app.js';
 import { loadConfig, ConfigError } from '../src/config.js';
 import { openDatabase } from '../src/db/client.js';
+import { hashKey } from '../src/auth/keys.js';
 import { startApp } from '../src/app.js';
 import { createLogger } from '../src/log.js';
 
@@ -237,6 +238,8 @@ forEachDatabase((kind) => {
       const strict = await category('Approval needed', { require_approval: 1 });
       const byDownload = await subscribe(t, VERSION, reader.key, { d: dl });
       const byCategory = await subscribe(t, VERSION, reader.key, { c: cat });
+      const byBoth = await subscribe(t, VERSION, reader.key, { d: dl, c: cat });
+      const mismatched = await subscribe(t, VERSION, reader.key, { d: dl, c: other });
       const allGuest = await subscribe(t, VERSION, guest);
       const allMod = await subscribe(t, VERSION, mod.key);
       const v2 = await newVersion(dl, '2.0');
@@ -252,11 +255,14 @@ forEachDatabase((kind) => {
       };
       expect(await seen(byDownload, 2)).toEqual([v2, v3]);
       expect(await seen(byCategory, 2)).toEqual([v2, v3]);
+      expect(await seen(byBoth, 2)).toEqual([v2, v3]);
       expect(await seen(allGuest, 3)).toEqual([v2, fresh.current_version_id, v3]);
       expect(await seen(allMod, 4)).toEqual([v2, fresh.current_version_id, moderated.current_version_id, v3]);
       const first = byDownload.results[0].data.versionReleased;
       expect(first).toEqual({ versionId: v2, downloadId: dl, versionString: '2.0' });
-      for (const s of [byDownload, byCategory, allGuest, allMod]) { expect(s.pending).toBe(0); await s.close(); }
+      await sleep(QUIET_MS);
+      expect(mismatched.pending).toBe(0); // that download is not in that category
+      for (const s of [byDownload, byCategory, byBoth, mismatched, allGuest, allMod]) { expect(s.pending).toBe(0); await s.close(); }
       await until('listeners to go', () => listeners() === baseline);
     });
   });
@@ -327,6 +333,20 @@ forEachDatabase((kind) => {
       expect(s.results).toHaveLength(1);
       await other.close();
       await until('listeners to go', () => listeners() === baseline);
+    });
+
+    it('a key found inactive when an event arrives ends the stream with that error, the event undelivered', async () => {
+      // As when the revocation was written by an instance whose broadcast never arrived: only the database knows.
+      const { createApiKey } = await t.gqlOk(`mutation { createApiKey(input: { type: USER, userId: ${reader.userId}, scopes: ["all"] }) { key apiKey { apiKeyId } } }`);
+      const s = await subscribe(t, COMMENT, createApiKey.key, { d: dl });
+      await t.prisma.apiKey.update({ where: { id: createApiKey.apiKey.apiKeyId }, data: { isActive: false } });
+      t.app.services.auth.keys.delete(hashKey(createApiKey.key)); // this instance's cache, as CACHE_SECONDS would
+      await post(dl, 'not for a revoked key');
+      const end = await s.next();
+      expect(end.data).toBeNull();
+      expect(end.errors[0].extensions.code).toBe('api_key_inactive');
+      await until('the stream to complete', () => s.completed);
+      expect(s.results).toHaveLength(1);
     });
   });
 
