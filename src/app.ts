@@ -26,6 +26,7 @@ import { registerLocalStorage } from './files/storage/identity.js';
 import { sweepTemporaryFiles } from './files/storage/tmp-sweep.js';
 import { applyServerTimeouts } from './http/timeouts.js';
 import { loadTrustedDocuments } from './http/trusted-documents.js';
+import { createEvents } from './events.js';
 
 export interface App {
   url: string;
@@ -104,6 +105,7 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
     const services: Services = {
       prisma: db.prisma, reads: new Reads(db), config, groups, storage,
       permissions: new PermissionCache(db.prisma, cacheMs, feed), auth: new AuthCache(cacheMs, feed),
+      events: createEvents({ url: config.redisUrl, prefix: config.redisChannelPrefix }, log),
     };
     const rateLimits = new RateLimits({ perMinute: config.rateLimitPerMinute, superPerMinute: config.rateLimitSuperPerMinute, redisUrl: config.redisUrl }, log);
     closers.push(() => rateLimits.close());
@@ -126,6 +128,7 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
         await drained;
         clearInterval(idle);
         clearTimeout(cut);
+        await services.events.close();
         if (storage instanceof S3Storage) storage.destroy();
         await closeAll();
         await database.close();

@@ -29,8 +29,10 @@ export interface Config {
   rateLimitPerMinute: number;
   /** Requests a minute per super-user key (0: no limit, the default). */
   rateLimitSuperPerMinute: number;
-  /** Redis, shared by the instances (rate-limit counts); undefined keeps them in each process. */
+  /** Redis, shared by the instances (rate-limit counts, subscription events); undefined keeps them in each process. */
   redisUrl?: string;
+  /** Put before every Redis channel name: deployments sharing a Redis server need different prefixes. */
+  redisChannelPrefix: string;
   /** Uploads (REST and GraphQL multipart) in progress at once; more answer 503 server_busy. */
   maxConcurrentUploads: number;
   /** Non-file fields of one multipart request. */
@@ -132,6 +134,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 600),
     rateLimitSuperPerMinute: int(env, 'RATE_LIMIT_SUPER_PER_MINUTE', 0),
     redisUrl: env.REDIS_URL || undefined,
+    redisChannelPrefix: env.REDIS_CHANNEL_PREFIX ?? 'dcs:',
     maxConcurrentUploads: int(env, 'MAX_CONCURRENT_UPLOADS', 16, 1),
     maxMultipartFields: int(env, 'MAX_MULTIPART_FIELDS', 100, 1),
     corsOrigins: origins(env),
@@ -180,5 +183,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   if (config.databaseUrl && !/^postgres(ql)?:\/\//.test(config.databaseUrl)) {
     throw new ConfigError('DATABASE_URL must start with postgres:// or postgresql://');
   }
+  if (config.redisUrl && !/^rediss?:\/\//.test(config.redisUrl)) throw new ConfigError('REDIS_URL must start with redis:// or rediss://');
   return config;
 }

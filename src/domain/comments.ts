@@ -22,7 +22,8 @@ export interface CommentListArgs extends PageRequest {
 
 type WithDownload = Comment & { download: Download };
 
-async function viewableParent(prisma: PrismaClient, access: Access, downloadId: number): Promise<Download & { category: Category }> {
+/** A download whose comments the visitor may read: 404 when it does not exist, 403 when they may not. */
+export async function viewableParent(prisma: PrismaClient, access: Access, downloadId: number): Promise<Download & { category: Category }> {
   const d = await prisma.download.findUnique({ where: { id: downloadId }, include: { category: true } });
   if (!d) throw notFound('download', downloadId);
   if (!access.canViewComments(d)) throw noPermission("view this download's comments");

@@ -23,6 +23,7 @@ import { requireScopes } from '../auth/scopes.js';
 import { operationLimitsPlugin } from './limits.js';
 import { graphqlStatusPlugin } from './statuses.js';
 import { trustedDocumentsPlugin, type TrustedDocuments } from './trusted-documents.js';
+import { subscriptionTransportPlugin } from './subscriptions.js';
 
 const SERVER_ERROR = 'An unexpected error occurred. It has been logged.';
 
@@ -105,6 +106,7 @@ export function createRequestHandler({ schema, services, ping, log, rateLimits, 
       operationLimitsPlugin(services.config.graphql),
       contractCodesPlugin(),
       graphqlStatusPlugin(),
+      subscriptionTransportPlugin(),
       textInputPlugin(),
       graphqlUploadPlugin({ maxUploadBytes: config.maxUploadBytes, maxFieldBytes: config.maxBodyBytes, contextFor, slots }),
       bodyLimitPlugin(services.config.maxBodyBytes),

@@ -208,7 +208,7 @@ builder.mutationFields((t) => ({
     type: RevokeApiKeyPayload, authScopes: OPERATOR,
     args: { input: t.arg({ type: RevokeApiKeyInput, required: true, description: 'The key to revoke.' }) },
     resolve: async (_r, { input }, ctx) => {
-      const apiKey = await admin.revokeApiKey(ctx.prisma, await ctx.access(), input.apiKeyId);
+      const apiKey = ctx.events.apiKeyRevoked(await admin.revokeApiKey(ctx.prisma, await ctx.access(), input.apiKeyId));
       ctx.auth.keyChanged(apiKey.keyHash);
       return { apiKey };
     },

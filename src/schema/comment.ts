@@ -135,7 +135,7 @@ builder.mutationFields((t) => ({
     description: 'Posts a comment as the visitor. Needs mc_dm_download:write and the viewComments and comment permissions on the download; guests cannot post. It starts VISIBLE, or MODERATED when the category requires comment approval and the visitor lacks bypassCommentApproval. Users who are not moderators must wait the server\'s flood interval (COMMENT_FLOOD_SECONDS, 10 by default) between comments: mc_dm_api_error.rate_limited, with params.retry_after in seconds. Errors also: mc_dm_api_error.download_not_found, required_input_missing (message), invalid_input, do_not_have_permission.',
     type: CreateCommentPayload, authScopes: { scope: WRITE },
     args: { input: t.arg({ type: CreateCommentInput, required: true, description: 'The download and the message.' }) },
-    resolve: async (_r, { input }, ctx) => ({ comment: await comments.createComment(ctx.prisma, await ctx.access(), ctx.config.commentFloodSeconds, input) }),
+    resolve: async (_r, { input }, ctx) => ({ comment: ctx.events.commentPosted(await comments.createComment(ctx.prisma, await ctx.access(), ctx.config.commentFloodSeconds, input)) }),
   }),
   updateComment: t.field({
     nullable: true,

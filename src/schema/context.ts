@@ -7,6 +7,7 @@ import type { PermissionCache } from '../permissions/load.js';
 import type { AuthCache } from '../auth/visitor.js';
 import type { Storage } from '../files/storage/index.js';
 import type { Reads } from '../db/reads.js';
+import type { Events } from '../events.js';
 
 export interface Services {
   prisma: PrismaClient;
@@ -18,6 +19,8 @@ export interface Services {
   /** Permission tables shared by requests; invalidate() after writing categories or permissions. */
   permissions: PermissionCache;
   auth: AuthCache;
+  /** Subscription events (src/events.ts): publish after a write commits. */
+  events: Events;
 }
 
 export interface Context extends Services {

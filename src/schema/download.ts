@@ -220,14 +220,14 @@ builder.mutationFields((t) => ({
     description: 'Creates a download owned by the visitor, with its first version (currentVersionId). Needs mc_dm_download:write and the view and add permissions in the category; guests cannot own downloads. It starts VISIBLE, or MODERATED when the category requires approval and the visitor lacks bypassApproval. Errors: required_input_missing (title), invalid_input, mc_dm_api_error.category_not_found, mc_dm_api_error.prefix_not_found, mc_dm_api_error.prefix_not_allowed, do_not_have_permission.',
     type: CreateDownloadPayload, authScopes: { scope: WRITE },
     args: { input: t.arg({ type: CreateDownloadInput, required: true, description: 'The new download.' }) },
-    resolve: async (_r, { input }, ctx) => ({ download: await downloads.createDownload(ctx.prisma, await ctx.access(), input) }),
+    resolve: async (_r, { input }, ctx) => ({ download: ctx.events.downloadCreated(await downloads.createDownload(ctx.prisma, await ctx.access(), input)) }),
   }),
   updateDownload: t.field({
     nullable: true,
     description: 'Changes a download; omitted fields are kept, and a change moves lastUpdate. Needs mc_dm_download:write and canEdit; moving it also needs moveAny here and view and add in the target. Errors: mc_dm_api_error.download_not_found, mc_dm_api_error.category_not_found, mc_dm_api_error.prefix_not_found, mc_dm_api_error.prefix_not_allowed, invalid_input, do_not_have_permission.',
     type: UpdateDownloadPayload, authScopes: { scope: WRITE },
     args: { input: t.arg({ type: UpdateDownloadInput, required: true, description: 'The download and the fields to change.' }) },
-    resolve: async (_r, { input }, ctx) => ({ download: await downloads.updateDownload(ctx.prisma, await ctx.access(), ctx.team, input) }),
+    resolve: async (_r, { input }, ctx) => ({ download: await ctx.events.downloadUpdated(Date.now(), downloads.updateDownload(ctx.prisma, await ctx.access(), ctx.team, input)) }),
   }),
   deleteDownload: t.field({
     nullable: true,
@@ -237,6 +237,7 @@ builder.mutationFields((t) => ({
     resolve: async (_r, { input }, ctx) => {
       const access = await ctx.access();
       const { removedBlobs } = await downloads.deleteDownload(ctx.prisma, access, input);
+      ctx.events.downloadChanged({ id: input.downloadId });
       await ctx.removeBlobs(removedBlobs);
       const object = input.hard ? null : await unlessUnseen(downloads.readDownload(ctx, access, input.downloadId));
       return { success: true as const, typeName: 'Download', id: input.downloadId, object };
@@ -247,14 +248,14 @@ builder.mutationFields((t) => ({
     description: 'Brings a soft-deleted download back to the state it had before. Needs mc_dm_download:write and the viewDeleted and deleteAny permissions (or a super-user key). Errors: mc_dm_api_error.download_not_deleted (it is not deleted), mc_dm_api_error.download_not_found, do_not_have_permission.',
     type: RestoreDownloadPayload, authScopes: { scope: WRITE },
     args: { input: t.arg({ type: RestoreDownloadInput, required: true, description: 'The download to restore.' }) },
-    resolve: async (_r, { input }, ctx) => ({ download: await downloads.restoreDownload(ctx.prisma, await ctx.access(), input.downloadId) }),
+    resolve: async (_r, { input }, ctx) => ({ download: ctx.events.downloadChanged(await downloads.restoreDownload(ctx.prisma, await ctx.access(), input.downloadId)) }),
   }),
   createVersion: t.field({
     nullable: true,
     description: 'Adds a version, which becomes the download\'s current version. Needs mc_dm_download:write and canEdit. Errors: mc_dm_api_error.versioning_disabled (the category does not use versioning), mc_dm_api_error.download_not_found, invalid_input, do_not_have_permission.',
     type: CreateVersionPayload, authScopes: { scope: WRITE },
     args: { input: t.arg({ type: CreateVersionInput, required: true, description: 'The download and the version label.' }) },
-    resolve: async (_r, { input }, ctx) => downloads.createVersion(ctx.prisma, await ctx.access(), ctx.team, input),
+    resolve: async (_r, { input }, ctx) => ctx.events.versionCreated(await downloads.createVersion(ctx.prisma, await ctx.access(), ctx.team, input)),
   }),
   addTeamMember: t.field({
     nullable: true,

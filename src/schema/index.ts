@@ -11,5 +11,6 @@ import './comment.js';
 import './file.js';
 import './connections-root.js';
 import './connections-nested.js';
+import './subscriptions.js';
 
 export const schema = builder.toSchema({ sortSchema: false });

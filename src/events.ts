@@ -1,0 +1,177 @@
+// The events front-ends subscribe to, published after a write has committed. A payload carries ids only: every
+// subscriber re-reads the object and checks its own rights when the event reaches it (src/schema/subscriptions.ts).
+// In-process by default; with REDIS_URL, through Redis pub/sub, so an event published on one instance reaches the
+// subscribers of every instance.
+import { createPubSub, Repeater, SlidingBuffer, type PubSub, type PubSubEventTarget } from 'graphql-yoga';
+import { createRedisEventTarget } from '@graphql-yoga/redis-event-target';
+import { Redis } from 'ioredis';
+import type { Logger } from './log.js';
+
+export interface CommentPosted { commentId: number; downloadId: number }
+export interface VersionReleased { versionId: number; downloadId: number }
+export interface DownloadChanged { downloadId: number }
+export interface ApiKeyRevoked { apiKeyId: number }
+
+/** Topics and their payloads; the first element of a pair is the id the topic is narrowed by. */
+export type Topics = {
+  commentPosted: [downloadId: number, payload: CommentPosted];
+  versionReleased: [payload: VersionReleased];
+  downloadChanged: [downloadId: number, payload: DownloadChanged];
+  apiKeyRevoked: [apiKeyId: number, payload: ApiKeyRevoked];
+};
+
+type Target = PubSubEventTarget<Topics>;
+
+/**
+ * Counts the listeners on a target (one per open subscription per topic it listens to), and puts `prefix` before
+ * every topic, so deployments sharing a Redis server do not hear each other.
+ */
+function counted(target: Target, prefix: string): { target: Target; count(): number } {
+  let listeners = 0;
+  return {
+    count: () => listeners,
+    target: {
+      addEventListener(type, listener, options) {
+        listeners += 1;
+        target.addEventListener(prefix + type, listener, options);
+      },
+      removeEventListener(type, listener, options) {
+        listeners -= 1;
+        target.removeEventListener(prefix + type, listener, options);
+      },
+      dispatchEvent: (event) => target.dispatchEvent(new CustomEvent(prefix + event.type, { detail: event.detail })),
+    },
+  };
+}
+
+/**
+ * Two connections (Redis wants a connection of its own for subscribing). ioredis reconnects by itself with a growing
+ * delay (at most 2 s) and subscribes to its channels again; each loss and recovery is logged. Events published
+ * while Redis is unreachable wait in ioredis's offline queue and go out on reconnection, or are dropped (and logged)
+ * after its retries; events Redis sends while a subscriber is disconnected are lost (pub/sub keeps nothing).
+ */
+function redisTarget(url: string, prefix: string, log: Logger): { target: Target; close(): Promise<void> } {
+  const connect = (role: string) => {
+    // Named after the prefix, so an operator (or a test) can tell deployments apart in CLIENT LIST.
+    const client = new Redis(url, { connectionName: `${prefix}events-${role}`.replace(/[^\w:.-]/g, '_') });
+    let down = false;
+    // A refused connection says 'error'; a connection the server closed only says 'reconnecting'. Once per outage.
+    const lost = (err?: unknown) => {
+      if (!down) log.warn({ err, role }, 'events: Redis connection lost; reconnecting');
+      down = true;
+    };
+    client.on('error', lost);
+    client.on('reconnecting', () => lost());
+    client.on('ready', () => {
+      if (down) log.info({ role }, 'events: Redis connection restored');
+      down = false;
+    });
+    return client;
+  };
+  const pub = connect('publish');
+  const sub = connect('subscribe');
+  const failed = (what: string) => (err: unknown) => log.warn({ err }, `events: Redis ${what} failed`);
+  // createRedisEventTarget neither awaits nor catches these promises: a Redis outage must not become an unhandled
+  // rejection, so the calls it makes go through these thin wrappers.
+  const publishClient = { publish: (channel: string, message: string) => pub.publish(channel, message).catch(failed('publish')) };
+  const subscribeClient = {
+    on: (event: string, listener: (...args: any[]) => void) => sub.on(event, listener),
+    subscribe: (channel: string) => sub.subscribe(channel).catch(failed('subscribe')),
+    unsubscribe: (channel: string) => sub.unsubscribe(channel).catch(failed('unsubscribe')),
+  };
+  return {
+    target: createRedisEventTarget({ publishClient: publishClient as unknown as Redis, subscribeClient: subscribeClient as unknown as Redis }),
+    async close() {
+      // QUIT flushes what was sent; a connection that is down would queue it until Redis returns, so it is dropped.
+      await Promise.allSettled([pub, sub].map((c) => (c.status === 'ready' ? c.quit() : c.disconnect())));
+    },
+  };
+}
+
+/** Rows as the write paths return them; only their ids travel. */
+interface CommentRow { id: number; downloadId: number }
+interface VersionRow { id: number; downloadId: number }
+interface DownloadRow { id: number; currentVersionId: number | null; lastUpdate: Date }
+
+/** Events kept per subscription while its subscriber is busy; older ones are dropped beyond this. */
+const BUFFERED = 256;
+
+export class Events {
+  private readonly pubsub: PubSub<Topics>;
+  private readonly listeners: () => number;
+
+  constructor(
+    target: Target, private readonly closeTarget: () => Promise<void> = async () => {}, readonly transport: 'memory' | 'redis' = 'memory', prefix = '',
+  ) {
+    const c = counted(target, prefix);
+    this.pubsub = createPubSub<Topics>({ eventTarget: c.target });
+    this.listeners = c.count;
+  }
+
+  /** Listeners held by open subscriptions on this instance (0 when every stream has ended). */
+  get listenerCount(): number { return this.listeners(); }
+
+  /**
+   * The events of a topic (narrowed by an id where the topic has one). Each subscription drains its topic into a
+   * buffer of its own: a subscriber that falls more than BUFFERED events behind loses the oldest, and never makes
+   * the publisher wait or fail.
+   */
+  subscribe<K extends keyof Topics>(...args: Topics[K] extends [number, unknown] ? [K, number] : [K]): Repeater<Topics[K] extends [number, infer P] ? P : Topics[K][0]> {
+    const source = (this.pubsub.subscribe as (...a: unknown[]) => Repeater<any>)(...args);
+    return new Repeater(async (push, stop) => {
+      stop.then(() => source.return());
+      for await (const payload of source) void push(payload);
+      stop();
+    }, new SlidingBuffer(BUFFERED));
+  }
+
+  /** A new comment (in any state: delivery decides who may see it). Returns the comment. */
+  commentPosted<C extends CommentRow>(c: C): C {
+    this.pubsub.publish('commentPosted', c.downloadId, { commentId: c.id, downloadId: c.downloadId });
+    return c;
+  }
+
+  /** A new download: its first version is a release. Returns the download. */
+  downloadCreated<D extends DownloadRow>(d: D): D {
+    if (d.currentVersionId !== null) this.pubsub.publish('versionReleased', { versionId: d.currentVersionId, downloadId: d.id });
+    return d;
+  }
+
+  /** A new version of an existing download: a release, and a change of the download (current version, last update). */
+  versionCreated<P extends { version: VersionRow; download: { id: number } }>(p: P): P {
+    this.pubsub.publish('versionReleased', { versionId: p.version.id, downloadId: p.version.downloadId });
+    this.downloadChanged(p.download);
+    return p;
+  }
+
+  /**
+   * The download after an update: published only when the update changed something, which the write path shows by
+   * moving `lastUpdate` (an update that changes nothing returns the row as it was, last updated before `started`).
+   */
+  async downloadUpdated<D extends DownloadRow>(started: number, write: Promise<D>): Promise<D> {
+    const d = await write;
+    if (d.lastUpdate.getTime() >= started) this.downloadChanged(d);
+    return d;
+  }
+
+  /** Soft delete, hard delete, restore, a new version. Returns the download. */
+  downloadChanged<D extends { id: number }>(d: D): D {
+    this.pubsub.publish('downloadChanged', d.id, { downloadId: d.id });
+    return d;
+  }
+
+  /** Ends every stream opened with this key, on every instance. */
+  apiKeyRevoked<K extends { id: number }>(key: K): K {
+    this.pubsub.publish('apiKeyRevoked', key.id, { apiKeyId: key.id });
+    return key;
+  }
+
+  close(): Promise<void> { return this.closeTarget(); }
+}
+
+/** In-process events, or Redis pub/sub when `redis.url` is set (channels named `<prefix><topic>`). */
+export function createEvents(redis: { url?: string; prefix: string }, log: Logger): Events {
+  if (!redis.url) return new Events(new EventTarget() as Target);
+  const r = redisTarget(redis.url, redis.prefix, log);
+  return new Events(r.target, r.close, 'redis', redis.prefix);
+}
