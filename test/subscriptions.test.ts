@@ -505,14 +505,17 @@ describe.skipIf(unavailable !== null)('two instances sharing PostgreSQL and Redi
   const logsOfB: { level: number; msg: string }[] = [];
   const captured = pino({ level: 'info' }, { write: (line: string) => { logsOfB.push(JSON.parse(line)); } });
 
+  // Instances on one database share one local storage directory (a split one is refused at start).
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-subs-'));
+  afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+
   async function instance(url: string, log = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent')): Promise<TestApp> {
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-subs-'));
     const config = loadConfig({}, {
       port: 0, host: '127.0.0.1', dataDir, logLevel: 'silent', bootstrapKey: SUPER_KEY, commentFloodSeconds: 0,
       redisUrl: REDIS_URL, redisChannelPrefix: prefix,
     });
     const app = await startApp(config, { db: await openDatabase({ url }), log });
-    return new TestApp(app, config, async () => fs.rmSync(dataDir, { recursive: true, force: true }));
+    return new TestApp(app, config, async () => {});
   }
   /** Redis has the subscription of `channel` (B's listener is in place before A publishes). */
   const subscribed = (channel: string) => until(`Redis to know ${channel}`, async () => {
