@@ -1,13 +1,31 @@
-// Several instances on one PostgreSQL database behave as one: a key revoked or a permission withdrawn through one
-// instance is enforced by the others within a second (LISTEN/NOTIFY, not the cache's time to live, which is set to
-// five minutes here), a lost notification connection recovers by itself, files stored through one instance stream
-// from another, and flood control holds across them. Skipped without a PostgreSQL server (TEST_DATABASE_URL).
+// Several instances on one PostgreSQL database, with S3-protocol storage (s3rver) and Redis, behave as one: a key
+// revoked or a permission withdrawn through one instance is enforced by the others within a second (LISTEN/NOTIFY,
+// not the cache's time to live, which is set to five minutes here), a lost notification connection recovers by
+// itself, files stored through one instance stream from another, flood control and rate limits hold across them,
+// the jobs do each piece of work once, and a kill -9 mid-upload leaves no row pointing at a partial object while the
+// others keep serving. Skipped without a PostgreSQL server (TEST_DATABASE_URL) or Redis.
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from './helpers/app.js';
+// @ts-expect-error s3rver ships no type declarations
+import S3rver from 's3rver';
+import { SUPER_KEY, startTestApp, type TestApp } from './helpers/app.js';
+import { revalidateFiles } from '../src/jobs/revalidate.js';
+import { purgeExpiredDownloads } from '../src/jobs/purge.js';
+import { reclaimOrphanBlobs } from '../src/jobs/reclaim.js';
+
+const REDIS_URL = 'redis://127.0.0.1:6379';
+const redisAnswers = await new Promise<boolean>((resolve) => {
+  const sock = net.connect(6379, '127.0.0.1');
+  sock.setTimeout(500);
+  sock.on('connect', () => { sock.end(); resolve(true); });
+  sock.on('error', () => resolve(false));
+  sock.on('timeout', () => { sock.destroy(); resolve(false); });
+});
 
 /** Polls until `check` holds, returning how long it took; fails after `limitMs`. */
 async function within(limitMs: number, check: () => Promise<boolean>): Promise<number> {
@@ -19,12 +37,20 @@ async function within(limitMs: number, check: () => Promise<boolean>): Promise<n
   }
 }
 
-describe.skipIf(!process.env.TEST_DATABASE_URL)('three instances on one PostgreSQL database', () => {
+describe.skipIf(!process.env.TEST_DATABASE_URL || !redisAnswers)('three instances on one PostgreSQL database, S3 storage and Redis', () => {
   let a: TestApp; let b: TestApp; let c: TestApp;
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-instances-'));
+  let s3: any;
+  let s3Settings: { bucket: string; region: string; endpoint: string; accessKeyId: string; secretAccessKey: string; forcePathStyle: boolean };
 
   beforeAll(async () => {
-    const settings = { cacheSeconds: 300, commentFloodSeconds: 30, dataDir };
+    s3 = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: path.join(dataDir, 's3'), configureBuckets: [{ name: 'shared' }] });
+    const { port } = await s3.run();
+    s3Settings = { bucket: 'shared', region: 'us-east-1', endpoint: `http://127.0.0.1:${port}`, accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER', forcePathStyle: true };
+    const settings = {
+      cacheSeconds: 300, commentFloodSeconds: 30, dataDir, storage: 's3' as const, s3: s3Settings,
+      redisUrl: REDIS_URL, redisChannelPrefix: `dcs-inst-${process.pid}:`, rateLimitPerMinute: 1000,
+    };
     a = await startTestApp('postgres', settings);
     const url = a.app.db.url!;
     b = await startTestApp('postgres', settings, { url });
@@ -34,6 +60,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('three instances on one PostgreS
     await c?.close();
     await b?.close();
     await a?.close(); // drops the database
+    await s3?.close();
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
@@ -90,4 +117,92 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('three instances on one PostgreS
     expect(posts.filter((p) => p.status === 200)).toHaveLength(1);
     expect(posts.filter((p) => p.status === 429)).toHaveLength(5);
   });
+
+  it('the per-key rate limit is one budget across instances (Redis)', async () => {
+    const key = await a.key('GUEST', ['mc_dm_category:read']);
+    const left = [];
+    for (const t of [a, b, c, a]) left.push(Number((await t.rest('GET', '/api/mc-dm-categories/', { key })).headers.get('ratelimit-remaining')));
+    expect(left).toEqual([999, 998, 997, 996]);
+  });
+
+  it('the jobs do each piece of work once when every instance runs them at the same moment', async () => {
+    const user = await a.user('jobs');
+    const cat = (await a.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Jobs' } })).body.category.category_id;
+    const fileIds: number[] = [];
+    const doomed: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const d = (await a.rest('POST', '/api/mc-dm-downloads/', { key: user.key, form: { category_id: cat, title: `Job ${i}` } })).body.download;
+      const form = new FormData();
+      form.append('version_id', String(d.current_version_id));
+      form.append('file', new Blob([new TextEncoder().encode(`file ${i}`)]), `f${i}.txt`);
+      fileIds.push(((await (await fetch(`${b.url}/api/mc-dm-files/`, { method: 'POST', headers: { 'Forum-Api-Key': user.key }, body: form })).json()) as any).file.file_id);
+      if (i % 2 === 0) {
+        await a.rest('DELETE', `/api/mc-dm-downloads/${d.download_id}/`);
+        doomed.push(d.download_id);
+      }
+    }
+    // Revalidation: every file checked once, by one instance or another.
+    const before = await a.prisma.file.findMany({ where: { id: { in: fileIds } }, select: { validationAttempts: true }, orderBy: { id: 'asc' } });
+    const later = new Date(Date.now() + 2 * 86_400_000);
+    const checked = (await Promise.all([a, b, c].map((t) => revalidateFiles(t.prisma, t.app.services.storage, { allowPrivate: false, olderThanMs: 86_400_000, batch: 500, now: later })))).flat();
+    expect(new Set(checked).size).toBe(checked.length);
+    const attempts = await a.prisma.file.findMany({ where: { id: { in: fileIds } }, select: { validationAttempts: true }, orderBy: { id: 'asc' } });
+    expect(attempts.map((r) => r.validationAttempts)).toEqual(before.map((r) => r.validationAttempts + 1));
+    // Purge: each soft-deleted download purged and audited once.
+    const purged = (await Promise.all([a, b, c].map((t) => purgeExpiredDownloads(t.prisma, t.app.services.storage, 30, new Date(Date.now() + 31 * 86_400_000))))).flat();
+    expect(purged.sort()).toEqual(doomed.sort());
+    expect(await a.prisma.auditLog.count({ where: { action: 'download.purged', contentId: { in: doomed } } })).toBe(doomed.length);
+    // Reclaim: the purged downloads' blobs are gone already; a planted orphan is removed once, nothing else.
+    const tmp = path.join(a.app.services.storage.tmpDir, 'planted');
+    fs.writeFileSync(tmp, 'orphan');
+    await a.app.services.storage.put('blobs/0/0/planted', tmp);
+    const reclaimed = (await Promise.all([a, b, c].map((t) => reclaimOrphanBlobs(t.prisma, t.app.services.storage, 0, new Date(Date.now() + 1000))))).flatMap((r) => r.reclaimed);
+    expect(reclaimed).toEqual(['blobs/0/0/planted']);
+  });
+
+  it('kill -9 of one instance mid-upload: no row points at a partial object, and the others keep serving', async () => {
+    const user = await a.user('survivor');
+    const cat = (await a.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Crash' } })).body.category.category_id;
+    const v = (await a.rest('POST', '/api/mc-dm-downloads/', { key: user.key, form: { category_id: cat, title: 'Crash' } })).body.download.current_version_id;
+    const env: Record<string, string> = {
+      ...process.env as Record<string, string>, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info', DM_BOOTSTRAP_KEY: SUPER_KEY,
+      DATABASE_URL: a.app.db.url!, STORAGE: 's3', S3_BUCKET: s3Settings.bucket, S3_ENDPOINT: s3Settings.endpoint,
+      S3_ACCESS_KEY_ID: 'S3RVER', S3_SECRET_ACCESS_KEY: 'S3RVER', S3_FORCE_PATH_STYLE: '1', REDIS_URL,
+    };
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: path.resolve(import.meta.dirname, '..'), env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const exited = new Promise((r) => child.once('exit', r));
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        const timer = setTimeout(() => reject(new Error(`the fourth instance did not start: ${out}`)), 30_000);
+        child.stdout.on('data', (chunk: Buffer) => { out += chunk.toString(); const m = /"url":"(http:[^"]+)"/.exec(out); if (m) { clearTimeout(timer); resolve(m[1]!); } });
+        child.stderr.on('data', (chunk: Buffer) => { out += chunk.toString(); });
+      });
+      const bytes = new Uint8Array(4 * 1024 * 1024).map((_, i) => (i * 7) & 0xff);
+      const uploads = Array.from({ length: 8 }, (_, i) => {
+        const form = new FormData();
+        form.append('version_id', String(v));
+        form.append('file', new Blob([bytes]), `big${i}.bin`);
+        return fetch(`${url}/api/mc-dm-files/`, { method: 'POST', headers: { 'Forum-Api-Key': user.key }, body: form }).then((r) => r.status, () => 'cut');
+      });
+      await Promise.race([uploads[0], new Promise((r) => setTimeout(r, 500))]);
+      child.kill('SIGKILL');
+      await exited;
+      const outcomes = await Promise.all(uploads);
+      expect(outcomes).toContain('cut');
+      // The others keep serving, reads and writes.
+      expect((await b.rest('GET', '/api/mc-dm-categories/')).status).toBe(200);
+      expect((await c.rest('POST', '/api/mc-dm-comments/', { key: user.key, form: { download_id: (await a.prisma.version.findUniqueOrThrow({ where: { id: v } })).downloadId, message: 'still here' } })).status).toBe(200);
+      // Every row that names a blob names a whole one.
+      const rows = await a.prisma.file.findMany({ where: { versionId: v, storageKey: { not: null } } });
+      for (const row of rows) {
+        const res = await fetch(`${b.url}/api/mc-dm-files/${row.id}/data/`, { headers: { 'Forum-Api-Key': user.key } });
+        expect(res.status).toBe(200);
+        expect((await res.arrayBuffer()).byteLength).toBe(Number(row.fileSize));
+      }
+    } finally {
+      child.kill('SIGKILL');
+      await exited;
+    }
+  }, 90_000);
 });

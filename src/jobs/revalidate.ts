@@ -8,17 +8,25 @@ import { adapterFor, parseExternalUrl } from '../files/external/index.js';
 
 export interface RevalidateOptions { allowPrivate: boolean; olderThanMs: number; batch: number; now?: Date }
 
-/** Checks up to `batch` files not checked for `olderThanMs`; returns the ids checked. */
+/**
+ * Checks up to `batch` files not checked for `olderThanMs`; returns the ids checked. The batch is claimed in one
+ * statement (its rows stamped with this attempt's date, rows another instance holds skipped), so instances sharing
+ * a database never check the same file twice, and no transaction stays open while URLs are probed.
+ */
 export async function revalidateFiles(prisma: PrismaClient, storage: Storage, opts: RevalidateOptions): Promise<number[]> {
   const now = opts.now ?? new Date();
-  const due = await prisma.file.findMany({
-    where: {
-      isDeleted: false, validationStatus: { in: ['passed', 'skipped'] },
-      OR: [{ lastAttemptDate: null }, { lastAttemptDate: { lt: new Date(now.getTime() - opts.olderThanMs) } }],
-    },
-    orderBy: [{ lastAttemptDate: { sort: 'asc', nulls: 'first' } }, { id: 'asc' }],
-    take: opts.batch,
-  });
+  const cutoff = new Date(now.getTime() - opts.olderThanMs);
+  const claimed = await prisma.$queryRaw<{ id: number }[]>`
+    UPDATE "file" SET "lastAttemptDate" = ${now} WHERE id IN (
+      SELECT id FROM "file"
+      WHERE "isDeleted" = false AND "validationStatus" IN ('passed', 'skipped')
+        AND ("lastAttemptDate" IS NULL OR "lastAttemptDate" < ${cutoff})
+      ORDER BY "lastAttemptDate" ASC NULLS FIRST, id ASC
+      LIMIT ${opts.batch}
+      FOR UPDATE SKIP LOCKED)
+    RETURNING id`;
+  if (claimed.length === 0) return [];
+  const due = await prisma.file.findMany({ where: { id: { in: claimed.map((c) => c.id) } }, orderBy: { id: 'asc' } });
   for (const f of due) {
     let error: string | null = null;
     try {
