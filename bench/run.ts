@@ -3,7 +3,8 @@
 // in the same run — (a) the same operation through /graphql, (b) a bare Node handler with hand-written SQL — and
 // prints requests/s, p50/p99 latency, peak RSS and the ratios the targets are stated in.
 // Options: --quick (small catalogue, short runs: a smoke test of the harness), --seconds N, --connections 1,8,32,
-// --database-url postgres://… (run on a fresh database on that PostgreSQL server instead of the embedded one).
+// --database-url postgres://… (run on a fresh database on that PostgreSQL server instead of the embedded one),
+// --instances 1,2 (with --database-url: the mixed scenario against 1, then 2, service processes on the same database).
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -28,8 +29,14 @@ const { values: opts } = parseArgs({
     connections: { type: 'string', default: '1,8,32' },
     'database-url': { type: 'string' },
     only: { type: 'string' },
+    instances: { type: 'string' },
   },
 });
+const INSTANCES = opts.instances ? opts.instances.split(',').map(Number) : null;
+if (INSTANCES && (!opts['database-url'] || INSTANCES.some((n) => !Number.isInteger(n) || n < 1))) {
+  console.error('--instances takes counts such as 1,2 and needs --database-url: instances share a PostgreSQL database.');
+  process.exit(2);
+}
 const SECONDS = Number(opts.seconds ?? (opts.quick ? 1 : 4));
 const LEVELS = opts.connections!.split(',').map(Number);
 /** --only <regex>: run the scenarios whose names match (a baseline runs when its compared scenario does). */
@@ -108,7 +115,7 @@ function rssMb(pid: number): number {
   }
 }
 
-async function measure(sc: Scenario, connections: number, pid: number): Promise<Figure> {
+async function measure(sc: Scenario, connections: number, pid: number, url = BASE): Promise<Figure> {
   let peak = rssMb(pid);
   const sampler = setInterval(() => { peak = Math.max(peak, rssMb(pid)); }, 50);
   // Latencies of requests on connections already open: a connection's first request also waits for the server to
@@ -116,7 +123,7 @@ async function measure(sc: Scenario, connections: number, pid: number): Promise<
   const established: number[] = [];
   const seen = new WeakSet<object>();
   const instance = autocannon({
-    url: BASE, connections, duration: SECONDS, requests: sc.requests,
+    url, connections, duration: SECONDS, requests: sc.requests,
     headers: { 'forum-api-key': KEY }, timeout: 30,
   }) as unknown as autocannon.Instance & PromiseLike<autocannon.Result>; // an emitter that is also thenable
   instance.on('response', (client: object, _status: number, _bytes: number, ms: number) => {
@@ -229,6 +236,35 @@ async function main() {
       }
     }
   };
+
+  if (INSTANCES) {
+    // Throughput with instances: N service processes on one database and one storage directory; the connections of
+    // each level are split evenly between them (as a balancer would), and req/s are added up.
+    const mixed = scenarios(seeded).find((sc) => sc.name === 'mixed read/write')!;
+    console.log(`Mixed read/write with ${INSTANCES.join(', ')} instance(s), ${os.cpus().length} CPU core(s):`);
+    const rows: string[] = [];
+    for (const n of INSTANCES) {
+      const ports = Array.from({ length: n }, (_, i) => PORT + 1 + i);
+      const children = ports.map((port) => start('src/main.ts', { ...env, PORT: String(port) }));
+      try {
+        await Promise.all(children.map((child, i) => waitReady(child, `http://127.0.0.1:${ports[i]}/readyz`)));
+        for (const c of LEVELS) {
+          const each = Math.max(1, Math.round(c / n));
+          const parts = await Promise.all(children.map((child, i) => measure(mixed, each, child.pid!, `http://127.0.0.1:${ports[i]}`)));
+          const rps = Math.round(parts.reduce((sum, f) => sum + f.rps, 0) * 10) / 10;
+          const p99 = Math.max(...parts.map((f) => f.p99));
+          const errors = parts.reduce((sum, f) => sum + f.errors + f.non2xx, 0);
+          rows.push(`  instances=${n}  c=${String(each * n).padStart(3)}  ${String(rps).padStart(8)} req/s  p99 ${p99} ms${errors ? `  (${errors} errors)` : ''}`);
+          console.log(rows.at(-1));
+        }
+      } finally {
+        await Promise.all(children.map(stop));
+      }
+    }
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    await dropDatabase();
+    return;
+  }
 
   console.log('Service (REST and GraphQL):');
   const service = start('src/main.ts', env);
