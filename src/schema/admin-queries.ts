@@ -2,7 +2,7 @@
 // Like the admin mutations, they need admin rights (a super-user key or an administrator) and any write scope.
 import { builder } from './builder.js';
 import { listOf, pageArgs } from './pagination.js';
-import { ApiKeyRef, GroupRef, UserRef } from './admin.js';
+import { ApiKeyRef, GroupRef, PrefixRef, UserRef } from './admin.js';
 import * as reads from '../domain/admin-reads.js';
 
 const OPERATOR = { admin: true, anyWrite: true } as const;
@@ -78,6 +78,11 @@ builder.queryFields((t) => {
       type: [GroupRef], nullable: true, authScopes: OPERATOR,
       description: 'Every user group with its global permissions, by id. Needs admin rights and any write scope.',
       resolve: (_r, _a, ctx) => reads.listGroups(ctx.prisma),
+    }),
+    prefixes: t.field({
+      type: [PrefixRef], nullable: true, authScopes: OPERATOR,
+      description: 'Every download title prefix with the categories offering it, by id. Needs admin rights and any write scope.',
+      resolve: (_r, _a, ctx) => reads.listPrefixes(ctx.prisma),
     }),
     effectivePermissions: t.field({
       type: [EffectivePermissionRef], nullable: true, authScopes: OPERATOR,

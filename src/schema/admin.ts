@@ -76,6 +76,11 @@ export const PrefixRef = builder.prismaObject('Prefix', {
   fields: (t) => ({
     prefixId: t.exposeInt('id', { description: 'The numeric prefix id (the REST API\'s `prefix_id`).' }),
     title: t.exposeString('title', { description: 'The label text.' }),
+    categoryIds: t.intList({
+      description: 'The categories that offer this prefix (assignPrefix), by id.',
+      select: { categories: { select: { categoryId: true } } },
+      resolve: (p) => p.categories.map((c) => c.categoryId).sort((a, b) => a - b),
+    }),
   }),
 });
 
