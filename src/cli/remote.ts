@@ -96,7 +96,10 @@ export function openRemote(url: string, key: string): Operator {
       const user = userId === 0 ? { id: 0, username: 'Guest', isAdmin: false, isModerator: false } : await this.findUser(String(userId));
       return {
         user: { id: user.id, username: user.username, isAdmin: user.isAdmin, isModerator: user.isModerator },
-        category: categoryId === undefined ? null : { id: categoryId, title: `#${categoryId}` },
+        category: categoryId === undefined ? null : {
+          id: categoryId,
+          title: (await gql(`query($c: Int!) { category(categoryId: $c) { title } }`, { c: categoryId }).catch(() => null))?.category?.title ?? `#${categoryId}`,
+        },
         permissions: d.effectivePermissions.map((p: Json) => ({ ...p, decidedBy: rule(p.decidedBy), rules: p.rules.map(rule) })),
       };
     },
