@@ -43,7 +43,7 @@ describe('usage errors and refusals', () => {
   afterAll(() => { fs.rmSync(env.DATA_DIR!, { recursive: true, force: true }); });
 
   it('exit 2 with a usage message for unknown commands, bad arguments and missing options, touching no database', async () => {
-    for (const args of [[], ['nope'], ['keys', 'revoke', 'abc'], ['keys', 'create', '--scopes', 'all'], ['keys', 'create', '--type', 'root', '--scopes', 'all'], ['perms', 'show'], ['--url', 'http://127.0.0.1:1', 'users', 'list']]) {
+    for (const args of [[], ['nope'], ['keys', 'revoke', 'abc'], ['keys', 'create', '--scopes', 'all'], ['keys', 'create', '--type', 'root', '--scopes', 'all'], ['perms', 'show'], ['keys', 'list', '--active', '--revoked'], ['--url', 'http://127.0.0.1:1', 'users', 'list']]) {
       const r = await cli(args, env);
       expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(2);
       expect(r.stderr.trim().length).toBeGreaterThan(0);
@@ -54,7 +54,7 @@ describe('usage errors and refusals', () => {
     const help = await cli(['--help'], env);
     expect(help.code).toBe(0);
     expect(help.stdout).toMatch(/Commands:[\s\S]*keys/);
-  });
+  }, 120_000);
 
   it('exit 1 with one line when the service refuses', async () => {
     const r = await cli(['keys', 'revoke', '999'], env);
@@ -66,7 +66,7 @@ describe('usage errors and refusals', () => {
     expect(dup.stderr).toBe('error: The username "carol" is already taken.\n');
     const noUser = await cli(['keys', 'create', '--type', 'user', '--user', 'nobody', '--scopes', 'all'], env);
     expect(noUser).toMatchObject({ code: 1, stderr: 'error: No user named "nobody" exists.\n' });
-  });
+  }, 120_000);
 });
 
 describe('embedded database', () => {
