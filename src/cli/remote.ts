@@ -63,10 +63,12 @@ export function openRemote(url: string, key: string): Operator {
         if (!d.node) throw new CliError(`No user with id ${ref} exists.`);
         return userRow(d.node);
       }
-      const d = await gql(`query($s: String) { users(search: $s, perPage: 100) { nodes { ${USER} } } }`, { s: ref });
-      const found = d.users.nodes.find((u: Json) => u.username === ref);
-      if (!found) throw new CliError(`No user named "${ref}" exists.`);
-      return userRow(found);
+      for (let p = 1; ; p++) {
+        const d = await gql(`query($s: String, $p: Int) { users(search: $s, page: $p, perPage: 100) { nodes { ${USER} } pagination { lastPage } } }`, { s: ref, p });
+        const found = d.users.nodes.find((u: Json) => u.username === ref);
+        if (found) return userRow(found);
+        if (p >= d.users.pagination.lastPage) throw new CliError(`No user named "${ref}" exists.`);
+      }
     },
     async createUser(input) {
       const d = await gql(`mutation($i: CreateUserInput!) { createUser(input: $i) { user { ${USER} } } }`, { i: input });
