@@ -174,3 +174,41 @@ describe('derived checks', () => {
     expect(access([REG], [], { isAdmin: true }).hasAdminRights).toBe(true);
   });
 });
+
+describe('explain: the rule that decided', () => {
+  it('names the nearest override, inherited from an ancestor category', () => {
+    const r = new PermissionResolver([REG], data([[1, REG, 'add', 'deny']]));
+    expect(r.explain('add', 3)).toEqual({
+      permission: 'add', granted: false,
+      decidedBy: { groupId: REG, level: 'category', categoryId: 1, value: 'deny' },
+      rules: [{ groupId: REG, level: 'category', categoryId: 1, value: 'deny' }],
+    });
+    expect(r.explain('add', 4).decidedBy).toEqual({ groupId: REG, level: 'global', categoryId: null, value: 'allow' });
+  });
+
+  it('a grant names the first group that allows; a refusal without overrides names the unset global setting', () => {
+    const r = new PermissionResolver([EXTRA, REG], data([[2, REG, 'editAny', 'allow']]));
+    const granted = r.explain('editAny', 3);
+    expect(granted.granted).toBe(true);
+    expect(granted.decidedBy).toEqual({ groupId: REG, level: 'category', categoryId: 2, value: 'allow' });
+    expect(granted.rules[0]).toEqual({ groupId: EXTRA, level: 'global', categoryId: null, value: 'unset' });
+    const refused = r.explain('editAny', 1);
+    expect(refused).toMatchObject({ granted: false, decidedBy: { groupId: EXTRA, level: 'global', value: 'unset' } });
+  });
+
+  it('a refusal prefers a deny override over an unset global setting', () => {
+    const r = new PermissionResolver([EXTRA, REG], data([[2, REG, 'add', 'deny']]));
+    expect(r.explain('add', 2).decidedBy).toEqual({ groupId: REG, level: 'category', categoryId: 2, value: 'deny' });
+  });
+
+  it('agrees with has() for every permission, category and group mix', () => {
+    const d = data([[1, REG, 'add', 'deny'], [2, REG, 'add', 'allow'], [3, GUEST, 'view', 'deny'], [4, MOD, 'editAny', 'deny']]);
+    for (const groups of [[GUEST], [REG], [GUEST, REG], [MOD, EXTRA], []]) {
+      const r = new PermissionResolver(groups, d);
+      for (const p of PERMISSIONS) {
+        for (const c of [undefined, 1, 2, 3, 4]) expect(r.explain(p, c).granted).toBe(r.has(p, c));
+      }
+    }
+    expect(new PermissionResolver([], d).explain('view', 1).decidedBy).toBeNull();
+  });
+});

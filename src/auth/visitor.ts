@@ -6,6 +6,9 @@ import { ApiError } from '../errors.js';
 import type { Visitor } from '../permissions/access.js';
 import { hashKey } from './keys.js';
 
+/** How often one instance records a key's last use. */
+export const USE_RECORD_MS = 60_000;
+
 export interface BuiltInGroupIds { guest: number; registered: number; moderator: number; administrator: number }
 
 /**
@@ -23,6 +26,20 @@ export class AuthCache {
       else if (c.kind === 'user') this.users.delete(c.userId);
       else if (c.kind === 'all') { this.keys.clear(); this.users.clear(); }
     });
+  }
+
+  private readonly lastRecorded = new Map<number, number>();
+
+  /**
+   * Records that a key authenticated (api_key.lastUsedAt), at most once per key per USE_RECORD_MS on this instance, so
+   * that reads do not become writes. Fire and forget: a failed write is dropped and never fails the request.
+   */
+  noteUse(prisma: PrismaClient, keyId: number, now = Date.now()): void {
+    const last = this.lastRecorded.get(keyId);
+    if (last !== undefined && now - last < USE_RECORD_MS) return;
+    if (this.lastRecorded.size >= 10_000) this.lastRecorded.clear(); // bounded: at worst a few extra writes
+    this.lastRecorded.set(keyId, now);
+    prisma.apiKey.updateMany({ where: { id: keyId }, data: { lastUsedAt: new Date(now) } }).catch(() => {});
   }
 
   /** A key's row changed (revoked, re-scoped): every instance reads it again. */
@@ -43,6 +60,7 @@ export async function visitorFromHeaders(
   if (!row.isActive || (row.expiresAt && row.expiresAt.getTime() <= Date.now())) {
     throw new ApiError('api_key_inactive', 'The API key in the request has been revoked or has expired.');
   }
+  cache.noteUse(prisma, row.id);
   const scopes = new Set(row.scopes);
   const asUserHeader = headers.get('forum-api-user');
   if (asUserHeader !== null && row.type !== 'super') {

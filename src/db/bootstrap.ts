@@ -61,3 +61,15 @@ export async function bootstrap(db: Database, bootstrapKey?: string): Promise<Bo
     }
   });
 }
+
+/** The built-in groups only, without the bootstrap key: for tools (the admin CLI) that open the database themselves. */
+export async function ensureBuiltInGroups(db: Database): Promise<BuiltInGroupIds> {
+  return db.session(async (s) => {
+    await s.query('SELECT pg_advisory_lock($1)', [LOCK_ID]);
+    try {
+      return await ensureGroups(s);
+    } finally {
+      await s.query('SELECT pg_advisory_unlock($1)', [LOCK_ID]);
+    }
+  });
+}

@@ -44,6 +44,36 @@ export async function createUser(prisma: PrismaClient, actor: Access, input: Cre
   });
 }
 
+/**
+ * Replaces a user's secondary groups with `groups` (the primary group, `registered`, stays). The staff flags follow
+ * the groups, as createUser sets them: in `administrator` ⇔ isAdmin, in `moderator` ⇔ isModerator. Only a super-user
+ * key may make or unmake an administrator, or change another administrator's groups.
+ */
+export async function setUserGroups(prisma: PrismaClient, actor: Access, userId: number, groups: readonly string[]) {
+  const user = await prisma.user.findUnique({ where: { id: userId } });
+  if (!user) throw notFound('user', userId);
+  const names = new Set(groups.map((g) => g.trim()).filter(Boolean));
+  const isAdmin = names.has('administrator');
+  if (!actor.isSuper && (user.isAdmin || isAdmin) && user.id !== actor.visitor.userId) {
+    throw new ApiError('do_not_have_permission', 'Only a super-user key can change an administrator\'s groups or make a user an administrator.');
+  }
+  if (!actor.isSuper && user.isAdmin && !isAdmin) {
+    throw new ApiError('do_not_have_permission', 'Only a super-user key can take administrator rights away.');
+  }
+  const primary = await prisma.group.findUniqueOrThrow({ where: { id: user.primaryGroupId } });
+  names.delete(primary.name);
+  const secondary = [];
+  for (const n of names) secondary.push(await groupByName(prisma, n));
+  return prisma.user.update({
+    where: { id: userId },
+    data: {
+      isAdmin,
+      isModerator: names.has('moderator'),
+      memberships: { deleteMany: {}, create: secondary.map((g) => ({ groupId: g.id })) },
+    },
+  });
+}
+
 export interface CreateApiKeyInput { type: ApiKeyType; userId?: number | null; scopes: readonly string[]; title?: string | null }
 
 /** Returns the stored row and the key itself, which is shown this once and never stored. */

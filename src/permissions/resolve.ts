@@ -7,6 +7,31 @@ import type { Permission } from './names.js';
 
 export type OverrideValue = 'allow' | 'deny';
 
+/**
+ * The rule that gives one group its answer for one permission: an override on a category (allow or deny), or, with
+ * none on the way up, the group's global setting (allow when it holds the permission globally, unset when it does not).
+ */
+export interface Rule {
+  groupId: number;
+  level: 'global' | 'category';
+  /** The category holding the override; null at the global level. */
+  categoryId: number | null;
+  value: 'allow' | 'deny' | 'unset';
+}
+
+/** Why a visitor holds a permission or not: every group's rule, and the one that decided. */
+export interface Explanation {
+  permission: Permission;
+  granted: boolean;
+  /**
+   * Granted: the first group (in the visitor's group order) whose rule allows. Refused: the first deny override among
+   * the groups if there is one, else the first group's (unset) global setting. Null for a visitor without groups.
+   */
+  decidedBy: Rule | null;
+  /** One rule per group, in the visitor's group order. */
+  rules: Rule[];
+}
+
 export interface PermissionData {
   /** Global grants per group id. */
   grants: Map<number, Set<string>>;
@@ -32,16 +57,31 @@ export class PermissionResolver {
     return answer;
   }
 
+  /** The same answer as has(), with the rule each group followed and the one that decided. */
+  explain(perm: Permission, categoryId?: number | null): Explanation {
+    const rules = this.groupIds.map((g) => this.ruleOf(g, perm, categoryId ?? null));
+    const granted = rules.some((r) => r.value === 'allow');
+    const decidedBy = granted
+      ? rules.find((r) => r.value === 'allow')!
+      : rules.find((r) => r.value === 'deny') ?? rules[0] ?? null;
+    return { permission: perm, granted, decidedBy, rules };
+  }
+
   private groupAllows(groupId: number, perm: Permission, categoryId: number | null): boolean {
+    return this.ruleOf(groupId, perm, categoryId).value === 'allow';
+  }
+
+  private ruleOf(groupId: number, perm: Permission, categoryId: number | null): Rule {
     const seen = new Set<number>();
     let current = categoryId;
     while (current !== null && !seen.has(current)) {
       seen.add(current);
       const value = this.data.overrides.get(current)?.get(groupId)?.get(perm);
-      if (value) return value === 'allow';
+      if (value) return { groupId, level: 'category', categoryId: current, value };
       current = this.data.parents.get(current) ?? null;
     }
-    return this.data.grants.get(groupId)?.has(perm) ?? false;
+    const held = this.data.grants.get(groupId)?.has(perm) ?? false;
+    return { groupId, level: 'global', categoryId: null, value: held ? 'allow' : 'unset' };
   }
 }
 

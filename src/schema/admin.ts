@@ -1,6 +1,6 @@
 // The operator's mutations (contract §7). Users and keys: admin rights and any write scope.
 // Permissions and prefixes: admin rights and mc_dm_category:write.
-import { builder } from './builder.js';
+import { builder, unix } from './builder.js';
 import * as admin from '../domain/admin.js';
 import { okPayloadOf, payloadOf } from './payloads.js';
 import { CategoryRef } from './category.js';
@@ -40,7 +40,7 @@ const ApiKeyTypeEnum = builder.enumType('ApiKeyType', {
   } as const,
 });
 
-const ApiKeyRef = builder.prismaObject('ApiKey', {
+export const ApiKeyRef = builder.prismaObject('ApiKey', {
   description: 'An API key as stored: its type, scopes and state. The key itself is never stored, only shown once by createApiKey.',
   interfaces: [NodeRef],
   fields: (t) => ({
@@ -51,6 +51,13 @@ const ApiKeyRef = builder.prismaObject('ApiKey', {
     scopes: t.exposeStringList('scopes', { description: 'The scopes the key holds (a subset of the six API scopes).' }),
     title: t.exposeString('title', { description: 'A label chosen when the key was created.' }),
     isActive: t.exposeBoolean('isActive', { description: 'False once revoked. Requests with a revoked or expired key answer api_key_inactive.' }),
+    createdAt: t.int({ description: 'When the key was created, in Unix seconds.', resolve: (k) => unix(k.createdAt) }),
+    lastUsedAt: t.int({
+      nullable: true,
+      description: 'When a request last authenticated with the key, in Unix seconds; null if never. Recorded at most once a minute per key and server instance, so it may lag by up to a minute.',
+      resolve: (k) => (k.lastUsedAt ? unix(k.lastUsedAt) : null),
+    }),
+    revokedAt: t.int({ nullable: true, description: 'When the key was revoked, in Unix seconds; null while active.', resolve: (k) => (k.revokedAt ? unix(k.revokedAt) : null) }),
   }),
 });
 
@@ -69,6 +76,11 @@ export const PrefixRef = builder.prismaObject('Prefix', {
   fields: (t) => ({
     prefixId: t.exposeInt('id', { description: 'The numeric prefix id (the REST API\'s `prefix_id`).' }),
     title: t.exposeString('title', { description: 'The label text.' }),
+    categoryIds: t.intList({
+      description: 'The categories that offer this prefix (assignPrefix), by id.',
+      select: { categories: { select: { categoryId: true } } },
+      resolve: (p) => p.categories.map((c) => c.categoryId).sort((a, b) => a - b),
+    }),
   }),
 });
 
@@ -104,9 +116,11 @@ registerNode('Prefix', [], async (ctx, id) => {
   return prefix;
 });
 registerNode('ApiKey', [], async (ctx, id) => {
-  if (!(await ctx.access()).hasAdminRights) throw noPermission('see API keys');
+  const access = await ctx.access();
+  if (!access.hasAdminRights) throw noPermission('see API keys');
   const key = await ctx.prisma.apiKey.findUnique({ where: { id } });
-  if (!key) throw notFound('api_key', id);
+  // Super-user keys are shown to super-user keys only (as in the apiKeys list).
+  if (!key || (key.type === 'super' && !access.isSuper)) throw notFound('api_key', id);
   return key;
 });
 
@@ -118,6 +132,13 @@ const CreateUserInput = builder.inputType('CreateUserInput', {
     isAdmin: t.boolean({ required: false, description: 'Make the user an administrator (adds the `administrator` group). Only a super-user key may.' }),
     isModerator: t.boolean({ required: false, description: 'Make the user a moderator (adds the `moderator` group).' }),
     groups: t.stringList({ required: false, description: 'Extra group names besides `registered`; an unknown name answers mc_dm_api_error.group_not_found.' }),
+  }),
+});
+const SetUserGroupsInput = builder.inputType('SetUserGroupsInput', {
+  description: 'A user and the secondary groups they should have.',
+  fields: (t) => ({
+    userId: t.int({ required: true, description: 'The user to change.' }),
+    groups: t.stringList({ required: true, description: 'Every secondary group the user should be in (the primary group `registered` stays); `[]` leaves only the primary group. The user is a moderator or an administrator exactly when `moderator` or `administrator` is listed.' }),
   }),
 });
 const CreateApiKeyInput = builder.inputType('CreateApiKeyInput', {
@@ -163,6 +184,7 @@ const AssignPrefixInput = builder.inputType('AssignPrefixInput', {
 });
 
 const CreateUserPayload = payloadOf('CreateUserPayload', 'user', UserRef);
+const SetUserGroupsPayload = payloadOf('SetUserGroupsPayload', 'user', UserRef);
 const CreateApiKeyPayload = builder.objectRef<Awaited<ReturnType<typeof admin.createApiKey>>>('CreateApiKeyPayload').implement({
   description: 'What `createApiKey` returns: the key itself, once, and its stored record.',
   fields: (t) => ({
@@ -194,6 +216,17 @@ builder.mutationFields((t) => ({
     type: CreateUserPayload, authScopes: OPERATOR,
     args: { input: t.arg({ type: CreateUserInput, required: true, description: 'The new user.' }) },
     resolve: async (_r, { input }, ctx) => ({ user: await admin.createUser(ctx.prisma, await ctx.access(), input) }),
+  }),
+  setUserGroups: t.field({
+    nullable: true,
+    description: 'Replaces a user\'s secondary groups; the moderator and administrator flags follow the `moderator` and `administrator` groups. Needs admin rights and any write scope; only a super-user key may make or unmake an administrator or change another administrator\'s groups. Errors: mc_dm_api_error.user_not_found, mc_dm_api_error.group_not_found, do_not_have_permission.',
+    type: SetUserGroupsPayload, authScopes: OPERATOR,
+    args: { input: t.arg({ type: SetUserGroupsInput, required: true, description: 'The user and their groups.' }) },
+    resolve: async (_r, { input }, ctx) => {
+      const user = await admin.setUserGroups(ctx.prisma, await ctx.access(), input.userId, input.groups);
+      ctx.auth.userChanged(user.id);
+      return { user };
+    },
   }),
   createApiKey: t.field({
     nullable: true,

@@ -5,6 +5,7 @@ import './node.js';
 import './viewer.js';
 import './category.js';
 import './admin.js';
+import './admin-queries.js';
 // resource modules are imported below, one line each
 import './download.js';
 import './comment.js';
