@@ -320,8 +320,11 @@ export async function updateFile(deps: FileDeps, input: UpdateFileInput): Promis
   }
   return deps.prisma.$transaction(async (tx) => {
     await lockVersion(tx, f.versionId);
+    // A hard delete may have won the lock first: the file is gone, not a server error.
+    const current = await tx.file.findUnique({ where: { id: f.id } });
+    if (!current || current.isDeleted) throw notFound('file', f.id);
     if (Object.keys(data).length) await tx.file.update({ where: { id: f.id }, data });
-    if (input.isPrimary && !f.isPrimary) {
+    if (input.isPrimary && !current.isPrimary) {
       await tx.file.updateMany({ where: { versionId: f.versionId, isPrimary: true, id: { not: f.id } }, data: { isPrimary: false } });
       await tx.file.update({ where: { id: f.id }, data: { isPrimary: true } });
     }
@@ -337,15 +340,19 @@ export async function deleteFile(deps: FileDeps, input: DeleteFileInput): Promis
   const d = f.version.download;
   if (!(await canManage(deps, d))) throw noPermission('manage the files of this download');
   if (!input.hard) {
-    if (!f.isDeleted) await deps.prisma.file.update({ where: { id: f.id }, data: { isDeleted: true, deletedAt: new Date() } });
+    // updateMany: a hard delete that got there first leaves nothing to mark, and that is no error.
+    if (!f.isDeleted) await deps.prisma.file.updateMany({ where: { id: f.id, isDeleted: false }, data: { isDeleted: true, deletedAt: new Date() } });
     return { removedBlobs: [] };
   }
   requireScopes(deps.access.visitor, ['mc_dm_download:delete_hard']);
   if (!deps.access.canHardDeleteDownload(d)) throw noPermission('permanently delete files of this download');
   await deps.prisma.$transaction(async (tx) => {
     await lockVersion(tx, f.versionId);
+    // Two deletes at once: the second finds the row gone under the lock and answers 404, not a server error.
+    const current = await tx.file.findUnique({ where: { id: f.id } });
+    if (!current) throw notFound('file', f.id);
     await tx.file.delete({ where: { id: f.id } });
-    if (f.isPrimary && !f.isDeleted) {
+    if (current.isPrimary && !current.isDeleted) {
       const next = await tx.file.findFirst({
         where: { versionId: f.versionId, isDeleted: false, validationStatus: { not: 'failed' } },
         orderBy: [{ displayOrder: 'asc' }, { id: 'asc' }],
