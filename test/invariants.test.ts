@@ -70,7 +70,7 @@ forEachDatabase((kind) => {
     return (await a.gqlOk(`mutation { createVersion(input: { downloadId: ${downloadId} }) { version { versionId } } }`, {}, owner.key)).createVersion.version.versionId;
   }
 
-  async function upload(i: number, versionId: number, bytes: Uint8Array, opts: { isPrimary?: boolean } = {}): Promise<Outcome> {
+  async function upload(i: number, versionId: number, bytes: Uint8Array<ArrayBuffer>, opts: { isPrimary?: boolean } = {}): Promise<Outcome> {
     const app = on(i);
     const name = `f${i}.txt`;
     const form = new FormData();
