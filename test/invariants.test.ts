@@ -236,6 +236,24 @@ function rules(kind: DbKind, driver: 'local' | 's3') {
     await expectNothingLeft();
   });
 
+  it(`a file and its download's hard delete at once: the file is refused, or added and then removed with its blob (${rounds} rounds)`, async () => {
+    const c = await category('Short-lived', { max_files_per_version: 50 });
+    for (let round = 0; round < rounds; round++) {
+      const { downloadId, versionId } = await download(c);
+      const remove = round % 2 === 0
+        ? on(round).rest('DELETE', `/api/mc-dm-downloads/${downloadId}/`, { query: { hard: 1 } }).then((r) => ({ status: r.status, code: r.body.errors?.[0]?.code }))
+        : on(round).gql(`mutation { deleteDownload(input: { downloadId: ${downloadId}, hard: true }) { success } }`).then((r) => ({ status: r.status, code: r.codes[0] }));
+      const outcomes = await Promise.all([
+        ...Array.from({ length: N - 1 }, (_, i) => upload(i, versionId, new TextEncoder().encode(`doomed ${i}`))),
+        remove,
+      ]);
+      expect(outcomes[N - 1]!.code, JSON.stringify(outcomes[N - 1])).toBeUndefined();
+      expectRefusedAs(outcomes, ['mc_dm_api_error.download_not_found', 'mc_dm_api_error.version_not_found']);
+      expect(await a.prisma.file.count({ where: { versionId } })).toBe(0);
+    }
+    await expectNothingLeft();
+  });
+
   it.skipIf(fileRulesOnly)(`max_team_members and team uniqueness: ${N} simultaneous adds of 3 users, each twice, cap 2 (${rounds} rounds)`, async () => {
     // Only GraphQL adds team members (the REST API has no route for it).
     const c = await category('Team of two', { max_team_members: 2 });

@@ -116,7 +116,11 @@ const lockVersion = (tx: Prisma.TransactionClient, versionId: number) => tx.$exe
  * is counted by one writer at a time (a version's lock alone would let two versions' uploads pass together). NO KEY
  * UPDATE blocks neither readers nor rows that reference the download. Taken before the version's lock, always.
  */
-const lockDownload = (tx: Prisma.TransactionClient, downloadId: number) => tx.$executeRaw`SELECT 1 FROM download WHERE id = ${downloadId}::int FOR NO KEY UPDATE`;
+async function lockDownload(tx: Prisma.TransactionClient, downloadId: number): Promise<void> {
+  const rows = await tx.$queryRaw<unknown[]>`SELECT id FROM download WHERE id = ${downloadId}::int FOR NO KEY UPDATE`;
+  // A hard delete of the download committed while this upload ran: there is nothing left to add the file to.
+  if (rows.length === 0) throw notFound('download', downloadId);
+}
 
 async function checkFileCount(db: Prisma.TransactionClient | PrismaClient, v: VersionWithParents): Promise<void> {
   // Rows that failed validation wait in quarantine for moderators; they do not take a place.
