@@ -12,7 +12,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 // @ts-expect-error s3rver ships no type declarations
 import S3rver from 's3rver';
 import { forEachDatabase, startTestApp, type DbKind, type TestApp } from './helpers/app.js';
@@ -26,16 +26,22 @@ const ROUNDS = 12;
  */
 const S3_ROUNDS = 6;
 const N = 6;
+// A rule's rounds take 2–9 s alone; the whole suite shares two cores with every other test file.
+vi.setConfig({ testTimeout: 90_000 });
 
 let s3: any;
+let s3Dir = '';
 let s3Endpoint = '';
 let bucketNo = 0;
 beforeAll(async () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-invariants-s3-'));
-  s3 = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: dir, configureBuckets: [0, 1].map((i) => ({ name: `invariants${i}` })) });
+  s3Dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-invariants-s3-'));
+  s3 = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: s3Dir, configureBuckets: [0, 1].map((i) => ({ name: `invariants${i}` })) });
   s3Endpoint = `http://127.0.0.1:${(await s3.run()).port}`;
 });
-afterAll(async () => { await s3?.close(); });
+afterAll(async () => {
+  await s3?.close();
+  fs.rmSync(s3Dir, { recursive: true, force: true });
+});
 
 interface Outcome { status: number; code?: string; params?: any; data?: any }
 
@@ -64,13 +70,14 @@ function rules(kind: DbKind, driver: 'local' | 's3') {
   let a: TestApp;
   let b: TestApp;
   let owner: { userId: number; key: string };
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-invariants-'));
+  let dataDir = '';
   /** The instance for the i-th request of a round: alternating on PostgreSQL, the one instance on the embedded database. */
   const on = (i: number) => (i % 2 === 0 ? a : b);
   /** REST for requests 0, 1 (mod 4), GraphQL for 2, 3: each face reaches each instance. */
   const faceOf = (i: number): 'rest' | 'gql' => (i % 4 < 2 ? 'rest' : 'gql');
 
   beforeAll(async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-invariants-'));
     const settings: Partial<Config> = { dataDir, commentFloodSeconds: 60 };
     if (driver === 's3') {
       settings.storage = 's3';
@@ -83,7 +90,7 @@ function rules(kind: DbKind, driver: 'local' | 's3') {
   afterAll(async () => {
     if (b !== a) await b?.close();
     await a?.close();
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
   async function category(title: string, knobs: Record<string, string | number>): Promise<number> {
