@@ -279,11 +279,17 @@ export function safeFilename(raw: string): string {
 async function reject(deps: FileDeps, v: VersionWithParents, ingested: Ingested, common: Partial<Prisma.FileUncheckedCreateInput>, r: Rejection): Promise<never> {
   const key = `quarantine/${v.downloadId}/${v.id}/${crypto.randomUUID()}`;
   await deps.storage.put(key, ingested.tmpPath);
-  const row = await insertFile(deps, v, false, {
-    ...common, filename: common.filename!, storageKey: key, isQuarantined: true, isAvailable: false,
-    validationStatus: 'failed', validationError: `${r.processor}: ${r.reason}`,
-    validationAttempts: (common.validationAttempts as number | undefined) ?? 1, lastAttemptDate: new Date(),
-  });
+  let row: File;
+  try {
+    row = await insertFile(deps, v, false, {
+      ...common, filename: common.filename!, storageKey: key, isQuarantined: true, isAvailable: false,
+      validationStatus: 'failed', validationError: `${r.processor}: ${r.reason}`,
+      validationAttempts: (common.validationAttempts as number | undefined) ?? 1, lastAttemptDate: new Date(),
+    });
+  } catch (err) {
+    await deps.storage.remove([key]); // no row (the download went meanwhile): no quarantined blob either
+    throw err;
+  }
   throw new ApiError('mc_dm_api_error.processor_rejected', `The file was rejected by the ${r.processor} check: ${r.reason}`,
     { processor: r.processor, reason: r.reason, file_id: row.id });
 }
