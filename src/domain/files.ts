@@ -111,6 +111,16 @@ function uint(field: string, v: number | null | undefined): number {
 }
 
 const lockVersion = (tx: Prisma.TransactionClient, versionId: number) => tx.$executeRaw`SELECT pg_advisory_xact_lock(72640334, ${versionId}::int)`;
+/**
+ * The download's row lock: every file added to any version of the download takes it, so the download-wide byte cap
+ * is counted by one writer at a time (a version's lock alone would let two versions' uploads pass together). NO KEY
+ * UPDATE blocks neither readers nor rows that reference the download. Taken before the version's lock, always.
+ */
+async function lockDownload(tx: Prisma.TransactionClient, downloadId: number): Promise<void> {
+  const rows = await tx.$queryRaw<unknown[]>`SELECT id FROM download WHERE id = ${downloadId}::int FOR NO KEY UPDATE`;
+  // A hard delete of the download committed while this upload ran: there is nothing left to add the file to.
+  if (rows.length === 0) throw notFound('download', downloadId);
+}
 
 async function checkFileCount(db: Prisma.TransactionClient | PrismaClient, v: VersionWithParents): Promise<void> {
   // Rows that failed validation wait in quarantine for moderators; they do not take a place.
@@ -134,22 +144,32 @@ async function settlePrimary(tx: Prisma.TransactionClient, versionId: number, fi
   }
 }
 
-async function storedBytes(prisma: PrismaClient, v: VersionWithParents): Promise<{ version: bigint; download: bigint }> {
-  const [inVersion, inDownload] = await Promise.all([
-    prisma.file.aggregate({ where: { versionId: v.id, isDeleted: false, validationStatus: { not: 'failed' } }, _sum: { fileSize: true } }),
-    prisma.file.aggregate({ where: { version: { downloadId: v.downloadId }, isDeleted: false, validationStatus: { not: 'failed' } }, _sum: { fileSize: true } }),
-  ]);
+async function storedBytes(db: Prisma.TransactionClient | PrismaClient, v: VersionWithParents): Promise<{ version: bigint; download: bigint }> {
+  // One statement after another (not Promise.all): inside a transaction they share one connection anyway.
+  const inVersion = await db.file.aggregate({ where: { versionId: v.id, isDeleted: false, validationStatus: { not: 'failed' } }, _sum: { fileSize: true } });
+  const inDownload = await db.file.aggregate({ where: { version: { downloadId: v.downloadId }, isDeleted: false, validationStatus: { not: 'failed' } }, _sum: { fileSize: true } });
   return { version: inVersion._sum.fileSize ?? 0n, download: inDownload._sum.fileSize ?? 0n };
 }
 
 /**
- * Creates a file: checks, then streams the bytes (upload or probed URL) through the processors into storage.
- * A processor's rejection keeps a `failed` row with its blob in quarantine and answers 422 processor_rejected.
+ * The version and download byte caps, counted again under the download's lock: the processors counted before the
+ * bytes arrived, and an upload that finished meanwhile may have taken the room. Refused with nothing kept.
  */
+async function checkRoom(tx: Prisma.TransactionClient, v: VersionWithParents, size: bigint): Promise<void> {
+  const used = await storedBytes(tx, v);
+  const { maxVersionSize, maxDownloadSize } = v.download.category;
+  const reason = used.version + size > maxVersionSize
+    ? `The version would hold ${used.version + size} bytes; this category allows at most ${maxVersionSize} bytes per version.`
+    : used.download + size > maxDownloadSize
+      ? `The download would hold ${used.download + size} bytes; this category allows at most ${maxDownloadSize} bytes per download.`
+      : null;
+  if (reason) throw new ApiError('mc_dm_api_error.processor_rejected', `The file was rejected by the size check: ${reason}`, { processor: 'size', reason });
+}
+
 /**
  * The checks an upload must pass before a byte of it is stored: the version exists, the visitor may manage its
- * files, and the version has room for one more. createFile runs them again (and the count once more under the
- * version's lock); the REST adapter runs them as soon as the fields before the file part have arrived.
+ * files, and the version has room for one more. createFile runs them again (and the count and the byte caps once
+ * more under the download's lock); the REST adapter runs them as soon as the fields before the file part have arrived.
  */
 export async function checkUploadTarget(deps: FileDeps, versionId: number): Promise<VersionWithParents> {
   const v = await versionFor(deps.prisma, versionId);
@@ -158,6 +178,10 @@ export async function checkUploadTarget(deps: FileDeps, versionId: number): Prom
   return v;
 }
 
+/**
+ * Creates a file: checks, then streams the bytes (upload or probed URL) through the processors into storage.
+ * A processor's rejection keeps a `failed` row with its blob in quarantine and answers 422 processor_rejected.
+ */
 export async function createFile(deps: FileDeps, input: CreateFileInput): Promise<File> {
   const { prisma, storage, config } = deps;
   const v = await versionFor(prisma, input.versionId);
@@ -255,11 +279,17 @@ export function safeFilename(raw: string): string {
 async function reject(deps: FileDeps, v: VersionWithParents, ingested: Ingested, common: Partial<Prisma.FileUncheckedCreateInput>, r: Rejection): Promise<never> {
   const key = `quarantine/${v.downloadId}/${v.id}/${crypto.randomUUID()}`;
   await deps.storage.put(key, ingested.tmpPath);
-  const row = await insertFile(deps, v, false, {
-    ...common, filename: common.filename!, storageKey: key, isQuarantined: true, isAvailable: false,
-    validationStatus: 'failed', validationError: `${r.processor}: ${r.reason}`,
-    validationAttempts: (common.validationAttempts as number | undefined) ?? 1, lastAttemptDate: new Date(),
-  });
+  let row: File;
+  try {
+    row = await insertFile(deps, v, false, {
+      ...common, filename: common.filename!, storageKey: key, isQuarantined: true, isAvailable: false,
+      validationStatus: 'failed', validationError: `${r.processor}: ${r.reason}`,
+      validationAttempts: (common.validationAttempts as number | undefined) ?? 1, lastAttemptDate: new Date(),
+    });
+  } catch (err) {
+    await deps.storage.remove([key]); // no row (the download went meanwhile): no quarantined blob either
+    throw err;
+  }
   throw new ApiError('mc_dm_api_error.processor_rejected', `The file was rejected by the ${r.processor} check: ${r.reason}`,
     { processor: r.processor, reason: r.reason, file_id: row.id });
 }
@@ -268,8 +298,14 @@ async function insertFile(
   deps: FileDeps, v: VersionWithParents, isPrimary: boolean | null | undefined, data: Omit<Prisma.FileUncheckedCreateInput, 'versionId'>,
 ): Promise<File> {
   return deps.prisma.$transaction(async (tx) => {
+    // The caps are decided here, after the locks and before the row is committed; a refusal rolls back, and
+    // createFile removes the blob it stored and the temporary file. Failed rows take no room and skip them.
+    await lockDownload(tx, v.downloadId);
     await lockVersion(tx, v.id);
-    if (data.validationStatus !== 'failed') await checkFileCount(tx, v);
+    if (data.validationStatus !== 'failed') {
+      await checkFileCount(tx, v);
+      if (data.fileSize != null) await checkRoom(tx, v, BigInt(data.fileSize));
+    }
     const f = await tx.file.create({ data: { ...data, versionId: v.id, isPrimary: false } });
     if (data.validationStatus !== 'failed') {
       await settlePrimary(tx, v.id, f.id, isPrimary);
@@ -294,8 +330,11 @@ export async function updateFile(deps: FileDeps, input: UpdateFileInput): Promis
   }
   return deps.prisma.$transaction(async (tx) => {
     await lockVersion(tx, f.versionId);
+    // A hard delete may have won the lock first: the file is gone, not a server error.
+    const current = await tx.file.findUnique({ where: { id: f.id } });
+    if (!current || current.isDeleted) throw notFound('file', f.id);
     if (Object.keys(data).length) await tx.file.update({ where: { id: f.id }, data });
-    if (input.isPrimary && !f.isPrimary) {
+    if (input.isPrimary && !current.isPrimary) {
       await tx.file.updateMany({ where: { versionId: f.versionId, isPrimary: true, id: { not: f.id } }, data: { isPrimary: false } });
       await tx.file.update({ where: { id: f.id }, data: { isPrimary: true } });
     }
@@ -311,15 +350,19 @@ export async function deleteFile(deps: FileDeps, input: DeleteFileInput): Promis
   const d = f.version.download;
   if (!(await canManage(deps, d))) throw noPermission('manage the files of this download');
   if (!input.hard) {
-    if (!f.isDeleted) await deps.prisma.file.update({ where: { id: f.id }, data: { isDeleted: true, deletedAt: new Date() } });
+    // updateMany: a hard delete that got there first leaves nothing to mark, and that is no error.
+    if (!f.isDeleted) await deps.prisma.file.updateMany({ where: { id: f.id, isDeleted: false }, data: { isDeleted: true, deletedAt: new Date() } });
     return { removedBlobs: [] };
   }
   requireScopes(deps.access.visitor, ['mc_dm_download:delete_hard']);
   if (!deps.access.canHardDeleteDownload(d)) throw noPermission('permanently delete files of this download');
   await deps.prisma.$transaction(async (tx) => {
     await lockVersion(tx, f.versionId);
+    // Two deletes at once: the second finds the row gone under the lock and answers 404, not a server error.
+    const current = await tx.file.findUnique({ where: { id: f.id } });
+    if (!current) throw notFound('file', f.id);
     await tx.file.delete({ where: { id: f.id } });
-    if (f.isPrimary && !f.isDeleted) {
+    if (current.isPrimary && !current.isDeleted) {
       const next = await tx.file.findFirst({
         where: { versionId: f.versionId, isDeleted: false, validationStatus: { not: 'failed' } },
         orderBy: [{ displayOrder: 'asc' }, { id: 'asc' }],

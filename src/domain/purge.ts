@@ -6,6 +6,9 @@ export async function hardDeleteDownloads(
   tx: Prisma.TransactionClient, downloadIds: number[], actorId: number, reason: string, action = 'download.hard_deleted',
 ): Promise<string[]> {
   if (downloadIds.length === 0) return [];
+  // The rows' lock first (in id order): a file being added holds the download's row lock until it commits, so the
+  // list below includes it and its blob is removed with the rest, instead of outliving its row.
+  await tx.$queryRaw`SELECT id FROM download WHERE id = ANY(${downloadIds}::int[]) ORDER BY id FOR UPDATE`;
   const files = await tx.file.findMany({
     where: { version: { downloadId: { in: downloadIds } }, storageKey: { not: null } },
     select: { storageKey: true },

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ApiError } from '../errors.js';
+import { temporaryFileName } from './storage/tmp-sweep.js';
 
 export const HEAD_BYTES = 4100;
 
@@ -22,7 +23,7 @@ export const tooLarge = (limit: number) => new ApiError('mc_dm_api_error.upload_
   `The upload is larger than the server's limit of ${limit} bytes.`, { limit });
 
 export async function ingest(source: Readable, tmpDir: string, maxBytes: number): Promise<Ingested> {
-  const tmpPath = path.join(tmpDir, `${crypto.randomUUID()}.part`);
+  const tmpPath = path.join(tmpDir, temporaryFileName());
   const hash = crypto.createHash('sha256');
   let size = 0;
   const headChunks: Buffer[] = [];
