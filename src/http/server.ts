@@ -2,7 +2,6 @@
 // /healthz and /readyz.
 import http from 'node:http';
 import { createYoga } from 'graphql-yoga';
-import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { GraphQLError, type GraphQLSchema } from 'graphql';
 import type { Logger } from '../log.js';
 import type { Services } from '../schema/context.js';
@@ -16,6 +15,7 @@ import { graphqlUploadPlugin, uploadReceiver } from './uploads.js';
 import { fileDataPlugin } from './file-data.js';
 import type { RateLimits } from './rate-limit.js';
 import { httpPolicyPlugin } from './security-headers.js';
+import { pagesPlugin, renderGraphiQLPage } from './pages.js';
 import { textInputPlugin } from './text-input.js';
 import { UploadSlots } from './upload-slots.js';
 import { uploadPrecheck } from './upload-precheck.js';
@@ -26,7 +26,8 @@ import { trustedDocumentsPlugin, type TrustedDocuments } from './trusted-documen
 
 const SERVER_ERROR = 'An unexpected error occurred. It has been logged.';
 
-const DEFAULT_QUERY = `# Set your key in the Headers tab: { "Forum-Api-Key": "dm_…" }
+const DEFAULT_QUERY = `# Paste your API key in the bar above, then run this query (the ▶ button or Ctrl-Enter).
+# The Docs pane (book icon) lists every query and mutation the key's scopes allow.
 query Start {
   viewer { userId username isSuperKey scopes }
   categories(perPage: 10) {
@@ -68,8 +69,9 @@ export function createRequestHandler({ schema, services, ping, log, rateLimits, 
     // A persisted document may be named by `documentId` (GraphQL-over-HTTP's persisted documents) as well.
     extraParamNames: ['documentId'],
     landingPage: false,
-    // GraphiQL with its assets bundled: it works on machines without internet access.
-    renderGraphiQL,
+    // GraphiQL with its assets bundled and served as files by pagesPlugin: it works on machines without internet
+    // access, asks for the key, and keeps it for the browser tab only (public/graphiql-start.js).
+    renderGraphiQL: renderGraphiQLPage,
     logging: {
       debug: (...a) => log.debug({ yoga: a }),
       info: (...a) => log.info({ yoga: a }),
@@ -78,8 +80,10 @@ export function createRequestHandler({ schema, services, ping, log, rateLimits, 
     },
     graphiql: {
       title: 'Downloads Catalogue Service',
-      headers: JSON.stringify({ 'Forum-Api-Key': '' }, null, 2),
+      // The key comes from the bar above GraphiQL; a Forum-Api-Key set here overrides it.
+      headers: '{}',
       defaultQuery: DEFAULT_QUERY,
+      shouldPersistHeaders: false,
     },
     context: ({ request }) => contextFor(request),
     maskedErrors: {
@@ -101,6 +105,7 @@ export function createRequestHandler({ schema, services, ping, log, rateLimits, 
       rateLimits.plugin(),
       httpPolicyPlugin(config.corsOrigins),
       healthPlugin(ping),
+      pagesPlugin({ schema, routes }),
       trustedDocumentsPlugin(trustedDocuments, services.config.graphql.trustedDocumentsOnly),
       operationLimitsPlugin(services.config.graphql),
       contractCodesPlugin(),
