@@ -21,7 +21,7 @@
   }
 
   function refetchSchema() {
-    var button = document.querySelector('[aria-label="Re-fetch GraphQL schema"]');
+    var button = document.querySelector('[aria-label^="Re-fetch GraphQL schema"]');
     if (button) button.click();
   }
 
