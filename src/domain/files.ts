@@ -191,7 +191,7 @@ export async function createFile(deps: FileDeps, input: CreateFileInput): Promis
         idleMs: config.externalUrlIdleSeconds * 1000, deadlineMs: config.externalUrlDeadlineSeconds * 1000,
       });
       filename = safeFilename(fetched.filename);
-      ingested = await ingest(fetched.body, storage.tmpDir, config.maxUploadBytes);
+      ingested = await ingest(fetched.body, storage.tmpDir, config.maxUploadBytes, 'external_url');
     } catch (err) {
       if (err instanceof ExternalUrlError && err.kind === 'forbidden') throw forbidden(err.message);
       if (err instanceof ApiError) throw err; // over the server limit

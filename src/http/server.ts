@@ -16,6 +16,8 @@ import { fileDataPlugin } from './file-data.js';
 import type { RateLimits } from './rate-limit.js';
 import { httpPolicyPlugin } from './security-headers.js';
 import { pagesPlugin, renderGraphiQLPage } from './pages.js';
+import { metricsPlugin } from './metrics.js';
+import type { Database } from '../db/client.js';
 import { textInputPlugin } from './text-input.js';
 import { UploadSlots } from './upload-slots.js';
 import { uploadPrecheck } from './upload-precheck.js';
@@ -41,6 +43,8 @@ export interface HttpOptions {
   schema: GraphQLSchema;
   services: Services;
   ping(): Promise<void>;
+  /** The database's connection counts, for /metrics. */
+  db: Pick<Database, 'connections'>;
   log: Logger;
   rateLimits: RateLimits;
   /** Persisted documents by SHA-256 (src/http/trusted-documents.ts). */
@@ -48,7 +52,7 @@ export interface HttpOptions {
 }
 
 /** The request handler of the service (the server that listens is made by app.ts, before the database is touched). */
-export function createRequestHandler({ schema, services, ping, log, rateLimits, trustedDocuments = new Map() }: HttpOptions): http.RequestListener {
+export function createRequestHandler({ schema, services, ping, db, log, rateLimits, trustedDocuments = new Map() }: HttpOptions): http.RequestListener {
   const contextFor = async (request: Request) => {
     const visitor = await visitorFromHeaders(services.prisma, request.headers, services.groups, services.auth);
     await rateLimits.consume(request, visitor, hashKey(request.headers.get('forum-api-key') ?? ''));
@@ -111,6 +115,11 @@ export function createRequestHandler({ schema, services, ping, log, rateLimits, 
       contractCodesPlugin(),
       graphqlStatusPlugin(),
       textInputPlugin(),
+      // After contractCodesPlugin (errors are counted by their final code), before the plugins that answer routes.
+      metricsPlugin({
+        access: config.metrics, routes, db,
+        isSuperKey: async (request) => (await visitorFromHeaders(services.prisma, request.headers, services.groups, services.auth)).isSuper,
+      }),
       graphqlUploadPlugin({ maxUploadBytes: config.maxUploadBytes, maxFieldBytes: config.maxBodyBytes, contextFor, slots }),
       bodyLimitPlugin(services.config.maxBodyBytes),
       fileDataPlugin(contextFor, onUnexpectedError),
