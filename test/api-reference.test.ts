@@ -56,6 +56,25 @@ function codesInSource(): string[] {
   return [...codes].filter((c) => !c.endsWith('.'));
 }
 
+describe('docs/concepts.md', () => {
+  const text = fs.readFileSync('docs/concepts.md', 'utf8');
+  it('lists every error code with its status and meaning', () => {
+    for (const [code, meaning] of Object.entries(ERROR_CODES)) expect(text).toContain(`| ${statusOf(code)} | \`${code}\` | ${meaning} |`);
+  });
+  it('names every permission, scope, key type and built-in group with its default grants', async () => {
+    const { PERMISSIONS, SCOPES, BUILT_IN_GROUPS } = await import('../src/permissions/names.js');
+    for (const p of PERMISSIONS) expect(text).toContain(`\`${p}\``);
+    for (const sc of SCOPES) expect(text).toContain(`| \`${sc}\` |`);
+    for (const k of ['GUEST', 'USER', 'SUPER']) expect(text).toContain(`| \`${k}\` |`);
+    expect(text).toContain(`| \`guest\` | ${BUILT_IN_GROUPS.guest.map((p) => `\`${p}\``).join(', ')} |`);
+  });
+  it('is linked from the README, and neither cites documents outside the repository', () => {
+    const readme = fs.readFileSync('README.md', 'utf8');
+    expect(readme).toContain('(docs/concepts.md)');
+    for (const doc of [readme, text]) expect(doc).not.toMatch(/contract §|downloads-catalogue-api\.md|the spec's/);
+  });
+});
+
 forEachDatabase((kind) => {
   let t: TestApp;
   let doc: Json;
