@@ -122,7 +122,7 @@ export function fileDataPlugin(contextFor: (request: Request) => Promise<Context
     }
     if (!stream) {
       // HEAD: the headers the GET would answer.
-      const ranged = range ? { 'content-range': `bytes ${range.start}-${range.end}/${size}` } : {};
+      const ranged: Record<string, string> = range ? { 'content-range': `bytes ${range.start}-${range.end}/${size}` } : {};
       return new R(null, { status: range ? 206 : 200, headers: { ...headers, ...ranged, 'content-length': String(range ? range.end - range.start + 1 : size) } });
     }
     // Yoga's Response takes a Node stream as it is and pipes it to the socket.
