@@ -47,6 +47,11 @@
       if (sent !== storedKey()) setTimeout(function () { useKey(sent); }, 0);
     } else if (storedKey()) {
       headers.set('Forum-Api-Key', storedKey());
+    } else if (typeof init.body === 'string' && init.body.indexOf('IntrospectionQuery') !== -1) {
+      // No key yet: the schema cannot load. Say what to do instead of sending a request bound to answer 401.
+      return Promise.resolve(new Response(JSON.stringify({ errors: [{ message: 'Paste your API key in the bar above to load the schema.', extensions: { code: 'no_api_key_in_request' } }] }), {
+        status: 200, headers: { 'content-type': 'application/json' },
+      }));
     }
     init.headers = headers;
     return nativeFetch(resource, init).then(function (response) {

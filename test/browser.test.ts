@@ -63,6 +63,8 @@ describe.skipIf(!haveChromium)('pages in headless Chromium', () => {
     await page.click('[aria-label="Show Documentation Explorer"]');
     await page.waitForTimeout(500);
     expect(await page.locator('.graphiql-doc-explorer').textContent()).not.toMatch(/query\s*:\s*Query/);
+    // … and the page says what to do (without sending a request bound to answer 401)
+    await page.waitForFunction(() => /Paste your API key in the bar above to load the schema/.test((document.querySelector('.graphiql-response')?.textContent ?? '').replace(/\s+/g, ' ')), null, { timeout: 10_000 });
 
     await input.fill(SUPER_KEY);
     await page.click('#key-bar button[type="submit"]');
