@@ -1,6 +1,6 @@
 // Request fields in, GraphQL variables out. Driven by the operation's variable types, so a new route
 // needs no code here: path, query and body fields are matched by snake_case name, booleans accept
-// 1/0/true/false, integers must be unsigned, enums match case-insensitively, `name[]` makes a list,
+// 1/0/true/false, integers must be whole numbers in range (minimumOf), enums match case-insensitively, `name[]` makes a list,
 // and the fields of an input-object variable are gathered the same way.
 import {
   GraphQLEnumType, GraphQLInputObjectType, GraphQLList, GraphQLNonNull, GraphQLScalarType,
@@ -8,6 +8,7 @@ import {
 } from 'graphql';
 import { ApiError, invalidInput, requiredMissing } from '../src/errors.js';
 import { badText } from '../src/http/text-input.js';
+import { MAX_INT, wholeNumberRange } from '../src/domain/numbers.js';
 
 /** A value handed to a custom scalar untouched (an uploaded file). */
 export class Opaque { constructor(readonly value: unknown) {} }
@@ -30,12 +31,18 @@ export function addPairs(into: RawFields, pairs: Iterable<[string, string]>): vo
   }
 }
 
-const MAX_INT = 2 ** 31 - 1;
+/**
+ * The smallest integer a field takes: 1 for a required identifier (`…_id`, non-null: it must name a row), else 0
+ * (counts, sort keys, and optional ids where 0 means "none", such as parent_category_id and prefix_id).
+ */
+export function minimumOf(field: string, type: GraphQLInputType): number {
+  return type instanceof GraphQLNonNull && field.endsWith('_id') ? 1 : 0;
+}
 
-function coerce(type: GraphQLInputType, raw: Raw, field: string, missing: string[]): unknown {
+function coerce(type: GraphQLInputType, raw: Raw, field: string, missing: string[], min = minimumOf(field, type)): unknown {
   if (type instanceof GraphQLNonNull) {
     if (raw === null) throw invalidInput(field, `${field} cannot be empty.`);
-    return coerce(type.ofType, raw, field, missing);
+    return coerce(type.ofType, raw, field, missing, min);
   }
   if (raw === null) return null;
   if (raw instanceof Opaque) return raw.value;
@@ -65,8 +72,8 @@ function coerce(type: GraphQLInputType, raw: Raw, field: string, missing: string
   switch (scalar.name) {
     case 'Int': {
       const n = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\s*\d+\s*$/.test(raw) ? Number(raw) : NaN;
-      if (!Number.isInteger(n) || n < 0 || n > MAX_INT) {
-        throw invalidInput(field, `${field} must be a whole number of 0 or more, got "${String(raw)}".`);
+      if (!Number.isInteger(n) || n < min || n > MAX_INT) {
+        throw invalidInput(field, `${field} must be ${wholeNumberRange(min)}, got "${String(raw).slice(0, 40)}".`);
       }
       return n;
     }

@@ -109,7 +109,7 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
     };
     const rateLimits = new RateLimits({ perMinute: config.rateLimitPerMinute, superPerMinute: config.rateLimitSuperPerMinute, redisUrl: config.redisUrl }, log);
     closers.push(() => rateLimits.close());
-    handler = createRequestHandler({ schema, services, ping: db.ping, log, rateLimits, trustedDocuments });
+    handler = createRequestHandler({ schema, services, ping: db.ping, db, log, rateLimits, trustedDocuments });
     log.info({ url, database: db.kind }, 'listening');
     const stopPurge = schedulePurge(db.prisma, storage, config.softDeleteRetentionDays, log);
     const stopRevalidation = scheduleRevalidation(db.prisma, storage, config.externalUrlAllowPrivate, log);

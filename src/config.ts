@@ -48,6 +48,8 @@ export interface Config {
   failedProbesPerMinute: number;
   /** Lets instances with different local storage directories share one database (STORAGE=local). */
   allowSplitStorage: boolean;
+  /** METRICS: who may read GET /metrics. */
+  metrics: MetricsAccess;
   /** Limits every GraphQL operation is checked against before it runs (see src/http/limits.ts). */
   graphql: GraphqlLimits & {
     /** JSON file of trusted documents `{ "<sha256>": "<document>" }`, loaded at start. */
@@ -67,6 +69,9 @@ export interface GraphqlLimits {
 }
 
 export class ConfigError extends Error {}
+
+/** Who may read GET /metrics: a super-user key (`key`), anyone (`open`), or nobody (`off`: no endpoint). */
+export type MetricsAccess = 'key' | 'open' | 'off';
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
   const raw = env[name];
@@ -110,6 +115,13 @@ function flag(env: NodeJS.ProcessEnv, name: string): boolean {
   throw new ConfigError(`${name} must be 1 or 0, got "${env[name]}"`);
 }
 
+/** METRICS: key (default), open or off; 1 and 0 are read as open and off. */
+function metricsAccess(env: NodeJS.ProcessEnv): MetricsAccess {
+  const raw = (env.METRICS ?? '').trim().toLowerCase();
+  const value = raw === '1' ? 'open' : raw === '0' ? 'off' : raw;
+  return oneOf({ METRICS: value }, 'METRICS', ['key', 'open', 'off'] as const, 'key');
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
   const port = int(env, 'PORT', 3000);
   if (port > 65535) throw new ConfigError(`PORT must be a port number from 0 to 65535, got "${env.PORT}"`);
@@ -149,6 +161,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     externalUrlIdleSeconds: int(env, 'EXTERNAL_URL_IDLE_SECONDS', 10, 1),
     failedProbesPerMinute: int(env, 'EXTERNAL_URL_FAILED_PROBES_PER_MINUTE', 10, 1),
     allowSplitStorage: flag(env, 'ALLOW_SPLIT_STORAGE'),
+    metrics: metricsAccess(env),
     graphql: {
       maxCost: int(env, 'GRAPHQL_MAX_COST', 10000, 1),
       maxDepth: int(env, 'GRAPHQL_MAX_DEPTH', 15, 1),

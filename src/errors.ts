@@ -21,6 +21,7 @@ const STATUS: Record<string, number> = {
   'mc_dm_api_error.rate_limited': 429,
   server_error: 500,
   server_busy: 503,
+  server_starting: 503,
 };
 
 /** Status for a code: the table above, 404 for `*_not_found`, 422 for every other mc_dm_api_error. */

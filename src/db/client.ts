@@ -30,6 +30,8 @@ export interface Database {
   session<T>(fn: (s: Session) => Promise<T>): Promise<T>;
   /** Cheap round trip, for /readyz. */
   ping(): Promise<void>;
+  /** Connections to the database: the pool's (PostgreSQL server), or the one in-process connection (embedded). */
+  connections(): { total: number; idle: number; waiting: number };
   /** SQL statements sent since the database was opened (outside transactions): for tests that bound query counts. */
   statements(): number;
   close(): Promise<void>;
@@ -65,6 +67,8 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
   };
   return {
     kind: 'pglite',
+    // The embedded database is one connection inside this process, open for its whole life.
+    connections: () => ({ total: 1, idle: 0, waiting: 0 }),
     prisma,
     query: async <R,>(sql: string, params?: unknown[]) => (await lite.query<R>(sql, params as any[])).rows,
     session: (fn) => fn(session),
@@ -112,6 +116,7 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
   return {
     kind: 'postgres',
+    connections: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     url,
     prisma,
     query: async <R,>(sql: string, params?: unknown[]) => (await pool.query(sql, params)).rows as R[],

@@ -5,6 +5,7 @@ import type { Access } from '../permissions/access.js';
 import { ApiError, invalidInput, noPermission, notFound, requiredMissing } from '../errors.js';
 import { pageWindow, paginationOf, type Direction, type Page, type PageRequest } from './lists.js';
 import { hardDeleteDownloads } from './purge.js';
+import { isWholeNumberIn, wholeNumberRange } from './numbers.js';
 
 type Db = PrismaClient | Prisma.TransactionClient;
 
@@ -62,7 +63,7 @@ const HEX_COLOUR = /^#(?:[0-9a-f]{3}|[0-9a-f]{4}|[0-9a-f]{6}|[0-9a-f]{8})$/i;
 const MAX_TITLE = 100;
 
 function uint(field: string, v: number): number {
-  if (!Number.isInteger(v) || v < 0) throw invalidInput(field, `${field} must be a whole number of 0 or more, got ${v}.`);
+  if (!isWholeNumberIn(v, 0)) throw invalidInput(field, `${field} must be ${wholeNumberRange(0)}, got ${v}.`);
   return v;
 }
 

@@ -14,6 +14,7 @@ import { runProcessors, type Rejection } from '../files/processors.js';
 import { adapterFor, ExternalUrlError, filenameFromUrl, parseExternalUrl } from '../files/external/index.js';
 import { checkProbeAllowance, recordFailedProbe } from '../files/external/probe-limit.js';
 import mime from 'mime-types';
+import { isWholeNumberIn, wholeNumberRange } from './numbers.js';
 
 export const FILE_ORDERS = { display_order: 'displayOrder', file_size: 'fileSize', download_count: 'downloadCount' } as const;
 export type FileOrder = keyof typeof FILE_ORDERS;
@@ -106,7 +107,7 @@ function label(raw: string | null | undefined): string {
 
 function uint(field: string, v: number | null | undefined): number {
   if (v == null) return 0;
-  if (!Number.isInteger(v) || v < 0) throw invalidInput(field, `${field} must be a whole number of 0 or more.`);
+  if (!isWholeNumberIn(v, 0)) throw invalidInput(field, `${field} must be ${wholeNumberRange(0)}, got ${v}.`);
   return v;
 }
 
@@ -215,7 +216,7 @@ export async function createFile(deps: FileDeps, input: CreateFileInput): Promis
         idleMs: config.externalUrlIdleSeconds * 1000, deadlineMs: config.externalUrlDeadlineSeconds * 1000,
       });
       filename = safeFilename(fetched.filename);
-      ingested = await ingest(fetched.body, storage.tmpDir, config.maxUploadBytes);
+      ingested = await ingest(fetched.body, storage.tmpDir, config.maxUploadBytes, 'external_url');
     } catch (err) {
       if (err instanceof ExternalUrlError && err.kind === 'forbidden') throw forbidden(err.message);
       if (err instanceof ApiError) throw err; // over the server limit

@@ -22,7 +22,13 @@ export interface Ingested {
 export const tooLarge = (limit: number) => new ApiError('mc_dm_api_error.upload_exceeds_php_limit',
   `The upload is larger than the server's limit of ${limit} bytes.`, { limit });
 
-export async function ingest(source: Readable, tmpDir: string, maxBytes: number): Promise<Ingested> {
+/** Where ingested bytes came from: a client's upload, or an external URL the service fetched. */
+export type IngestSource = 'upload' | 'external_url';
+
+/** Bytes received by ingest() in this process, by source, as they stream (over-limit uploads included): /metrics. */
+export const ingestedBytes: Record<IngestSource, number> = { upload: 0, external_url: 0 };
+
+export async function ingest(source: Readable, tmpDir: string, maxBytes: number, from: IngestSource = 'upload'): Promise<Ingested> {
   const tmpPath = path.join(tmpDir, temporaryFileName());
   const hash = crypto.createHash('sha256');
   let size = 0;
@@ -31,6 +37,7 @@ export async function ingest(source: Readable, tmpDir: string, maxBytes: number)
   const meter = new Transform({
     transform(chunk: Buffer, _enc, done) {
       size += chunk.length;
+      ingestedBytes[from] += chunk.length;
       if (size > maxBytes) return done(tooLarge(maxBytes));
       hash.update(chunk);
       if (headLength < HEAD_BYTES) {

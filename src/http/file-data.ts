@@ -1,14 +1,15 @@
 // GET /api/mc-dm-files/<file_id>/data/: the bytes of a file (contract §6). Not a GraphQL operation, because it
 // answers with a byte stream, not JSON: streamed from storage with Content-Disposition, ETag (the hash) and
 // single Range requests (206, or 416 when unsatisfiable); a link-only file answers 302 to its URL.
-// A request that starts at byte 0 counts one download on the file, its version and its download.
+// A GET that starts at byte 0 counts one download on the file, its version and its download; HEAD answers the same
+// headers and counts nothing.
 import type { Plugin } from 'graphql-yoga';
 import type { Context } from '../schema/context.js';
 import { requireScopes } from '../auth/scopes.js';
 import { ApiError, noPermission, notFound, statusOfError, toErrorItem, headersOf } from '../errors.js';
 import { FILE_CSP } from './security-headers.js';
+import { MAX_INT, wholeNumberRange } from '../domain/numbers.js';
 
-const MAX_INT = 2 ** 31 - 1;
 
 /** Types a browser would render as a document (and run scripts in): served as opaque bytes instead. */
 const ACTIVE = /^(text\/html|application\/xhtml\+xml|image\/svg\+xml|text\/xml|application\/xml|text\/xsl|application\/xslt\+xml|text\/javascript|application\/javascript|application\/ecmascript|text\/ecmascript|multipart\/|message\/|application\/pdf|text\/vtt)/i;
@@ -56,12 +57,12 @@ export function fileDataPlugin(contextFor: (request: Request) => Promise<Context
 
   async function serve(request: Request, rawId: string): Promise<Response> {
     if (request.method !== 'GET' && request.method !== 'HEAD') {
-      return fail(new ApiError('method_not_allowed', `${request.method} is not allowed here; use GET.`, { allowed: ['GET'] }));
+      return fail(new ApiError('method_not_allowed', `${request.method} is not allowed here; use GET (or HEAD for the headers alone).`, { allowed: ['GET', 'HEAD'] }, { allow: 'GET, HEAD' }));
     }
     const ctx = await contextFor(request);
     requireScopes(ctx.visitor, ['mc_dm_download:read']);
-    if (!/^\d+$/.test(rawId) || Number(rawId) > MAX_INT) {
-      throw new ApiError('invalid_input', `file_id must be a whole number from 0 to ${MAX_INT}, got "${rawId.slice(0, 40)}".`, { field: 'file_id' });
+    if (!/^\d+$/.test(rawId) || Number(rawId) < 1 || Number(rawId) > MAX_INT) {
+      throw new ApiError('invalid_input', `file_id must be ${wholeNumberRange(1)}, got "${rawId.slice(0, 40)}".`, { field: 'file_id' });
     }
     const id = Number(rawId);
     const access = await ctx.access();
@@ -78,9 +79,10 @@ export function fileDataPlugin(contextFor: (request: Request) => Promise<Context
       ctx.prisma.version.update({ where: { id: f.versionId }, data: { downloadCount: { increment: 1 } } }),
       ctx.prisma.download.update({ where: { id: d.id }, data: { downloadCount: { increment: 1 } } }),
     ]);
+    const counts = request.method === 'GET';
     if (f.isLinkOnly || !f.storageKey) {
       if (!f.externalUrl) throw notFound('file', id);
-      await count();
+      if (counts) await count();
       return new R(null, { status: 302, headers: { location: f.externalUrl } });
     }
     const size = Number(f.fileSize);
@@ -113,13 +115,15 @@ export function fileDataPlugin(contextFor: (request: Request) => Promise<Context
       }
     }
     try {
-      if (!range || range.start === 0) await count();
+      if (counts && (!range || range.start === 0)) await count();
     } catch (err) {
       stream?.destroy();
       throw err;
     }
     if (!stream) {
-      return new R(null, { status: range ? 206 : 200, headers: { ...headers, 'content-length': String(range ? range.end - range.start + 1 : size) } });
+      // HEAD: the headers the GET would answer.
+      const ranged: Record<string, string> = range ? { 'content-range': `bytes ${range.start}-${range.end}/${size}` } : {};
+      return new R(null, { status: range ? 206 : 200, headers: { ...headers, ...ranged, 'content-length': String(range ? range.end - range.start + 1 : size) } });
     }
     // Yoga's Response takes a Node stream as it is and pipes it to the socket.
     const body = stream as unknown as ReadableStream;

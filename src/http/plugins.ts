@@ -3,6 +3,7 @@ import type { Plugin } from 'graphql-yoga';
 import { GraphQLError as GraphQLErrorClass, type GraphQLError } from 'graphql';
 import type { Logger } from '../log.js';
 import { isContractCode } from '../errors.js';
+import { wholeNumberRange } from '../domain/numbers.js';
 
 const json = (status: number, body: unknown) =>
   new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json; charset=utf-8' } });
@@ -58,7 +59,14 @@ function contractCodeOf(e: GraphQLError): string {
   return 'invalid_input';
 }
 
-/** Every error on /graphql carries one of the contract's codes: framework codes are rewritten to theirs. */
+/** graphql-js's refusal of an Int outside 32 bits: it names no range a person could act on. */
+const INT_OUT_OF_RANGE = /Int cannot represent non 32-bit signed integer value: \S+$/;
+const INT_RANGE_HINT = ` (an id is ${wholeNumberRange(1)}; any other whole number is at most ${2 ** 31 - 1})`;
+
+/**
+ * Every error on /graphql carries one of the contract's codes: framework codes are rewritten to theirs. An Int out of
+ * range also gets the range in its message.
+ */
 export function contractCodesPlugin(): Plugin {
   return {
     onResultProcess({ result }) {
@@ -67,6 +75,7 @@ export function contractCodesPlugin(): Plugin {
         for (const e of errors ?? []) {
           const code = contractCodeOf(e);
           if (e.extensions?.code !== code) (e.extensions as Record<string, unknown>).code = code;
+          if (code === 'invalid_input' && INT_OUT_OF_RANGE.test(e.message)) (e as { message: string }).message = `${e.message}${INT_RANGE_HINT}.`;
         }
       }
     },

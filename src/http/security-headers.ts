@@ -15,13 +15,13 @@ export const ALLOWED_METHODS = 'GET, HEAD, POST, PUT, DELETE';
 const API_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 export const FILE_CSP = "default-src 'none'; sandbox; frame-ancestors 'none'";
 
-/** The CSP of an HTML page: its inline scripts allowed by hash, nothing else from elsewhere. */
+/** The CSP of an HTML page: scripts from this origin, and its inline scripts (if any) by hash; nothing from elsewhere. */
 export function pageCsp(html: string): string {
   const hashes = [...html.matchAll(/<script>([\s\S]*?)<\/script>/g)]
     .map((m) => `'sha256-${crypto.createHash('sha256').update(m[1]!, 'utf8').digest('base64')}'`);
   return [
-    "default-src 'none'", `script-src ${hashes.join(' ') || "'none'"}`, 'worker-src blob:', "style-src 'unsafe-inline'",
-    'img-src data:', 'font-src data:', "connect-src 'self'", "frame-ancestors 'none'", "base-uri 'none'", "form-action 'none'",
+    "default-src 'none'", `script-src ${["'self'", ...hashes].join(' ')}`, "worker-src 'self' blob:", "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' data:", "font-src 'self' data:", "connect-src 'self'", "frame-ancestors 'none'", "base-uri 'none'", "form-action 'none'",
   ].join('; ');
 }
 

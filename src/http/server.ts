@@ -2,7 +2,6 @@
 // /healthz and /readyz.
 import http from 'node:http';
 import { createYoga } from 'graphql-yoga';
-import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { GraphQLError, type GraphQLSchema } from 'graphql';
 import type { Logger } from '../log.js';
 import type { Services } from '../schema/context.js';
@@ -16,6 +15,9 @@ import { graphqlUploadPlugin, uploadReceiver } from './uploads.js';
 import { fileDataPlugin } from './file-data.js';
 import type { RateLimits } from './rate-limit.js';
 import { httpPolicyPlugin } from './security-headers.js';
+import { pagesPlugin, renderGraphiQLPage } from './pages.js';
+import { metricsPlugin } from './metrics.js';
+import type { Database } from '../db/client.js';
 import { textInputPlugin } from './text-input.js';
 import { UploadSlots } from './upload-slots.js';
 import { uploadPrecheck } from './upload-precheck.js';
@@ -27,7 +29,8 @@ import { subscriptionTransportPlugin } from './subscriptions.js';
 
 const SERVER_ERROR = 'An unexpected error occurred. It has been logged.';
 
-const DEFAULT_QUERY = `# Set your key in the Headers tab: { "Forum-Api-Key": "dm_…" }
+const DEFAULT_QUERY = `# Paste your API key in the bar above, then run this query (the ▶ button or Ctrl-Enter).
+# The Docs pane (book icon) lists every query and mutation the key's scopes allow.
 query Start {
   viewer { userId username isSuperKey scopes }
   categories(perPage: 10) {
@@ -41,6 +44,8 @@ export interface HttpOptions {
   schema: GraphQLSchema;
   services: Services;
   ping(): Promise<void>;
+  /** The database's connection counts, for /metrics. */
+  db: Pick<Database, 'connections'>;
   log: Logger;
   rateLimits: RateLimits;
   /** Persisted documents by SHA-256 (src/http/trusted-documents.ts). */
@@ -48,7 +53,7 @@ export interface HttpOptions {
 }
 
 /** The request handler of the service (the server that listens is made by app.ts, before the database is touched). */
-export function createRequestHandler({ schema, services, ping, log, rateLimits, trustedDocuments = new Map() }: HttpOptions): http.RequestListener {
+export function createRequestHandler({ schema, services, ping, db, log, rateLimits, trustedDocuments = new Map() }: HttpOptions): http.RequestListener {
   const contextFor = async (request: Request) => {
     const visitor = await visitorFromHeaders(services.prisma, request.headers, services.groups, services.auth);
     await rateLimits.consume(request, visitor, hashKey(request.headers.get('forum-api-key') ?? ''));
@@ -69,8 +74,9 @@ export function createRequestHandler({ schema, services, ping, log, rateLimits, 
     // A persisted document may be named by `documentId` (GraphQL-over-HTTP's persisted documents) as well.
     extraParamNames: ['documentId'],
     landingPage: false,
-    // GraphiQL with its assets bundled: it works on machines without internet access.
-    renderGraphiQL,
+    // GraphiQL with its assets bundled and served as files by pagesPlugin: it works on machines without internet
+    // access, asks for the key, and keeps it for the browser tab only (public/graphiql-start.js).
+    renderGraphiQL: renderGraphiQLPage,
     logging: {
       debug: (...a) => log.debug({ yoga: a }),
       info: (...a) => log.info({ yoga: a }),
@@ -79,8 +85,10 @@ export function createRequestHandler({ schema, services, ping, log, rateLimits, 
     },
     graphiql: {
       title: 'Downloads Catalogue Service',
-      headers: JSON.stringify({ 'Forum-Api-Key': '' }, null, 2),
+      // The key comes from the bar above GraphiQL; a Forum-Api-Key set here overrides it.
+      headers: '{}',
       defaultQuery: DEFAULT_QUERY,
+      shouldPersistHeaders: false,
     },
     context: ({ request }) => contextFor(request),
     maskedErrors: {
@@ -102,12 +110,18 @@ export function createRequestHandler({ schema, services, ping, log, rateLimits, 
       rateLimits.plugin(),
       httpPolicyPlugin(config.corsOrigins),
       healthPlugin(ping),
+      pagesPlugin({ schema, routes }),
       trustedDocumentsPlugin(trustedDocuments, services.config.graphql.trustedDocumentsOnly),
       operationLimitsPlugin(services.config.graphql),
       contractCodesPlugin(),
       graphqlStatusPlugin(),
       subscriptionTransportPlugin(),
       textInputPlugin(),
+      // After contractCodesPlugin (errors are counted by their final code), before the plugins that answer routes.
+      metricsPlugin({
+        access: config.metrics, routes, db,
+        isSuperKey: async (request) => (await visitorFromHeaders(services.prisma, request.headers, services.groups, services.auth)).isSuper,
+      }),
       graphqlUploadPlugin({ maxUploadBytes: config.maxUploadBytes, maxFieldBytes: config.maxBodyBytes, contextFor, slots }),
       bodyLimitPlugin(services.config.maxBodyBytes),
       fileDataPlugin(contextFor, onUnexpectedError),

@@ -5,16 +5,16 @@ import type { Context } from '../schema/context.js';
 import { deps } from '../schema/file.js';
 import { checkUploadTarget } from '../domain/files.js';
 import { invalidInput } from '../errors.js';
+import { MAX_INT, wholeNumberRange } from '../domain/numbers.js';
 import type { RawFields } from '../../rest-adapter/inputs.js';
 
-const MAX_INT = 2 ** 31 - 1;
 
 export async function uploadPrecheck(context: unknown, fields: RawFields): Promise<void> {
   const ctx = context as Context;
   const raw = fields.get('version_id');
   const text = typeof raw === 'string' || typeof raw === 'number' ? String(raw).trim() : '';
-  if (!/^\d+$/.test(text) || Number(text) > MAX_INT) {
-    throw invalidInput('version_id', `version_id must be a whole number of 0 or more, got "${String(raw)}".`);
+  if (!/^\d+$/.test(text) || Number(text) < 1 || Number(text) > MAX_INT) {
+    throw invalidInput('version_id', `version_id must be ${wholeNumberRange(1)}, got "${String(raw).slice(0, 40)}".`);
   }
   await checkUploadTarget(deps(ctx, await ctx.access()), Number(text));
 }

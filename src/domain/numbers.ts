@@ -1,0 +1,13 @@
+// Whole numbers the API accepts: every integer is a PostgreSQL `integer`, so at most 2^31 - 1. Identifiers that must
+// name a row start at 1; counts, sort keys and "0 means none" fields start at 0. Messages name the real range.
+
+export const MAX_INT = 2 ** 31 - 1;
+
+/** "a whole number from 1 to 2147483647" */
+export function wholeNumberRange(min: number, max = MAX_INT): string {
+  return `a whole number from ${min} to ${max}`;
+}
+
+export function isWholeNumberIn(v: unknown, min: number, max = MAX_INT): v is number {
+  return typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;
+}
