@@ -6,7 +6,6 @@
 // others keep serving. Skipped without a PostgreSQL server (TEST_DATABASE_URL) or Redis.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -14,18 +13,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // @ts-expect-error s3rver ships no type declarations
 import S3rver from 's3rver';
 import { SUPER_KEY, startTestApp, type TestApp } from './helpers/app.js';
+import { REDIS_URL, redisAnswers } from './helpers/redis.js';
 import { revalidateFiles } from '../src/jobs/revalidate.js';
 import { purgeExpiredDownloads } from '../src/jobs/purge.js';
 import { reclaimOrphanBlobs } from '../src/jobs/reclaim.js';
 
-const REDIS_URL = 'redis://127.0.0.1:6379';
-const redisAnswers = await new Promise<boolean>((resolve) => {
-  const sock = net.connect(6379, '127.0.0.1');
-  sock.setTimeout(500);
-  sock.on('connect', () => { sock.end(); resolve(true); });
-  sock.on('error', () => resolve(false));
-  sock.on('timeout', () => { sock.destroy(); resolve(false); });
-});
+const redisUp = await redisAnswers();
 
 /** Polls until `check` holds, returning how long it took; fails after `limitMs`. */
 async function within(limitMs: number, check: () => Promise<boolean>): Promise<number> {
@@ -37,7 +30,7 @@ async function within(limitMs: number, check: () => Promise<boolean>): Promise<n
   }
 }
 
-describe.skipIf(!process.env.TEST_DATABASE_URL || !redisAnswers)('three instances on one PostgreSQL database, S3 storage and Redis', () => {
+describe.skipIf(!process.env.TEST_DATABASE_URL || !redisUp)('three instances on one PostgreSQL database, S3 storage and Redis', () => {
   let a: TestApp; let b: TestApp; let c: TestApp;
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-instances-'));
   let s3: any;

@@ -2,20 +2,13 @@
 // on GraphQL, REST and the file data route alike; super-user keys unlimited unless configured; one count shared
 // by every instance through Redis when REDIS_URL is set (skipped with a message when Redis does not answer).
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
+import { REDIS_URL, redisAnswers } from './helpers/redis.js';
 
-const REDIS_URL = 'redis://127.0.0.1:6379';
-const redisAnswers = await new Promise<boolean>((resolve) => {
-  const s = net.connect(6379, '127.0.0.1');
-  s.setTimeout(500);
-  s.on('connect', () => { s.end(); resolve(true); });
-  s.on('error', () => resolve(false));
-  s.on('timeout', () => { s.destroy(); resolve(false); });
-});
+const redisUp = await redisAnswers();
 
 forEachDatabase((kind) => {
   let t: TestApp;
@@ -67,7 +60,7 @@ forEachDatabase((kind) => {
   });
 });
 
-describe.skipIf(!redisAnswers || !process.env.TEST_DATABASE_URL)('rate limits shared through Redis', () => {
+describe.skipIf(!redisUp || !process.env.TEST_DATABASE_URL)('rate limits shared through Redis', () => {
   it('two instances on one database count one budget per key', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-rl-'));
     const settings = { rateLimitPerMinute: 4, redisUrl: REDIS_URL, dataDir };

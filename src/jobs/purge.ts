@@ -3,6 +3,7 @@
 import type { PrismaClient } from '../generated/prisma/client.js';
 import type { Storage } from '../files/storage/index.js';
 import type { Logger } from '../log.js';
+import { schedule } from './schedule.js';
 import { hardDeleteDownloads } from '../domain/purge.js';
 import { refreshCategoryCounts } from '../domain/categories.js';
 
@@ -36,24 +37,10 @@ export async function purgeExpiredDownloads(prisma: PrismaClient, storage: Stora
   }
 }
 
-/** Runs the purge now and then every `everyMs`; returns a function that stops it. */
+/** Runs the purge five seconds after start and then every `everyMs`; returns a function that stops it. */
 export function schedulePurge(prisma: PrismaClient, storage: Storage, retentionDays: number, log: Logger, everyMs = 3_600_000): () => void {
-  let running = false;
-  const run = async () => {
-    if (running) return;
-    running = true;
-    try {
-      const ids = await purgeExpiredDownloads(prisma, storage, retentionDays);
-      if (ids.length) log.info({ purged: ids.length }, 'purged soft-deleted downloads past the retention window');
-    } catch (err) {
-      log.error({ err }, 'purge of soft-deleted downloads failed');
-    } finally {
-      running = false;
-    }
-  };
-  const first = setTimeout(run, 5_000);
-  const timer = setInterval(run, everyMs);
-  first.unref();
-  timer.unref();
-  return () => { clearTimeout(first); clearInterval(timer); };
+  return schedule('purge of soft-deleted downloads', async () => {
+    const ids = await purgeExpiredDownloads(prisma, storage, retentionDays);
+    if (ids.length) log.info({ purged: ids.length }, 'purged soft-deleted downloads past the retention window');
+  }, { firstMs: 5_000, everyMs }, log);
 }

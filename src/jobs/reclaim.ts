@@ -5,6 +5,7 @@
 import type { PrismaClient } from '../generated/prisma/client.js';
 import type { Storage } from '../files/storage/index.js';
 import type { Logger } from '../log.js';
+import { schedule } from './schedule.js';
 
 /** Advisory lock key (pair) held while reclaiming: one reclaimer at a time, across instances. */
 const RECLAIM_LOCK = [72640337, 0] as const;
@@ -57,22 +58,8 @@ export async function reclaimOrphanBlobs(prisma: PrismaClient, storage: Storage,
  * just orphaned are younger than the grace period anyway, so an earlier first run would find nothing more.)
  */
 export function scheduleReclaim(prisma: PrismaClient, storage: Storage, log: Logger, graceMs = DEFAULT_GRACE_MS, everyMs = 6 * 3_600_000): () => void {
-  let running = false;
-  const run = async () => {
-    if (running) return;
-    running = true;
-    try {
-      const r = await reclaimOrphanBlobs(prisma, storage, graceMs);
-      if (r.reclaimed.length) log.info({ reclaimed: r.reclaimed.length, keys: r.reclaimed.slice(0, 20), scanned: r.scanned }, 'reclaimed orphan blobs');
-    } catch (err) {
-      log.error({ err }, 'reclaiming orphan blobs failed');
-    } finally {
-      running = false;
-    }
-  };
-  const first = setTimeout(run, 10 * 60_000);
-  const timer = setInterval(run, everyMs);
-  first.unref();
-  timer.unref();
-  return () => { clearTimeout(first); clearInterval(timer); };
+  return schedule('reclaiming orphan blobs', async () => {
+    const r = await reclaimOrphanBlobs(prisma, storage, graceMs);
+    if (r.reclaimed.length) log.info({ reclaimed: r.reclaimed.length, keys: r.reclaimed.slice(0, 20), scanned: r.scanned }, 'reclaimed orphan blobs');
+  }, { firstMs: 10 * 60_000, everyMs }, log);
 }

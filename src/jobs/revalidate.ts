@@ -4,6 +4,7 @@
 import type { PrismaClient } from '../generated/prisma/client.js';
 import type { Storage } from '../files/storage/index.js';
 import type { Logger } from '../log.js';
+import { schedule } from './schedule.js';
 import { adapterFor, parseExternalUrl } from '../files/external/index.js';
 
 export interface RevalidateOptions { allowPrivate: boolean; olderThanMs: number; batch: number; now?: Date }
@@ -50,19 +51,8 @@ export async function revalidateFiles(prisma: PrismaClient, storage: Storage, op
 
 /** Runs revalidation every `everyMs` (a batch at a time); returns a function that stops it. */
 export function scheduleRevalidation(prisma: PrismaClient, storage: Storage, allowPrivate: boolean, log: Logger, everyMs = 600_000): () => void {
-  let running = false;
-  const timer = setInterval(async () => {
-    if (running) return;
-    running = true;
-    try {
-      const ids = await revalidateFiles(prisma, storage, { allowPrivate, olderThanMs: 86_400_000, batch: 100 });
-      if (ids.length) log.info({ checked: ids.length }, 'revalidated files');
-    } catch (err) {
-      log.error({ err }, 'file revalidation failed');
-    } finally {
-      running = false;
-    }
-  }, everyMs);
-  timer.unref();
-  return () => clearInterval(timer);
+  return schedule('file revalidation', async () => {
+    const ids = await revalidateFiles(prisma, storage, { allowPrivate, olderThanMs: 86_400_000, batch: 100 });
+    if (ids.length) log.info({ checked: ids.length }, 'revalidated files');
+  }, { firstMs: everyMs, everyMs }, log);
 }
