@@ -229,8 +229,8 @@ forEachDatabase((kind) => {
     const writes = all.filter(isWrite);
     const started = Date.now();
     const failures = [
-      ...await pool(reads, 8, (c) => run(t, w, c).catch((e) => `${c.face} ${c.op} ${c.actor} ${c.set} ${c.state}: threw ${e}`)),
-      ...await pool(writes, 8, (c) => run(t, w, c).catch((e) => `${c.face} ${c.op} ${c.actor} ${c.set} ${c.state}: threw ${e}`)),
+      ...await pool(reads, 16, (c) => run(t, w, c).catch((e) => `${c.face} ${c.op} ${c.actor} ${c.set} ${c.state}: threw ${e}`)),
+      ...await pool(writes, 16, (c) => run(t, w, c).catch((e) => `${c.face} ${c.op} ${c.actor} ${c.set} ${c.state}: threw ${e}`)),
     ].filter(Boolean);
     console.log(`authorization matrix (${kind}): ${all.length} cases (${reads.length} reads, ${writes.length} writes) in ${Date.now() - started} ms`);
     expect(failures).toEqual([]);
