@@ -77,13 +77,13 @@ async function post(pathname: string, body: BodyInit, headers: Record<string, st
   return `${res.status} ${code}`.trim();
 }
 
-function multipart(fields: [string, string][], file: { name: string; size: number }): { body: Uint8Array; type: string } {
+function multipart(fields: [string, string][], file: { name: string; size: number }): { body: Blob; type: string } {
   const boundary = `soak${Math.random().toString(16).slice(2)}`;
   const parts: Buffer[] = [];
   for (const [k, v] of fields) parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`));
   parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${file.name}"; filename="big.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`));
   parts.push(Buffer.alloc(file.size, 7), Buffer.from(`\r\n--${boundary}--\r\n`));
-  return { body: new Uint8Array(Buffer.concat(parts)), type: `multipart/form-data; boundary=${boundary}` };
+  return { body: new Blob([Buffer.concat(parts)]), type: `multipart/form-data; boundary=${boundary}` };
 }
 
 /** A socket that sends `head`, then one byte of `drip` a second until the server closes it; resolves with how long it stayed open. */
