@@ -121,6 +121,20 @@ forEachDatabase((kind) => {
       expect(await t.prisma.categoryPrefix.count({ where: i })).toBe(1);
     });
 
+    it('simultaneous assignments of one pair, and simultaneous grants of one permission, all succeed', async () => {
+      // Found by test/authz-matrix.test.ts on PostgreSQL: concurrent assignPrefix calls answered 500 (a unique violation).
+      const p = await t.gqlOk(CREATE_PREFIX, { i: { title: 'Race' } });
+      const cat = await t.gqlOk(`mutation { createCategory(input: { title: "Race" }) { category { categoryId } } }`);
+      const i = { prefixId: p.createPrefix.prefix.prefixId, categoryId: cat.createCategory.category.categoryId };
+      const assigned = await Promise.all(Array.from({ length: 12 }, () => t.gql(ASSIGN_PREFIX, { i })));
+      expect(assigned.map((r) => r.codes)).toEqual(Array.from({ length: 12 }, () => []));
+      expect(await t.prisma.categoryPrefix.count({ where: i })).toBe(1);
+      await t.prisma.group.create({ data: { name: `race_${kind}` } });
+      const grants = await Promise.all(Array.from({ length: 12 }, () => t.gql(SET_GROUP, { i: { group: `race_${kind}`, permission: 'view', value: 'ALLOW' } })));
+      expect(grants.map((r) => r.codes)).toEqual(Array.from({ length: 12 }, () => []));
+      expect(await t.prisma.groupPermission.count({ where: { group: { name: `race_${kind}` }, permission: 'view' } })).toBe(1);
+    });
+
     it('refuses empty titles and unknown ids', async () => {
       expect((await t.gql(CREATE_PREFIX, { i: { title: '' } })).codes).toEqual(['required_input_missing']);
       expect((await t.gql(ASSIGN_PREFIX, { i: { prefixId: 99999, categoryId: 1 } })).codes).toEqual(['mc_dm_api_error.prefix_not_found']);
