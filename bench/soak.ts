@@ -1,7 +1,8 @@
 // `npm run bench:soak`: the service under mixed load with attacks interleaved, for a minute. Starts the service as a
 // child process (`npm start`'s code path) on a fresh embedded database (or --database-url), seeds a small catalogue,
 // then for --seconds (60) runs at once:
-//   - autocannon, --connections (32) keep-alive connections cycling through reads and writes (REST and GraphQL);
+//   - autocannon, --connections (32) keep-alive connections cycling through reads and writes (REST and GraphQL), each
+//     sending its next request when the last is answered (or at most --rate requests/s in all);
 //   - a probe: one client doing a trivial read (GET one category) every 20 ms, whose latencies are reported;
 //   - attacks, each in its own loop: GraphQL alias bombs, deeply nested queries, uploads over MAX_UPLOAD_BYTES
 //     (set to 8 MiB here), uploads with a read-only key, sockets that send a body one byte a second and sockets that
@@ -16,6 +17,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
+import pg from 'pg';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { values: opts } = parseArgs({
@@ -24,10 +26,16 @@ const { values: opts } = parseArgs({
     connections: { type: 'string', default: '32' },
     'database-url': { type: 'string' },
     settle: { type: 'string', default: '15' },
+    rate: { type: 'string' },
+    rounds: { type: 'string', default: '1' },
   },
 });
 const SECONDS = Number(opts.seconds);
 const CONNECTIONS = Number(opts.connections);
+/** --rate N: the load sends at most N requests a second in all (autocannon's overallRate); default: as fast as answered. */
+const RATE = opts.rate ? Number(opts.rate) : undefined;
+/** --rounds N: repeat the minute N times on the same server, to tell a leak (RSS keeps rising) from a plateau. */
+const ROUNDS = Number(opts.rounds);
 const KEY = 'dm_soak_super_key_00000000000000000000000000000';
 const PORT = 41_000 + Math.floor(Math.random() * 1000);
 const BASE = `http://127.0.0.1:${PORT}`;
@@ -111,7 +119,20 @@ async function main() {
     DATA_DIR: dataDir, PORT: String(PORT), HOST: '127.0.0.1', DM_BOOTSTRAP_KEY: KEY, LOG_LEVEL: 'warn',
     RATE_LIMIT_PER_MINUTE: '0', RATE_LIMIT_SUPER_PER_MINUTE: '0', COMMENT_FLOOD_SECONDS: '0', MAX_UPLOAD_BYTES: String(UPLOAD_LIMIT),
   };
-  if (opts['database-url']) env.DATABASE_URL = opts['database-url'];
+  // --database-url names a server: the soak runs on a fresh database there, dropped at the end.
+  const serverUrl = opts['database-url'];
+  const dbName = `dcs_soak_${process.pid}`;
+  const onServer = async (sql: string) => {
+    const c = new pg.Client({ connectionString: serverUrl });
+    await c.connect();
+    try { await c.query(sql); } finally { await c.end(); }
+  };
+  if (serverUrl) {
+    await onServer(`CREATE DATABASE "${dbName}"`);
+    const url = new URL(serverUrl);
+    url.pathname = `/${dbName}`;
+    env.DATABASE_URL = url.toString();
+  }
   const service = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, ...env } });
   try {
     for (let i = 0; ; i++) {
@@ -154,67 +175,73 @@ async function main() {
     let rssPeak = rssStart;
     const sampler = setInterval(() => { rssPeak = Math.max(rssPeak, rssMb(pid)); }, 100);
 
-    const until = Date.now() + SECONDS * 1000;
-    const load = new Promise<autocannon.Result>((resolve, reject) =>
-      autocannon({ url: BASE, connections: CONNECTIONS, duration: SECONDS, requests }, (err, res) => (err ? reject(err) : resolve(res))));
+    for (let round = 1; round <= ROUNDS; round++) {
+      answers.clear();
+      fiveHundreds = 0;
+      const until = Date.now() + SECONDS * 1000;
+      const load = new Promise<autocannon.Result>((resolve, reject) =>
+        autocannon({ url: BASE, connections: CONNECTIONS, duration: SECONDS, requests, ...(RATE ? { overallRate: RATE } : {}) }, (err, res) => (err ? reject(err) : resolve(res))));
 
-    const probe: number[] = [];
-    const probeLoop = (async () => {
-      while (Date.now() < until) {
-        const t0 = performance.now();
-        const res = await fetch(`${BASE}/api/mc-dm-categories/${cat}/`, { headers: { 'Forum-Api-Key': KEY } });
-        await res.arrayBuffer();
-        probe.push(performance.now() - t0);
-        if (res.status >= 500) fiveHundreds++;
-        await sleep(20);
+      const probe: number[] = [];
+      const probeLoop = (async () => {
+        while (Date.now() < until) {
+          const t0 = performance.now();
+          const res = await fetch(`${BASE}/api/mc-dm-categories/${cat}/`, { headers: { 'Forum-Api-Key': KEY } });
+          await res.arrayBuffer();
+          probe.push(performance.now() - t0);
+          if (res.status >= 500) fiveHundreds++;
+          await sleep(20);
+        }
+      })();
+
+      const aliasBomb = JSON.stringify({ query: `{ ${Array.from({ length: 3000 }, (_, i) => `a${i}: viewer { userId }`).join(' ')} }` });
+      const deep = JSON.stringify({ query: `{ ${'categories { nodes { parent { '.repeat(150)}categoryId${' } } }'.repeat(150)} }` });
+      const big = multipart([['version_id', String(d.currentVersionId)]], { name: 'file', size: UPLOAD_LIMIT + 4 * 1024 * 1024 });
+      const gqlBig = multipart([
+        ['operations', JSON.stringify({ query: `mutation($f: Upload!) { createFile(input: { versionId: ${d.currentVersionId}, file: $f }) { file { fileId } } }`, variables: { f: null } })],
+        ['map', JSON.stringify({ 0: ['variables.f'] })],
+      ], { name: '0', size: UPLOAD_LIMIT + 4 * 1024 * 1024 });
+      const attacks = [
+        attackLoop('alias bomb (3,000 aliases)', until, () => post('/graphql', aliasBomb, { 'content-type': 'application/json' }), 100),
+        attackLoop('deep query (450 levels)', until, () => post('/graphql', deep, { 'content-type': 'application/json' }), 100),
+        attackLoop('REST upload over MAX_UPLOAD_BYTES', until, () => post('/api/mc-dm-files/', big.body, { 'content-type': big.type, 'Forum-Api-User': String(user) }), 200),
+        attackLoop('GraphQL upload over MAX_UPLOAD_BYTES', until, () => post('/graphql', gqlBig.body,
+          { 'content-type': gqlBig.type, accept: 'application/graphql-response+json', 'Forum-Api-User': String(user) }), 200),
+        attackLoop('upload with a read-only key', until, () => fetch(`${BASE}/api/mc-dm-files/`, {
+          method: 'POST', body: big.body, headers: { 'Forum-Api-Key': readOnly, 'content-type': big.type },
+        }).then(async (r) => { await r.arrayBuffer(); return String(r.status); }), 200),
+        ...Array.from({ length: 16 }, () => attackLoop('slow body (1 byte/s)', until, () => slowSocket(
+          `POST /api/mc-dm-comments/ HTTP/1.1\r\nHost: x\r\nForum-Api-Key: ${KEY}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n`, '{"message":"'), 0)),
+        ...Array.from({ length: 16 }, () => attackLoop('slow headers (1 byte/s)', until, () => slowSocket(
+          'GET /api/mc-dm-categories/ HTTP/1.1\r\nHost: x\r\n', 'X-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'), 0)),
+      ];
+
+      const result = await load;
+      await probeLoop;
+      await Promise.all(attacks); // the slow sockets end at their deadlines, after the load
+      await sleep(Number(opts.settle) * 1000);
+      const rssEnd = rssMb(pid);
+      const tmpDir = path.join(dataDir, 'files', '.tmp');
+      const leftovers = fs.existsSync(tmpDir) ? fs.readdirSync(tmpDir) : [];
+
+      const sorted = [...probe].sort((a, b) => a - b);
+      const load5xx = (result as unknown as Record<string, number>)['5xx'] ?? 0;
+      console.log(`\nSoak round ${round} of ${ROUNDS}: ${SECONDS} s, ${CONNECTIONS} connections of mixed reads and writes${RATE ? ` at ${RATE} requests/s` : ' (closed loop)'}, attacks interleaved, ${opts['database-url'] ? 'PostgreSQL server' : 'embedded PGlite'}; ${os.cpus().length} CPUs (${os.cpus()[0]?.model}), Node ${process.version}`);
+      console.log(`load: ${result.requests.total} requests (${Math.round(result.requests.average)}/s), latency p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms, non-2xx ${result.non2xx}, 5xx ${load5xx}, errors ${result.errors}, timeouts ${result.timeouts}`);
+      console.log(`trivial read (GET /api/mc-dm-categories/<id>/, one client every 20 ms): ${sorted.length} requests, p50 ${percentile(sorted, 50).toFixed(1)} ms, p99 ${percentile(sorted, 99).toFixed(1)} ms, max ${sorted.at(-1)?.toFixed(1)} ms`);
+      console.log(`5xx answers: ${load5xx + fiveHundreds} (load ${load5xx}, probe and attacks ${fiveHundreds})`);
+      for (const [attack, outcomes] of answers) {
+        console.log(`  ${attack}: ${[...outcomes].sort((a, b) => b[1] - a[1]).map(([o, n]) => `${n} × ${o}`).join(', ')}`);
       }
-    })();
-
-    const aliasBomb = JSON.stringify({ query: `{ ${Array.from({ length: 3000 }, (_, i) => `a${i}: viewer { userId }`).join(' ')} }` });
-    const deep = JSON.stringify({ query: `{ ${'categories { nodes { parent { '.repeat(150)}categoryId${' } } }'.repeat(150)} }` });
-    const big = multipart([['version_id', String(d.currentVersionId)]], { name: 'file', size: UPLOAD_LIMIT + 4 * 1024 * 1024 });
-    const gqlBig = multipart([
-      ['operations', JSON.stringify({ query: `mutation($f: Upload!) { createFile(input: { versionId: ${d.currentVersionId}, file: $f }) { file { fileId } } }`, variables: { f: null } })],
-      ['map', JSON.stringify({ 0: ['variables.f'] })],
-    ], { name: '0', size: UPLOAD_LIMIT + 4 * 1024 * 1024 });
-    const attacks = [
-      attackLoop('alias bomb (3,000 aliases)', until, () => post('/graphql', aliasBomb, { 'content-type': 'application/json' }), 100),
-      attackLoop('deep query (450 levels)', until, () => post('/graphql', deep, { 'content-type': 'application/json' }), 100),
-      attackLoop('REST upload over MAX_UPLOAD_BYTES', until, () => post('/api/mc-dm-files/', big.body, { 'content-type': big.type, 'Forum-Api-User': String(user) }), 200),
-      attackLoop('GraphQL upload over MAX_UPLOAD_BYTES', until, () => post('/graphql', gqlBig.body, { 'content-type': gqlBig.type, 'Forum-Api-User': String(user) }), 200),
-      attackLoop('upload with a read-only key', until, () => fetch(`${BASE}/api/mc-dm-files/`, {
-        method: 'POST', body: big.body, headers: { 'Forum-Api-Key': readOnly, 'content-type': big.type },
-      }).then(async (r) => { await r.arrayBuffer(); return String(r.status); }), 200),
-      ...Array.from({ length: 16 }, () => attackLoop('slow body (1 byte/s)', until, () => slowSocket(
-        `POST /api/mc-dm-comments/ HTTP/1.1\r\nHost: x\r\nForum-Api-Key: ${KEY}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n`, '{"message":"'), 0)),
-      ...Array.from({ length: 16 }, () => attackLoop('slow headers (1 byte/s)', until, () => slowSocket(
-        'GET /api/mc-dm-categories/ HTTP/1.1\r\nHost: x\r\n', 'X-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'), 0)),
-    ];
-
-    const result = await load;
-    await probeLoop;
-    await Promise.all(attacks); // the slow sockets end at their deadlines, after the load
-    await sleep(Number(opts.settle) * 1000);
-    clearInterval(sampler);
-    const rssEnd = rssMb(pid);
-    const tmpDir = path.join(dataDir, 'files', '.tmp');
-    const leftovers = fs.existsSync(tmpDir) ? fs.readdirSync(tmpDir) : [];
-
-    const sorted = [...probe].sort((a, b) => a - b);
-    const load5xx = (result as unknown as Record<string, number>)['5xx'] ?? 0;
-    console.log(`\nSoak: ${SECONDS} s, ${CONNECTIONS} connections of mixed reads and writes, attacks interleaved, ${opts['database-url'] ? 'PostgreSQL server' : 'embedded PGlite'}; ${os.cpus().length} CPUs (${os.cpus()[0]?.model}), Node ${process.version}`);
-    console.log(`load: ${result.requests.total} requests (${Math.round(result.requests.average)}/s), latency p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms, non-2xx ${result.non2xx}, 5xx ${load5xx}, errors ${result.errors}, timeouts ${result.timeouts}`);
-    console.log(`trivial read (GET /api/mc-dm-categories/<id>/, one client every 20 ms): ${sorted.length} requests, p50 ${percentile(sorted, 50).toFixed(1)} ms, p99 ${percentile(sorted, 99).toFixed(1)} ms, max ${sorted.at(-1)?.toFixed(1)} ms`);
-    console.log(`5xx answers: ${load5xx + fiveHundreds} (load ${load5xx}, probe and attacks ${fiveHundreds})`);
-    for (const [attack, outcomes] of answers) {
-      console.log(`  ${attack}: ${[...outcomes].sort((a, b) => b[1] - a[1]).map(([o, n]) => `${n} × ${o}`).join(', ')}`);
+      console.log(`temporary files left in DATA_DIR/files/.tmp: ${leftovers.length}${leftovers.length ? ` (${leftovers.slice(0, 5).join(', ')})` : ''}`);
+      console.log(`server RSS: start ${rssStart.toFixed(0)} MB, peak ${rssPeak.toFixed(0)} MB, end ${rssEnd.toFixed(0)} MB (${opts.settle} s after round ${round}; end − start ${(rssEnd - rssStart).toFixed(0)} MB)`);
     }
-    console.log(`temporary files left in DATA_DIR/files/.tmp: ${leftovers.length}${leftovers.length ? ` (${leftovers.slice(0, 5).join(', ')})` : ''}`);
-    console.log(`server RSS: start ${rssStart.toFixed(0)} MB, peak ${rssPeak.toFixed(0)} MB, end ${rssEnd.toFixed(0)} MB (${opts.settle} s after the load; end − start ${(rssEnd - rssStart).toFixed(0)} MB)`);
+    clearInterval(sampler);
   } finally {
     service.kill('SIGTERM');
     await new Promise((r) => service.once('exit', r));
     fs.rmSync(dir, { recursive: true, force: true });
+    if (serverUrl) await onServer(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`);
   }
 }
 
