@@ -25,6 +25,7 @@ import { LocalChangeFeed, PostgresChangeFeed, type ChangeFeed } from './db/chang
 import { registerLocalStorage } from './files/storage/identity.js';
 import { sweepTemporaryFiles } from './files/storage/tmp-sweep.js';
 import { applyServerTimeouts } from './http/timeouts.js';
+import { answerClientErrors } from './http/client-errors.js';
 import { loadTrustedDocuments } from './http/trusted-documents.js';
 import { createEvents } from './events.js';
 
@@ -76,6 +77,7 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
     res.end(JSON.stringify({ errors: [{ code: 'server_starting', message: 'The service is starting; try again in a moment.', params: {} }] }));
   });
   applyServerTimeouts(server, config.http);
+  answerClientErrors(server);
   const url = await listen(server, config);
   let db: Database | undefined = opts.db;
   // What the service opened, closed in reverse order on close() or on a failed start.

@@ -36,7 +36,8 @@ forEachDatabase((kind) => {
       const plain = await t.user(`plain_${kind}`);
       expect((await t.gql(CREATE_USER, { i: { username: 'x1' } }, plain.key)).codes).toEqual(['do_not_have_permission']);
       const adminReadOnly = await t.user(`ro_admin_${kind}`, { isAdmin: true, scopes: ['mc_dm_category:read', 'mc_dm_download:read'] });
-      expect((await t.gql(CREATE_USER, { i: { username: 'x2' } }, adminReadOnly.key)).codes).toEqual(['do_not_have_permission']);
+      // A key without any write scope lacks a scope: api_scope_missing, as for every other scope requirement.
+      expect((await t.gql(CREATE_USER, { i: { username: 'x2' } }, adminReadOnly.key)).codes).toEqual(['api_scope_missing']);
       const admin = await t.user(`admin_${kind}`, { isAdmin: true, scopes: ['mc_dm_download:write'] });
       expect((await t.gql(CREATE_USER, { i: { username: 'x3' } }, admin.key)).errors).toBeUndefined();
     });
@@ -118,6 +119,20 @@ forEachDatabase((kind) => {
       expect((await t.gqlOk(ASSIGN_PREFIX, { i })).assignPrefix).toEqual({ ok: true });
       await t.gqlOk(ASSIGN_PREFIX, { i });
       expect(await t.prisma.categoryPrefix.count({ where: i })).toBe(1);
+    });
+
+    it('simultaneous assignments of one pair, and simultaneous grants of one permission, all succeed', async () => {
+      // Found by test/authz-matrix.test.ts on PostgreSQL: concurrent assignPrefix calls answered 500 (a unique violation).
+      const p = await t.gqlOk(CREATE_PREFIX, { i: { title: 'Race' } });
+      const cat = await t.gqlOk(`mutation { createCategory(input: { title: "Race" }) { category { categoryId } } }`);
+      const i = { prefixId: p.createPrefix.prefix.prefixId, categoryId: cat.createCategory.category.categoryId };
+      const assigned = await Promise.all(Array.from({ length: 12 }, () => t.gql(ASSIGN_PREFIX, { i })));
+      expect(assigned.map((r) => r.codes)).toEqual(Array.from({ length: 12 }, () => []));
+      expect(await t.prisma.categoryPrefix.count({ where: i })).toBe(1);
+      await t.prisma.group.create({ data: { name: `race_${kind}` } });
+      const grants = await Promise.all(Array.from({ length: 12 }, () => t.gql(SET_GROUP, { i: { group: `race_${kind}`, permission: 'view', value: 'ALLOW' } })));
+      expect(grants.map((r) => r.codes)).toEqual(Array.from({ length: 12 }, () => []));
+      expect(await t.prisma.groupPermission.count({ where: { group: { name: `race_${kind}` }, permission: 'view' } })).toBe(1);
     });
 
     it('refuses empty titles and unknown ids', async () => {

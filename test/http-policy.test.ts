@@ -1,6 +1,7 @@
 // The HTTP policy: CORS off unless configured (never with credentials), security headers on every response, a
 // strict CSP for GraphiQL that lets only its own scripts (files from this origin) run, and served files that a browser cannot render.
 import crypto from 'node:crypto';
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDatabase, startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';
 import { servedContentType } from '../src/http/file-data.js';
@@ -78,6 +79,26 @@ forEachDatabase((kind) => {
       expect(responses.data.headers.get('content-type')).toBe('application/octet-stream');
       expect(responses.data.headers.get('content-disposition')).toMatch(/^attachment;/);
       expect(responses.data.headers.get('content-security-policy')).toContain('sandbox');
+    });
+
+    it('a request Node\'s parser refuses answers in the error format: 431 request_too_large for a request line over 16 KiB, 400 invalid_input for bytes that are not HTTP', async () => {
+      // Found by test/fuzz.test.ts: a long query string got Node's bare "431" with no body and no code.
+      const long = await fetch(new URL(`/api/mc-dm-categories/?per_page=${'9'.repeat(20_000)}`, t.url), { headers: { 'Forum-Api-Key': SUPER_KEY } });
+      expect(long.status).toBe(431);
+      expect(long.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(await long.json()).toMatchObject({ errors: [{ code: 'request_too_large', message: expect.stringContaining('16 KiB') }] });
+      const raw = await new Promise<string>((resolve, reject) => {
+        const url = new URL(t.url);
+        const socket = net.connect(Number(url.port), url.hostname, () => socket.write('NOT HTTP AT ALL\r\n\r\n'));
+        let data = '';
+        socket.on('data', (d) => { data += d.toString(); });
+        socket.on('close', () => resolve(data));
+        socket.on('error', reject);
+      });
+      expect(raw).toMatch(/^HTTP\/1\.1 400 /);
+      expect(JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4))).toMatchObject({ errors: [{ code: 'invalid_input' }] });
+      // The service still answers.
+      expect((await fetch(new URL('/api/mc-dm-categories/', t.url), { headers: { 'Forum-Api-Key': SUPER_KEY } })).status).toBe(200);
     });
 
     it('GraphiQL gets a CSP that allows scripts and workers from this origin only (served as files), no inline script', async () => {

@@ -123,7 +123,9 @@ export async function setGroupPermission(prisma: PrismaClient, actor: Access, gr
   const group = await groupByName(prisma, groupName);
   assertCanGrant(actor, p, value);
   if (value === 'allow') {
-    await prisma.groupPermission.upsert({ where: { groupId_permission: { groupId: group.id, permission: p } }, create: { groupId: group.id, permission: p }, update: {} });
+    // ON CONFLICT DO NOTHING: two simultaneous grants must not race into a unique violation (an upsert with nothing to
+    // update is a read then an insert).
+    await prisma.groupPermission.createMany({ data: [{ groupId: group.id, permission: p }], skipDuplicates: true });
   } else {
     await prisma.groupPermission.deleteMany({ where: { groupId: group.id, permission: p } });
   }
@@ -155,7 +157,7 @@ export async function createPrefix(prisma: PrismaClient, title: string) {
 export async function assignPrefix(prisma: PrismaClient, prefixId: number, categoryId: number) {
   if (!(await prisma.prefix.findUnique({ where: { id: prefixId } }))) throw notFound('prefix', prefixId);
   if (!(await prisma.category.findUnique({ where: { id: categoryId }, select: { id: true } }))) throw notFound('category', categoryId);
-  await prisma.categoryPrefix.upsert({
-    where: { categoryId_prefixId: { categoryId, prefixId } }, create: { categoryId, prefixId }, update: {},
-  });
+  // ON CONFLICT DO NOTHING, so that simultaneous assignments of one pair all succeed (an upsert with nothing to update
+  // is a read then an insert, and the second insert would violate the unique key).
+  await prisma.categoryPrefix.createMany({ data: [{ categoryId, prefixId }], skipDuplicates: true });
 }

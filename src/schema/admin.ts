@@ -206,7 +206,7 @@ const AssignPrefixPayload = okPayloadOf('AssignPrefixPayload', {
   category: { type: CategoryRef, description: 'The category that now offers it.' },
 });
 
-const OPERATOR = { admin: true, anyWrite: true } as const;
+const OPERATOR = { anyWrite: true, admin: true } as const;
 const CATEGORY_ADMIN = { scope: CATEGORY_WRITE, admin: true };
 
 builder.mutationFields((t) => ({

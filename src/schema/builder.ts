@@ -5,7 +5,7 @@ import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
 import type PrismaTypes from '../generated/pothos-types.js';
 import { getDatamodel } from '../generated/pothos-types.js';
 import { ApiError, noPermission } from '../errors.js';
-import { requireScopes } from '../auth/scopes.js';
+import { requireAnyScope, requireScopes } from '../auth/scopes.js';
 import type { Context } from './context.js';
 
 export interface AuthScopes {
@@ -13,7 +13,7 @@ export interface AuthScopes {
   scope: readonly string[];
   /** Super-user key, or an admin-flagged visitor (else 403 do_not_have_permission). */
   admin: boolean;
-  /** The key holds at least one write scope. */
+  /** The key holds at least one write scope (else 403 api_scope_missing). */
   anyWrite: boolean;
 }
 
@@ -46,7 +46,11 @@ export const builder = new SchemaBuilder<{
         return true;
       },
       admin: async () => (await ctx.access()).hasAdminRights,
-      anyWrite: () => [...ctx.visitor.scopes].some((s) => s.endsWith(':write')),
+      // A key without any write scope lacks a scope (api_scope_missing), like every other scope requirement.
+      anyWrite: () => {
+        requireAnyScope(ctx.visitor, ['mc_dm_category:write', 'mc_dm_download:write']);
+        return true;
+      },
     }),
     unauthorizedError: () => noPermission(),
   },

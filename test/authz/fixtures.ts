@@ -1,0 +1,150 @@
+// The world the authorization matrix runs in (see test/authz/expectations.ts): users, categories, and one object
+// of each kind in each state, built once per database through the API with the bootstrap super-user key.
+// Destructive cases that are expected to succeed get a fresh object of the same state (`fresh*`).
+import { SUPER_KEY, type TestApp } from '../helpers/app.js';
+import type { Actor, Scope, State } from './expectations.js';
+
+export interface DownloadIds { downloadId: number; versionId: number; categoryId: number; fileId: number }
+export interface CommentIds { commentId: number; downloadId: number }
+
+export const SPARE_GROUP = 'matrix_spare';
+export const COMMENT_TEXT = 'matrix comment';
+export const LINK = 'https://example.com/matrix.zip';
+
+export class World {
+  users!: { alice: number; bob: number; carol: number; moderator: number; admin: number };
+  categories!: { open: number; approval: number; hidden: number };
+  prefixId!: number;
+  downloads = {} as Record<State, DownloadIds>;
+  comments = {} as Record<State, CommentIds>;
+  private keys = new Map<string, Promise<string>>();
+  private seq = 0;
+  aliceKey!: string;
+  bobKey!: string;
+
+  constructor(readonly t: TestApp) {}
+
+  /** A unique suffix for names (usernames must be unique). */
+  next(): number { return ++this.seq; }
+
+  async gql(query: string, variables: Record<string, unknown>, key = SUPER_KEY, asUser?: number) {
+    const headers: Record<string, string> = asUser ? { 'Forum-Api-User': String(asUser) } : {};
+    const r = await this.t.gql(query, variables, key, headers);
+    if (r.errors?.length) throw new Error(`fixture: ${JSON.stringify(r.errors)} for ${query}`);
+    return r.data;
+  }
+
+  async build(): Promise<this> {
+    const mk = async (username: string, isModerator = false, isAdmin = false) => (await this.gql(
+      `mutation($i: CreateUserInput!) { createUser(input: $i) { user { userId } } }`,
+      { i: { username, isModerator, isAdmin } })).createUser.user.userId as number;
+    this.users = { alice: await mk('alice'), bob: await mk('bob'), carol: await mk('carol'), moderator: await mk('mod', true), admin: await mk('adm', false, true) };
+    this.aliceKey = await this.t.key('USER', ['all'], this.users.alice);
+    this.bobKey = await this.t.key('USER', ['all'], this.users.bob);
+    this.categories = {
+      open: await this.category({ requireCommentApproval: true }),
+      approval: await this.category({ requireApproval: true }),
+      hidden: await this.category({}, true),
+    };
+    await this.t.prisma.group.create({ data: { name: SPARE_GROUP } });
+    this.prefixId = (await this.gql(`mutation { createPrefix(input: { title: "M" }) { prefix { prefixId } } }`, {})).createPrefix.prefix.prefixId;
+    for (const s of ['visibleOwn', 'visibleOther', 'moderatedOwn', 'moderatedOther', 'deletedOwn', 'hidden'] as State[]) {
+      this.downloads[s] = await this.freshDownload(s, true);
+    }
+    for (const s of ['visibleOwn', 'visibleOther', 'moderatedOwn', 'moderatedOther', 'deletedOwn', 'hidden'] as State[]) {
+      this.comments[s] = await this.freshComment(s);
+    }
+    return this;
+  }
+
+  /** A category; `hidden`: the guest and registered groups are denied `view` there. */
+  async category(config: Record<string, unknown>, hidden = false): Promise<number> {
+    const { createCategory } = await this.gql(`mutation($i: CreateCategoryInput!) { createCategory(input: $i) { category { categoryId } } }`,
+      { i: { title: `cat ${this.next()}` } });
+    const categoryId = createCategory.category.categoryId as number;
+    await this.gql(`mutation($i: UpdateCategoryInput!) { updateCategory(input: $i) { category { categoryId } } }`,
+      { i: { categoryId, maxFilesPerVersion: 100000, maxTeamMembers: 1000, ...config } });
+    if (hidden) {
+      for (const group of ['guest', 'registered']) {
+        await this.gql(`mutation($i: SetCategoryPermissionInput!) { setCategoryPermission(input: $i) { ok } }`,
+          { i: { categoryId, group, permission: 'view', value: 'DENY' } });
+      }
+    }
+    return categoryId;
+  }
+
+  /** A download of alice's (or bob's, for *Other) in `state`, with one link-only file on its first version. */
+  async freshDownload(state: State, withFile = false): Promise<DownloadIds> {
+    const own = state !== 'visibleOther' && state !== 'moderatedOther';
+    const owner = own ? this.users.alice : this.users.bob;
+    const moderated = state.startsWith('moderated');
+    const categoryId = state === 'hidden' ? this.categories.hidden : moderated ? this.categories.approval : this.categories.open;
+    // Moderated downloads: the owner's own key in the approval category (no bypassApproval); the others through the
+    // super-user key acting as the owner (it bypasses approval).
+    const { createDownload } = moderated
+      ? await this.gql(CREATE_DOWNLOAD, { i: { categoryId, title: 'matrix' } }, own ? this.aliceKey : this.bobKey)
+      : await this.gql(CREATE_DOWNLOAD, { i: { categoryId, title: 'matrix' } }, SUPER_KEY, owner);
+    const d = createDownload.download;
+    if (d.downloadState !== (moderated ? 'MODERATED' : 'VISIBLE')) throw new Error(`fixture: download state ${d.downloadState} for ${state}`);
+    const ids: DownloadIds = { downloadId: d.downloadId, versionId: d.currentVersionId, categoryId, fileId: 0 };
+    if (withFile) ids.fileId = await this.freshFile(ids);
+    if (state === 'deletedOwn') {
+      await this.gql(`mutation($i: DeleteDownloadInput!) { deleteDownload(input: $i) { success } }`, { i: { downloadId: d.downloadId } });
+    }
+    return ids;
+  }
+
+  /** A link-only file on the download's first version. */
+  async freshFile(d: { versionId: number }): Promise<number> {
+    const { createFile } = await this.gql(`mutation($i: CreateFileInput!) { createFile(input: $i) { file { fileId } } }`,
+      { i: { versionId: d.versionId, externalUrl: LINK, linkOnly: true } });
+    return createFile.file.fileId;
+  }
+
+  /**
+   * A comment in `state` (the state is the comment's): on alice's visible download (for `hidden`, on her download in
+   * the hidden category). The open category needs comment approval: visible comments are posted through the
+   * super-user key acting as the author, moderated ones with the author's own key.
+   */
+  async freshComment(state: State): Promise<CommentIds> {
+    const downloadId = this.downloads[state === 'hidden' ? 'hidden' : 'visibleOwn'].downloadId;
+    const own = state !== 'visibleOther' && state !== 'moderatedOther';
+    const author = own ? this.users.alice : this.users.bob;
+    const { createComment } = state.startsWith('moderated')
+      ? await this.gql(CREATE_COMMENT, { i: { downloadId, message: COMMENT_TEXT } }, own ? this.aliceKey : this.bobKey)
+      : await this.gql(CREATE_COMMENT, { i: { downloadId, message: COMMENT_TEXT } }, SUPER_KEY, author);
+    const c = createComment.comment;
+    if (c.commentState !== (state.startsWith('moderated') ? 'MODERATED' : 'VISIBLE')) throw new Error(`fixture: comment state ${c.commentState} for ${state}`);
+    if (state === 'deletedOwn') {
+      await this.gql(`mutation($i: DeleteCommentInput!) { deleteComment(input: $i) { success } }`, { i: { commentId: c.commentId } });
+    }
+    return { commentId: c.commentId, downloadId };
+  }
+
+  /** A fresh (empty) category in the category state. */
+  async freshCategory(state: 'open' | 'hidden'): Promise<number> { return this.category({}, state === 'hidden'); }
+
+  /** A USER key of alice's, to revoke. */
+  async freshKeyId(): Promise<number> {
+    const { createApiKey } = await this.gql(`mutation($i: CreateApiKeyInput!) { createApiKey(input: $i) { apiKey { apiKeyId } } }`,
+      { i: { type: 'USER', userId: this.users.alice, scopes: ['mc_dm_download:read'] } });
+    return createApiKey.apiKey.apiKeyId;
+  }
+
+  /** The key (and Forum-Api-User header) an actor uses with the given scopes; minted once per actor and scope list. */
+  async credentials(actor: Actor, scopes: Scope[]): Promise<{ key: string; headers: Record<string, string> }> {
+    const holder = actor === 'superAsUser' ? 'super' : actor;
+    const id = `${holder} ${[...scopes].sort().join(',')}`;
+    let key = this.keys.get(id);
+    if (!key) {
+      key = holder === 'guest' ? this.t.key('GUEST', scopes)
+        : holder === 'super' ? this.t.key('SUPER', scopes)
+          : this.t.key('USER', scopes, holder === 'user' ? this.users.alice : this.users[holder]);
+      this.keys.set(id, key);
+    }
+    return { key: await key, headers: actor === 'superAsUser' ? { 'Forum-Api-User': String(this.users.alice) } : {} };
+  }
+}
+
+const CREATE_DOWNLOAD = `mutation($i: CreateDownloadInput!) { createDownload(input: $i) { download { downloadId currentVersionId downloadState } } }`;
+const CREATE_COMMENT = `mutation($i: CreateCommentInput!) { createComment(input: $i) { comment { commentId commentState } } }`;
