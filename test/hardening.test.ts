@@ -219,7 +219,7 @@ forEachDatabase((kind) => {
   });
 
   describe('uploads over MAX_UPLOAD_BYTES', () => {
-    it('a large GraphQL upload over the limit answers 422 at once and leaves no temporary file', async () => {
+    it('a large GraphQL upload over the limit answers at once with upload_exceeds_php_limit (422 on REST) and leaves no temporary file', async () => {
       const small = await startTestApp(kind, { maxUploadBytes: MiB });
       try {
         const u = await small.user('u');
@@ -243,7 +243,7 @@ forEachDatabase((kind) => {
   });
 
   describe('inputs that answered 500', () => {
-    it('ids beyond int32 in paths, arguments and global ids answer 400 invalid_input naming the field', async () => {
+    it('ids beyond int32 in paths, arguments and global ids answer invalid_input naming the field', async () => {
       const data = await t.rest('GET', '/api/mc-dm-files/99999999999/data/');
       expect(data.status).toBe(400);
       expect(data.body.errors[0]).toMatchObject({ code: 'invalid_input', params: { field: 'file_id' } });
@@ -295,7 +295,7 @@ forEachDatabase((kind) => {
       expect(await t.prisma.category.count()).toBe(before);
     });
 
-    it('a multipart map naming a file never sent, and a multipart type without boundary, answer 400 invalid_input', async () => {
+    it('a multipart map naming a file never sent, and a multipart type without boundary, answer invalid_input, never 500', async () => {
       const ops = JSON.stringify({ query: `mutation($f: Upload!) { createFile(input: { versionId: ${versionId}, file: $f }) { file { fileId } } }`, variables: { f: null } });
       const body = Buffer.concat([...fieldPart('operations', ops), ...fieldPart('map', '{"0":["variables.f"]}'), Buffer.from(`--${BOUNDARY}--\r\n`)]);
       const g = await send(`${t.url}/graphql`, { headers: { 'Forum-Api-Key': owner.key, 'content-type': CT }, body });
