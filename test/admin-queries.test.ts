@@ -25,7 +25,7 @@ forEachDatabase((kind) => {
       const readOnlyAdmin = await t.user(`ro_${kind}`, { isAdmin: true, scopes: ['mc_dm_category:read', 'mc_dm_download:read'] });
       for (const q of [USERS, KEYS, GROUPS]) {
         expect((await t.gql(q, {}, alice.key)).codes).toEqual(['do_not_have_permission']);
-        expect((await t.gql(q, {}, readOnlyAdmin.key)).codes).toEqual(['do_not_have_permission']);
+        expect((await t.gql(q, {}, readOnlyAdmin.key)).codes).toEqual(['api_scope_missing']);
       }
       const r = await t.gql(EFFECTIVE, { u: alice.userId }, alice.key);
       expect(r.codes).toEqual(['do_not_have_permission']);

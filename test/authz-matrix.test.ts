@@ -100,7 +100,13 @@ function argsOf(w: World, field: string, t: any): { args: Record<string, unknown
     case 'createCategory': return input({ title: 'matrix' });
     case 'updateCategory': return input({ categoryId: t.categoryId });
     case 'deleteCategory': return input({ categoryId: t.categoryId, hard: true });
+    case 'users': return { args: { perPage: 5 }, select: '__typename' };
+    case 'apiKeys': return { args: { perPage: 5 }, select: '__typename' };
+    case 'groups': return { args: {}, select: 'name' };
+    case 'prefixes': return { args: {}, select: 'title' };
+    case 'effectivePermissions': return { args: { userId: w.users.alice }, select: 'permission' };
     case 'createUser': return input({ username: `matrix${w.next()}` });
+    case 'setUserGroups': return input({ userId: w.users.carol, groups: [] });
     case 'createApiKey': return input({ type: 'USER', userId: w.users.alice, scopes: ['mc_dm_category:write'] });
     case 'revokeApiKey': return input({ apiKeyId: t.apiKeyId || 1 });
     case 'setGroupPermission': return input({ group: SPARE_GROUP, permission: 'view', value: 'DENY' });

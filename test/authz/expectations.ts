@@ -175,12 +175,19 @@ export const fields: Record<string, Row> = {
   downloadsConnection: { scopes: DR, target: 'download', expect: (w, s) => list(rules.listsDownload(w, s)) },
   commentsConnection: { scopes: DR, target: 'comment', expect: (w, s) => check([rules.canViewCommentsOf(w, s), DENY]) === 'ok' ? list(rules.listsComment(w, s)) : DENY },
   filesConnection: { scopes: DR, target: 'file', expect: (w, s) => (rules.canViewDownload(w, s) ? 'listed' : DENY) },
+  // the operator's queries (admin rights and any write scope)
+  users: { scopes: ANY_WRITE, target: 'none', expect: (w) => check([rules.adminRights(w), DENY]) },
+  apiKeys: { scopes: ANY_WRITE, target: 'none', expect: (w) => check([rules.adminRights(w), DENY]) },
+  groups: { scopes: ANY_WRITE, target: 'none', expect: (w) => check([rules.adminRights(w), DENY]) },
+  prefixes: { scopes: ANY_WRITE, target: 'none', expect: (w) => check([rules.adminRights(w), DENY]) },
+  effectivePermissions: { scopes: ANY_WRITE, target: 'none', expect: (w) => check([rules.adminRights(w), DENY]) },
   // mutations: categories (admin rights)
   createCategory: { scopes: CW, target: 'none', expect: (w) => check([rules.adminRights(w), DENY]) },
   updateCategory: { scopes: CW, target: 'category', expect: (w) => check([rules.adminRights(w), DENY]) },
   deleteCategory: { scopes: CWH, target: 'category', destructive: true, expect: (w) => check([rules.adminRights(w), DENY]) },
   // users, keys, permissions, prefixes (admin rights)
   createUser: { scopes: ANY_WRITE, target: 'none', expect: (w) => check([rules.adminRights(w), DENY]) },
+  setUserGroups: { scopes: ANY_WRITE, target: 'none', expect: (w) => check([rules.adminRights(w), DENY]) },
   createApiKey: { scopes: ANY_WRITE, target: 'none', expect: (w) => check([rules.adminRights(w), DENY]) },
   revokeApiKey: { scopes: ANY_WRITE, target: 'none', destructive: true, expect: (w) => check([rules.adminRights(w), DENY]) },
   setGroupPermission: { scopes: CW, target: 'none', expect: (w) => check([rules.adminRights(w), DENY]) },
