@@ -5,6 +5,7 @@ import { LocalChangeFeed, type ChangeFeed } from '../db/changes.js';
 import { ApiError } from '../errors.js';
 import type { Visitor } from '../permissions/access.js';
 import { hashKey } from './keys.js';
+import { MAX_INT } from '../domain/numbers.js';
 
 /** How often one instance records a key's last use. */
 export const USE_RECORD_MS = 60_000;
@@ -70,8 +71,8 @@ export async function visitorFromHeaders(
   let userId: number | null = null;
   if (row.type === 'user') userId = row.userId;
   if (row.type === 'super' && asUserHeader !== null) {
-    if (!/^\d+$/.test(asUserHeader.trim()) || Number(asUserHeader.trim()) > 2 ** 31 - 1) {
-      throw new ApiError('invalid_api_user', `Forum-Api-User must be a user id (a whole number up to ${2 ** 31 - 1}), got "${asUserHeader.slice(0, 40)}".`, { user_id: asUserHeader.slice(0, 40) });
+    if (!/^\d+$/.test(asUserHeader.trim()) || Number(asUserHeader.trim()) > MAX_INT) {
+      throw new ApiError('invalid_api_user', `Forum-Api-User must be a user id (a whole number up to ${MAX_INT}), got "${asUserHeader.slice(0, 40)}".`, { user_id: asUserHeader.slice(0, 40) });
     }
     userId = Number(asUserHeader.trim());
     if (userId === 0) userId = null; // acting as the guest

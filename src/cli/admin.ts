@@ -9,11 +9,12 @@ import { openDirect } from './direct.js';
 import { openRemote } from './remote.js';
 import { CliError, type Operator } from './operator.js';
 import * as out from './output.js';
+import { MAX_INT } from '../domain/numbers.js';
 
 interface GlobalOptions { json?: boolean; url?: string; key?: string }
 
 function wholeNumber(value: string): number {
-  if (!/^\d+$/.test(value) || Number(value) > 2 ** 31 - 1) throw new InvalidArgumentError('expected a whole number (an id).');
+  if (!/^\d+$/.test(value) || Number(value) > MAX_INT) throw new InvalidArgumentError('expected a whole number (an id).');
   return Number(value);
 }
 

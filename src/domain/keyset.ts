@@ -9,6 +9,7 @@
 import crypto from 'node:crypto';
 import { invalidInput } from '../errors.js';
 import type { Direction } from './lists.js';
+import { MAX_INT } from './numbers.js';
 
 export const DEFAULT_PAGE_SIZE = 20;
 export const MAX_PAGE_SIZE = 100;
@@ -54,7 +55,6 @@ export interface Window {
   cursor: Position | null;
 }
 
-const MAX_ROW_ID = 2_147_483_647;
 const CHECKSUM_LENGTH = 12;
 const CURSOR_SHAPE = new RegExp(`^[A-Za-z0-9_-]{1,2048}\\.[A-Za-z0-9_-]{${CHECKSUM_LENGTH}}$`);
 
@@ -102,14 +102,13 @@ function valueOut(kind: KeyKind, v: KeyValue): unknown {
   }
 }
 
-const INT_MAX = 2_147_483_647;
 const BIGINT_MAX = 9_223_372_036_854_775_807n;
 
 /** A cursor's value, only when the column's SQL type can hold it (a hand-made cursor must not reach the database). */
 function valueIn(col: KeyColumn, raw: unknown): KeyValue | undefined {
   if (raw === null) return col.nullable ? null : undefined;
   switch (col.kind) {
-    case 'int': return typeof raw === 'number' && Number.isInteger(raw) && Math.abs(raw) <= INT_MAX ? raw : undefined;
+    case 'int': return typeof raw === 'number' && Number.isInteger(raw) && Math.abs(raw) <= MAX_INT ? raw : undefined;
     case 'bigint': {
       if (typeof raw !== 'string' || !/^-?\d{1,19}$/.test(raw)) return undefined;
       const v = BigInt(raw);
@@ -155,7 +154,7 @@ export function decodeCursor(spec: KeysetSpec, cursor: string, field: string): P
   }
   const value = valueIn(spec.column, p.v);
   const id = p.i;
-  if (value === undefined || typeof id !== 'number' || !Number.isInteger(id) || id < 1 || id > MAX_ROW_ID) {
+  if (value === undefined || typeof id !== 'number' || !Number.isInteger(id) || id < 1 || id > MAX_INT) {
     throw bad('is not a cursor issued by this service');
   }
   return { value, id };

@@ -3,7 +3,7 @@ import type { Plugin } from 'graphql-yoga';
 import { GraphQLError as GraphQLErrorClass, type GraphQLError } from 'graphql';
 import type { Logger } from '../log.js';
 import { isContractCode } from '../errors.js';
-import { wholeNumberRange } from '../domain/numbers.js';
+import { MAX_INT, wholeNumberRange } from '../domain/numbers.js';
 
 const json = (status: number, body: unknown) =>
   new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json; charset=utf-8' } });
@@ -61,7 +61,7 @@ function contractCodeOf(e: GraphQLError): string {
 
 /** graphql-js's refusal of an Int outside 32 bits: it names no range a person could act on. */
 const INT_OUT_OF_RANGE = /Int cannot represent non 32-bit signed integer value: \S+$/;
-const INT_RANGE_HINT = ` (an id is ${wholeNumberRange(1)}; any other whole number is at most ${2 ** 31 - 1})`;
+const INT_RANGE_HINT = ` (an id is ${wholeNumberRange(1)}; any other whole number is at most ${MAX_INT})`;
 
 /**
  * Every error on /graphql carries one of the contract's codes: framework codes are rewritten to theirs. An Int out of

@@ -7,13 +7,12 @@ import { builder } from './builder.js';
 import { ApiError, invalidInput } from '../errors.js';
 import { requireScopes } from '../auth/scopes.js';
 import type { Context } from './context.js';
+import { MAX_INT } from '../domain/numbers.js';
 
 interface NodeLoader { scopes: readonly string[]; load(ctx: Context, id: number): Promise<object> }
 const loaders = new Map<string, NodeLoader>();
 const typeOf = new WeakMap<object, string>();
 
-/** Row ids are PostgreSQL `integer`s. */
-const MAX_ROW_ID = 2_147_483_647;
 export const MAX_NODES = 100;
 
 export const toGlobalId = (type: string, id: number) => Buffer.from(`${type}:${id}`).toString('base64url');
@@ -22,7 +21,7 @@ export function fromGlobalId(globalId: string, field = 'id'): { type: string; id
   const decoded = /^[A-Za-z0-9_-]{1,64}$/.test(globalId) ? Buffer.from(globalId, 'base64url').toString('utf8') : '';
   const [type, raw, extra] = decoded.split(':');
   const id = raw !== undefined && /^\d{1,10}$/.test(raw) ? Number(raw) : NaN;
-  if (!type || extra !== undefined || !loaders.has(type) || !(id >= 1 && id <= MAX_ROW_ID)) {
+  if (!type || extra !== undefined || !loaders.has(type) || !(id >= 1 && id <= MAX_INT)) {
     throw invalidInput(field, `${JSON.stringify(globalId)} is not an id issued by this service: use the \`id\` field of an object it returned.`);
   }
   return { type, id };
