@@ -188,9 +188,16 @@ describe('README.md conventions', () => {
     for (const b of blocks) if (b.skip !== undefined) expect(b.skip.trim(), `README.md:${b.line}`).not.toBe('');
   });
 
-  it('links only to files inside the repository that exist', () => {
-    const links = [...README.matchAll(/\]\(([^)#\s]+)(#[^)]*)?\)/g)].map((m) => m[1]!).filter((l) => !/^[a-z]+:/.test(l));
-    for (const link of links) expect(fs.existsSync(path.join(ROOT, link)), link).toBe(true);
+  it('links only to files inside the repository that exist, and to headings they have', () => {
+    // GitHub's heading anchors: lower case, punctuation dropped, spaces as hyphens
+    const anchors = (markdown: string) => new Set([...markdown.matchAll(/^#+ (.*)$/gm)]
+      .map((m) => m[1]!.trim().toLowerCase().replace(/[^\w\- ]/g, '').replace(/ /g, '-')));
+    for (const [, file, anchor] of README.matchAll(/\]\(([^)#\s]*)(?:#([^)\s]+))?\)/g)) {
+      if (/^[a-z]+:/.test(file!)) continue;
+      const target = file ? path.join(ROOT, file) : path.join(ROOT, 'README.md');
+      expect(fs.existsSync(target), file).toBe(true);
+      if (anchor) expect(anchors(fs.readFileSync(target, 'utf8')).has(anchor), `${file}#${anchor}`).toBe(true);
+    }
   });
 
   it('matches output line for line, with … for any text', () => {
