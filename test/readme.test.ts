@@ -1,7 +1,8 @@
 // The README as a tested walkthrough: every ```sh / ```bash block of README.md runs, in the order written, in ONE
 // bash session (`set -euo pipefail`, so variables, functions and files made by earlier blocks carry over), in a
-// scratch directory, against a service this file starts on a fresh data directory. Each block must exit 0, and
-// each command's output must match what the README shows for it.
+// scratch directory, against a service this file starts on a fresh data directory (and, with TEST_DATABASE_URL, once
+// more on a fresh PostgreSQL database). Each block must exit 0, and each command's output must match what the README
+// shows for it.
 //
 // Conventions (the README explains them to its readers too):
 // - Expected output: inside a block, lines starting with `# → ` show what the commands above them (since the previous
@@ -19,6 +20,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { forEachDatabase, freshPostgres, type DbKind } from './helpers/app.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const README = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
@@ -88,10 +90,11 @@ interface Server { url: string; key: string; stop(): Promise<void> }
  * Starts the service as `npm start` does, on a fresh data directory and a free port, and resolves once it listens and
  * has printed its bootstrap key. The one place that knows how the service is started.
  */
-function startServer(dataDir: string): Promise<Server> {
+function startServer(dataDir: string, databaseUrl?: string): Promise<Server> {
   const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', BASE_URL: 'http://localhost:3000' };
   // NODE_ENV=test (set by vitest) would make GraphQL Yoga ping event streams every 300 ms instead of every 12 s
   for (const name of ['NODE_ENV', 'DATABASE_URL', 'DM_BOOTSTRAP_KEY', 'STORAGE', 'REDIS_URL', 'METRICS', 'LOG_LEVEL', 'GRAPHQL_PERSISTED_DOCUMENTS', 'GRAPHQL_TRUSTED_DOCUMENTS_ONLY']) delete env[name];
+  if (databaseUrl) env.DATABASE_URL = databaseUrl;
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const stop = async () => {
@@ -212,27 +215,32 @@ describe('README.md conventions', () => {
   });
 });
 
-describe('README.md walkthrough, in order, on a fresh server', () => {
+forEachDatabase((kind: DbKind) => describe('README.md walkthrough, in order, on a fresh server', () => {
   let server: Server | undefined;
   let run: Run;
-  const temp = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-readme-'));
-  const scratch = fs.mkdtempSync(path.join(ROOT, '.readme-walkthrough-'));
+  let temp: string | undefined;
+  let scratch: string | undefined;
+  let database: Awaited<ReturnType<typeof freshPostgres>> | undefined;
 
   beforeAll(async () => {
+    temp = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-readme-'));
+    scratch = fs.mkdtempSync(path.join(ROOT, '.readme-walkthrough-'));
+    if (kind === 'postgres') database = await freshPostgres();
     const started = Date.now();
-    server = await startServer(path.join(temp, 'data'));
+    server = await startServer(path.join(temp, 'data'), database?.url);
     const startup = ((Date.now() - started) / 1000).toFixed(1);
     run = await runScript(script(blocks, server, scratch), scratch, 100_000);
     const line = (id: string) => { const [b, s] = id.split(' ').map(Number); return blocks[b!]!.segments[s!]!.line; };
     const slowest = [...run.seconds].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([id, t]) => `README.md:${line(id)} ${t.toFixed(1)} s`);
     const total = [...run.seconds.values()].reduce((a, b) => a + b, 0);
-    console.log(`README walkthrough: service ready in ${startup} s; ${run.seconds.size} steps in ${total.toFixed(1)} s; slowest: ${slowest.join(', ')}`);
+    console.log(`README walkthrough (${kind}): service ready in ${startup} s; ${run.seconds.size} steps in ${total.toFixed(1)} s; slowest: ${slowest.join(', ')}`);
   }, 180_000);
 
   afterAll(async () => {
     await server?.stop();
-    fs.rmSync(temp, { recursive: true, force: true });
-    fs.rmSync(scratch, { recursive: true, force: true });
+    await database?.drop();
+    if (temp) fs.rmSync(temp, { recursive: true, force: true });
+    if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
   }, 30_000);
 
   for (const block of blocks) {
@@ -256,4 +264,4 @@ describe('README.md walkthrough, in order, on a fresh server', () => {
       });
     });
   }
-});
+}));
