@@ -36,13 +36,9 @@ interface Block { index: number; line: number; lang: string; skip?: string; segm
 export function shellBlocks(text: string): Block[] {
   const lines = text.split('\n');
   const blocks: Block[] = [];
-  let lastNonBlank = '';
   for (let i = 0; i < lines.length; i++) {
     const fence = /^```(\S*)/.exec(lines[i]!);
-    if (!fence) {
-      if (lines[i]!.trim() !== '') lastNonBlank = lines[i]!.trim();
-      continue;
-    }
+    if (!fence) continue;
     const lang = fence[1]!;
     const start = i;
     const body: { line: number; text: string }[] = [];
@@ -51,7 +47,6 @@ export function shellBlocks(text: string): Block[] {
       if (/^```\S/.test(lines[i]!)) throw new Error(`README.md:${i + 1}: a code block starts inside the one opened at line ${start + 1}`);
       body.push({ line: i + 1, text: lines[i]! });
     }
-    lastNonBlank = '';
     if (lang !== 'sh' && lang !== 'bash') continue;
     const skip = SKIP.exec(lines.slice(0, start).reverse().find((l) => l.trim() !== '')?.trim() ?? '')?.[1];
     const segments: Segment[] = [];
@@ -163,7 +158,8 @@ function runScript(text: string, cwd: string, timeoutMs: number): Promise<Run> {
       const outputs = new Map<string, string>();
       const seconds = new Map<string, number>();
       const ended = new Set<number>();
-      const marker = /\n?@@readme-(?:segment (\d+) (\d+)|block-end (\d+)) ([\d.]+)@@\n/g;
+      // the time is $EPOCHREALTIME (bash 5; empty before, which only loses the timings)
+      const marker = /\n?@@readme-(?:segment (\d+) (\d+)|block-end (\d+)) ([\d.]*)@@\n/g;
       let last: { id: string; at: number } | undefined;
       let from = 0;
       const close = (to: number, at: number) => {
