@@ -66,14 +66,18 @@ describe('FairShare', () => {
     await expect(share.acquire('c', gone.signal)).rejects.toThrow('client went away');
   });
 
-  it('serial: one at a time, each admitted from a later turn of the event loop, in turn order', async () => {
+  it('serial: every operation waits, and one is admitted per turn of the event loop, in turn order', async () => {
     const share = new FairShare(8, { serial: true });
-    expect(share.limit).toBe(1);
     const order: string[] = [];
     let synchronous = true;
+    let turns = 0;
+    const countTurns = () => { turns++; if (share.queued > 0 || share.inFlight > 0) setImmediate(countTurns); };
+    setImmediate(countTurns);
+    const seen: number[] = [];
     const run = (client: string, label: string) => share.acquire(client).then((release) => {
       expect(synchronous).toBe(false);
       expect(share.inFlight).toBe(1);
+      seen.push(turns);
       order.push(label);
       release();
     });
@@ -83,6 +87,21 @@ describe('FairShare', () => {
     expect(share.queued).toBe(5);
     await Promise.all(all);
     expect(order).toEqual(['busy1', 'other1', 'third1', 'busy2', 'busy3']);
+    expect(new Set(seen).size).toBe(5); // each in a turn of its own
+    expect([share.inFlight, share.queued]).toEqual([0, 0]);
+  });
+
+  it('serial: an operation waiting for real I/O lets the next turns admit others, up to the limit', async () => {
+    const share = new FairShare(2, { serial: true });
+    const stalled = await share.acquire('a');
+    const second = await share.acquire('b');
+    let third = false;
+    const p = share.acquire('c').then((r) => { third = true; return r; });
+    await new Promise((r) => setTimeout(r, 20));
+    expect([share.inFlight, share.queued, third]).toEqual([2, 1, false]);
+    stalled();
+    (await p)();
+    second();
     expect([share.inFlight, share.queued]).toEqual([0, 0]);
   });
 

@@ -7,9 +7,10 @@
 //
 // The embedded database answers in-process: an operation's awaits settle as microtasks, so an operation runs whole
 // inside the callback that admitted it, and every request read in one pass of the event loop would run back to back
-// in socket order before anything else is looked at. There the shares run `serial`: one operation at a time, each
-// admitted from its own turn of the event loop (setImmediate), so the requests that arrived meanwhile are queued
-// first and the next turn goes to the next client in order, not to whoever's socket was read first.
+// in socket order before anything else is looked at. There the shares run `serial`: every operation waits in its
+// queue and one is admitted per turn of the event loop (setImmediate), so the requests that arrived meanwhile are
+// queued first and the next turn goes to the next client in order, not to whoever's socket was read first. (An
+// operation that does wait for real I/O, a file being stored, lets the next turns admit others, up to the limit.)
 import type { Plugin } from 'graphql-yoga';
 import { ApiError } from '../errors.js';
 
@@ -22,12 +23,9 @@ export class FairShare {
   private queuedCount = 0;
 
   private grantQueued = false;
-  readonly limit: number;
 
-  /** `limit` 0 turns the shares off: every operation runs at once. `serial`: see above (the limit is then 1). */
-  constructor(limit: number, private readonly options: { serial?: boolean } = {}) {
-    this.limit = limit > 0 && options.serial ? 1 : limit;
-  }
+  /** `limit` 0 turns the shares off: every operation runs at once. `serial`: see above. */
+  constructor(readonly limit: number, private readonly options: { serial?: boolean } = {}) {}
 
   /** Operations running now. */
   get inFlight(): number { return this.running; }
@@ -77,13 +75,14 @@ export class FairShare {
     };
   }
 
-  /** Serial: admits the next operation from a later turn of the event loop, once the one running is over. */
+  /** Serial: admits the next waiting operation from a later turn of the event loop, one per turn. */
   private grantNextTurn(): void {
-    if (this.grantQueued || this.running >= this.limit) return;
+    if (this.grantQueued || this.running >= this.limit || this.queuedCount === 0) return;
     this.grantQueued = true;
     setImmediate(() => {
       this.grantQueued = false;
       this.next();
+      this.grantNextTurn();
     });
   }
 
