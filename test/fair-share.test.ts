@@ -1,7 +1,7 @@
 // Fair shares of the execution slots (src/http/fair-share.ts): the scheduler on its own (limit, turn order between
 // clients, a wait cut by the deadline, releases), then through the service with MAX_CONCURRENT_OPERATIONS=1: a
 // client with a backlog of 30 operations does not delay another client's one by more than a turn or two, on both
-// faces (with a database server: on the embedded one operations never overlap, see below); every outcome (success, refusal, error) gives its slot back; a wait past the deadline answers 503
+// faces (the embedded database runs them one at a time, a turn each: the same fairness); every outcome (success, refusal, error) gives its slot back; a wait past the deadline answers 503
 // operation_timeout; /metrics shows what runs and waits.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FairShare } from '../src/http/fair-share.js';
@@ -66,6 +66,45 @@ describe('FairShare', () => {
     await expect(share.acquire('c', gone.signal)).rejects.toThrow('client went away');
   });
 
+  it('serial: every operation waits, and one is admitted per turn of the event loop, in turn order', async () => {
+    const share = new FairShare(8, { serial: true });
+    const order: string[] = [];
+    let synchronous = true;
+    let turns = 0;
+    const countTurns = () => { turns++; if (share.queued > 0 || share.inFlight > 0) setImmediate(countTurns); };
+    setImmediate(countTurns);
+    const seen: number[] = [];
+    const run = (client: string, label: string) => share.acquire(client).then((release) => {
+      expect(synchronous).toBe(false);
+      expect(share.inFlight).toBe(1);
+      seen.push(turns);
+      order.push(label);
+      release();
+    });
+    // Arrivals of one pass of the event loop: the busy client's three first, then two others.
+    const all = [run('busy', 'busy1'), run('busy', 'busy2'), run('busy', 'busy3'), run('other', 'other1'), run('third', 'third1')];
+    synchronous = false;
+    expect(share.queued).toBe(5);
+    await Promise.all(all);
+    expect(order).toEqual(['busy1', 'other1', 'third1', 'busy2', 'busy3']);
+    expect(new Set(seen).size).toBe(5); // each in a turn of its own
+    expect([share.inFlight, share.queued]).toEqual([0, 0]);
+  });
+
+  it('serial: an operation waiting for real I/O lets the next turns admit others, up to the limit', async () => {
+    const share = new FairShare(2, { serial: true });
+    const stalled = await share.acquire('a');
+    const second = await share.acquire('b');
+    let third = false;
+    const p = share.acquire('c').then((r) => { third = true; return r; });
+    await new Promise((r) => setTimeout(r, 20));
+    expect([share.inFlight, share.queued, third]).toEqual([2, 1, false]);
+    stalled();
+    (await p)();
+    second();
+    expect([share.inFlight, share.queued]).toEqual([0, 0]);
+  });
+
   it('limit 0 lets everything run', async () => {
     const share = new FairShare(0);
     const releases = await Promise.all(Array.from({ length: 100 }, () => share.acquire('a')));
@@ -120,17 +159,12 @@ forEachDatabase((kind) => {
       return { running: read('running'), queued: read('queued') };
     }
 
-    // The embedded database answers in-process: an operation's awaits settle as microtasks, so operations never
-    // overlap and nothing waits for a slot there (each request runs whole in its turn of the event loop). Queues,
-    // turns and waits past the deadline exist with a database server.
-    const withServer = it.skipIf(kind === 'pglite');
-
-    withServer('REST: another client is served after a turn or two, not after the 20 or more queued before it', async () => {
+    it('REST: another client is served after a turn or two, not after the 20 or more queued before it', async () => {
       const before = await finishedBefore(heavyRest, () => fetch(`${t.url}/api/mc-dm-categories/`, { headers: { 'Forum-Api-Key': otherKey } }));
       expect(before).toBeLessThanOrEqual(3);
     });
 
-    withServer('GraphQL: the same', async () => {
+    it('GraphQL: the same', async () => {
       const before = await finishedBefore(heavyGql, () => fetch(`${t.url}/graphql`, {
         method: 'POST', headers: { 'Forum-Api-Key': otherKey, 'content-type': 'application/json' }, body: JSON.stringify({ query: '{ viewer { userId } }' }),
       }));
@@ -157,7 +191,7 @@ forEachDatabase((kind) => {
       }
     });
 
-    withServer('an operation still waiting at the deadline answers 503 operation_timeout, on both faces', async () => {
+    it('an operation still waiting at the deadline answers 503 operation_timeout, on both faces', async () => {
       t.config.graphql.timeoutMs = 40;
       try {
         const statuses = await Promise.all([

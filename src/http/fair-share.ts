@@ -4,6 +4,13 @@
 // A client that keeps 32 connections busy therefore waits behind its own requests, not in front of everyone
 // else's: another client's request waits for one slot at most, instead of behind the whole backlog on the event
 // loop. Below the limit nothing waits, so an unloaded server behaves exactly as without it.
+//
+// The embedded database answers in-process: an operation's awaits settle as microtasks, so an operation runs whole
+// inside the callback that admitted it, and every request read in one pass of the event loop would run back to back
+// in socket order before anything else is looked at. There the shares run `serial`: every operation waits in its
+// queue and one is admitted per turn of the event loop (setImmediate), so the requests that arrived meanwhile are
+// queued first and the next turn goes to the next client in order, not to whoever's socket was read first. (An
+// operation that does wait for real I/O, a file being stored, lets the next turns admit others, up to the limit.)
 import type { Plugin } from 'graphql-yoga';
 import { ApiError } from '../errors.js';
 
@@ -15,8 +22,10 @@ export class FairShare {
   private readonly waiting = new Map<string, Waiter[]>();
   private queuedCount = 0;
 
-  /** `limit` 0 turns the shares off: every operation runs at once. */
-  constructor(readonly limit: number) {}
+  private grantQueued = false;
+
+  /** `limit` 0 turns the shares off: every operation runs at once. `serial`: see above. */
+  constructor(readonly limit: number, private readonly options: { serial?: boolean } = {}) {}
 
   /** Operations running now. */
   get inFlight(): number { return this.running; }
@@ -30,7 +39,7 @@ export class FairShare {
   acquire(client: string, signal?: AbortSignal): Promise<() => void> {
     if (this.limit === 0) return Promise.resolve(() => {});
     if (signal?.aborted) return Promise.reject(signal.reason ?? new ApiError('operation_timeout', 'The request was cancelled.'));
-    if (this.running < this.limit) {
+    if (this.running < this.limit && !this.options.serial) {
       this.running++;
       return Promise.resolve(this.releaser());
     }
@@ -51,6 +60,7 @@ export class FairShare {
       if (queue) queue.push(waiter);
       else this.waiting.set(client, [waiter]);
       this.queuedCount++;
+      if (this.options.serial) this.grantNextTurn();
     });
   }
 
@@ -60,12 +70,25 @@ export class FairShare {
       if (done) return;
       done = true;
       this.running--;
-      this.next();
+      if (this.options.serial) this.grantNextTurn();
+      else this.next();
     };
+  }
+
+  /** Serial: admits the next waiting operation from a later turn of the event loop, one per turn. */
+  private grantNextTurn(): void {
+    if (this.grantQueued || this.running >= this.limit || this.queuedCount === 0) return;
+    this.grantQueued = true;
+    setImmediate(() => {
+      this.grantQueued = false;
+      this.next();
+      this.grantNextTurn();
+    });
   }
 
   /** Hands a free slot to the first waiting client in turn, which then goes to the back of the turn order. */
   private next(): void {
+    if (this.running >= this.limit) return;
     const first = this.waiting.entries().next();
     if (first.done) return;
     const [client, queue] = first.value;

@@ -46,7 +46,7 @@ export interface HttpOptions {
   services: Services;
   ping(): Promise<void>;
   /** The database's connection counts, for /metrics. */
-  db: Pick<Database, 'connections'>;
+  db: Pick<Database, 'connections' | 'kind'>;
   log: Logger;
   rateLimits: RateLimits;
   /** Persisted documents by SHA-256 (src/http/trusted-documents.ts). */
@@ -64,7 +64,8 @@ export function createRequestHandler({ schema, services, ping, db, log, rateLimi
   const onUnexpectedError = (err: unknown) => log.error({ err }, 'unexpected error');
   const { config } = services;
   const slots = new UploadSlots(config.maxConcurrentUploads);
-  const shares = new FairShare(config.maxConcurrentOperations);
+  // The embedded database runs operations on the event loop itself: one at a time, a turn each (fair-share.ts).
+  const shares = new FairShare(config.maxConcurrentOperations, { serial: db.kind === 'pglite' });
   const yoga = createYoga({
     cors: false, // httpPolicyPlugin answers CORS (CORS_ORIGINS)
     schema,
