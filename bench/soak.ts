@@ -71,6 +71,13 @@ async function gql(query: string, variables: Record<string, unknown> = {}, asUse
   return body.data;
 }
 
+/** The server's memory as its /metrics reports it (V8 heap used and sized, memory outside the heap), in MB. */
+async function memory(): Promise<string> {
+  const text = await (await fetch(`${BASE}/metrics`, { headers: { 'Forum-Api-Key': KEY } })).text();
+  const mb = (name: string) => (Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN) / 1024 / 1024).toFixed(0);
+  return `heap used ${mb('dcs_nodejs_heap_size_used_bytes')} of ${mb('dcs_nodejs_heap_size_total_bytes')} MB, external ${mb('dcs_nodejs_external_memory_bytes')} MB`;
+}
+
 /** What the attacks got back, by attack and status (or "closed" for a socket the server ended). */
 const answers = new Map<string, Map<string, number>>();
 const count = (attack: string, outcome: string) => {
@@ -184,6 +191,7 @@ async function main() {
     await new Promise<void>((resolve, reject) => autocannon({ url: BASE, connections: 4, duration: 3, requests }, (err) => (err ? reject(err) : resolve())));
     await sleep(2000);
     const rssStart = rssMb(pid);
+    const memStart = await memory();
     let rssPeak = rssStart;
     const sampler = setInterval(() => { rssPeak = Math.max(rssPeak, rssMb(pid)); }, 100);
 
@@ -248,6 +256,7 @@ async function main() {
       }
       console.log(`temporary files left in DATA_DIR/files/.tmp: ${leftovers.length}${leftovers.length ? ` (${leftovers.slice(0, 5).join(', ')})` : ''}`);
       console.log(`server RSS: start ${rssStart.toFixed(0)} MB, peak ${rssPeak.toFixed(0)} MB, end ${rssEnd.toFixed(0)} MB (${opts.settle} s after round ${round}; end − start ${(rssEnd - rssStart).toFixed(0)} MB)`);
+      console.log(`server memory: at start ${memStart}; at the end ${await memory()}`);
     }
     clearInterval(sampler);
   } finally {
