@@ -15,7 +15,8 @@ import type { Services } from './schema/context.js';
 import { createRequestHandler } from './http/server.js';
 import { RateLimits } from './http/rate-limit.js';
 import { LocalStorage } from './files/storage/local.js';
-import { S3Storage, s3TmpDir } from './files/storage/s3.js';
+// The S3 SDK is loaded only when STORAGE=s3 (it is a large part of the modules a start would otherwise load).
+import type { S3Storage } from './files/storage/s3.js';
 import { schedulePurge } from './jobs/purge.js';
 import { scheduleRevalidation } from './jobs/revalidate.js';
 import { scheduleReclaim } from './jobs/reclaim.js';
@@ -95,8 +96,8 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
     mark('migrations');
     const { groups, generatedKey } = await bootstrap(db, config.bootstrapKey);
     mark('bootstrap');
-    const storage = config.storage === 's3'
-      ? new S3Storage({ ...config.s3!, tmpDir: s3TmpDir(config.dataDir) })
+    const storage: LocalStorage | S3Storage = config.storage === 's3'
+      ? await import('./files/storage/s3.js').then(({ S3Storage, s3TmpDir }) => new S3Storage({ ...config.s3!, tmpDir: s3TmpDir(config.dataDir) }))
       : new LocalStorage(path.join(config.dataDir, 'files'));
     if (storage instanceof LocalStorage) {
       const storageId = await registerLocalStorage(db.prisma, storage.root, { allowSplit: config.allowSplitStorage, log });
@@ -138,7 +139,7 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
         clearInterval(idle);
         clearTimeout(cut);
         await services.events.close();
-        if (storage instanceof S3Storage) storage.destroy();
+        if (!(storage instanceof LocalStorage)) storage.destroy();
         await closeAll();
         await database.close();
       },
