@@ -43,6 +43,8 @@ describe('ready-made embedded database', () => {
       const rows = await db.query<{ migration_name: string }>('SELECT migration_name FROM "_prisma_migrations" ORDER BY migration_name');
       expect(rows.map((r) => r.migration_name)).toEqual(readMigrations().map((m) => m.name));
       expect(await migrate(db)).toEqual([]);
+      // only the database the service uses: PostgreSQL's template databases are left out (fewer files to write)
+      expect((await db.query<{ datname: string }>('SELECT datname FROM pg_database')).map((r) => r.datname)).toEqual(['postgres']);
       await db.prisma.group.create({ data: { name: 'kept' } });
     } finally {
       await db.close();
