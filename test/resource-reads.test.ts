@@ -202,6 +202,13 @@ forEachDatabase((kind) => {
     expect(compared).toBeGreaterThan(filters.length * 3 * 2 * 4);
   });
 
+  it('downloads by id (the parents of the versions whose files a nested connection lists): the rows Prisma gives', async () => {
+    const wanted = [...ids.downloads, 999_999, ids.downloads[0]!];
+    const got = (await reads().downloadsById(wanted)).sort((a, b) => a.id - b.id);
+    expect(got).toStrictEqual(await t.prisma.download.findMany({ where: { id: { in: wanted } }, orderBy: { id: 'asc' } }));
+    expect(await reads().downloadsById([])).toEqual([]);
+  });
+
   it('refuses an order column that is not a column name', async () => {
     const spec = { list: 'x', order: 'x', direction: 'asc', column: { name: 'id"; DROP TABLE file; --', kind: 'int' } } as KeysetSpec;
     await expect(reads().categoryPage({ spec, take: 1 })).rejects.toThrow(/Not an order column/);

@@ -173,6 +173,14 @@ export class ResourceReads {
     return rows[0] ?? null;
   }
 
+  /** Downloads by id (those that exist), for permission checks on rows read elsewhere. */
+  async downloadsById(ids: readonly number[]): Promise<Download[]> {
+    const wanted = [...new Set(ids)].filter((id) => Number.isInteger(id));
+    if (wanted.length === 0) return [];
+    const rows = await this.db.query<{ d: Record<string, unknown> }>(`SELECT ${jsonOf('Download', 'd')} AS d FROM download d WHERE d.id = ANY(string_to_array($1, ',')::int[])`, [wanted.join(',')]);
+    return rows.map((r) => revive<Download>('Download', r.d));
+  }
+
   /** A category, with its parent category when `parent` (null at the top); null when there is none. */
   async category(id: number, parent = false): Promise<CategoryRow | null> {
     const r = await this.one(`SELECT ${categoryJson('c', parent)} AS c FROM category c WHERE c.id = $1::int`, [id]);

@@ -55,7 +55,7 @@ function childPage<T>(ctx: Context, source: ChildSource, spec: KeysetSpec, w: Wi
 /** Downloads by id, batched per request (the parents of the versions whose files are listed). */
 function downloadById(ctx: Context, id: number): Promise<Download | null> {
   return loader<Download | null>(ctx, 'downloadById', async (ids) => {
-    const rows = await ctx.prisma.download.findMany({ where: { id: { in: [...ids] } } });
+    const rows = await ctx.reads.downloadsById(ids);
     return new Map(rows.map((d) => [d.id, d]));
   }, null).load(id);
 }
