@@ -209,6 +209,39 @@ forEachDatabase((kind) => {
     expect(await reads().downloadsById([])).toEqual([]);
   });
 
+  it('pages of children (the nested connections): the rows and totals Prisma gives, per parent', async () => {
+    const windows = (spec: KeysetSpec, rows: any[]): Window[] => [
+      { size: 3, backward: false, cursor: null }, { size: 2, backward: true, cursor: null },
+      ...(rows.length > 2 ? [{ size: 4, backward: false, cursor: { value: rows[1][spec.column.name], id: rows[1].id } }, { size: 4, backward: true, cursor: { value: rows[2][spec.column.name], id: rows[2].id } }] : []),
+    ];
+    const cases = [
+      { source: { from: 'comment', parent: 'downloadId', model: 'Comment' }, keys: COMMENT_KEYS, parents: ids.downloads, find: (a: any) => t.prisma.comment.findMany(a), count: (a: any) => t.prisma.comment.count(a) },
+      { source: { from: 'file', parent: 'versionId', model: 'File', where: () => ['t."isDeleted" = false'] }, keys: FILE_KEYS, parents: ids.versions.slice(0, 3), extra: { isDeleted: false }, find: (a: any) => t.prisma.file.findMany(a), count: (a: any) => t.prisma.file.count(a) },
+      { source: { from: 'category', parent: 'parentId', model: 'Category' }, keys: CATEGORY_KEYS, parents: ids.categories.slice(0, 2), find: (a: any) => t.prisma.category.findMany(a), count: (a: any) => t.prisma.category.count(a) },
+    ];
+    let compared = 0;
+    for (const c of cases) {
+      for (const order of Object.keys(c.keys)) {
+        for (const direction of directions) {
+          const spec = keysetOf(c.source.from, c.keys as never, order as never, direction, order as never);
+          const all = await c.find({ where: { [c.source.parent]: c.parents[0], ...c.extra }, orderBy: prismaOrderBy(spec, { size: 0, backward: false, cursor: null }) });
+          for (const w of windows(spec, all)) {
+            const pages = await reads().childPages<any>(c.source, spec, w, [...c.parents, 999_999]);
+            for (const parent of c.parents) {
+              const where = { [c.source.parent]: parent, ...c.extra };
+              const expected = await c.find({ where: { AND: [where, prismaAfter(spec, w)] }, orderBy: prismaOrderBy(spec, w), take: w.size + 1 });
+              expect(pages.get(parent)?.rows ?? [], JSON.stringify({ from: c.source.from, order, direction, w, parent }, (_k, v) => (typeof v === "bigint" ? String(v) : v))).toStrictEqual(expected);
+              expect(pages.get(parent)?.total ?? 0).toBe(await c.count({ where }));
+              compared++;
+            }
+            expect(pages.get(999_999)).toEqual({ total: 0, rows: [] });
+          }
+        }
+      }
+    }
+    expect(compared).toBeGreaterThan(100);
+  });
+
   it('refuses an order column that is not a column name', async () => {
     const spec = { list: 'x', order: 'x', direction: 'asc', column: { name: 'id"; DROP TABLE file; --', kind: 'int' } } as KeysetSpec;
     await expect(reads().categoryPage({ spec, take: 1 })).rejects.toThrow(/Not an order column/);

@@ -10,6 +10,7 @@ import type { Category, Comment, Download, File, User, Version } from '../genera
 import type { Database } from './client.js';
 import { jsonOf, revive } from './rows.js';
 import { sqlAfter, sqlOrderBy, type KeysetSpec, type Window } from '../domain/keyset.js';
+import { childPages, type ChildPage, type ChildSource } from './child-pages.js';
 
 type Param = (v: unknown) => string;
 
@@ -171,6 +172,11 @@ export class ResourceReads {
   private async one(sql: string, params: unknown[]): Promise<Record<string, any> | null> {
     const rows = await this.db.query<Record<string, any>>(sql, params);
     return rows[0] ?? null;
+  }
+
+  /** One page of children for each parent, in one statement (the nested connections: src/db/child-pages.ts). */
+  childPages<T>(source: ChildSource, spec: KeysetSpec, window: Window, parentIds: readonly number[]): Promise<Map<number, ChildPage<T>>> {
+    return childPages<T>(this.db, source, spec, window, parentIds);
   }
 
   /** Downloads by id (those that exist), for permission checks on rows read elsewhere. */
