@@ -26,7 +26,7 @@ function sliceSql(slice: Slice, t: string, param: Param): { after: string; order
   const w = slice.window ?? FORWARD;
   if (!/^[A-Za-z]+$/.test(slice.spec.column.name)) throw new Error(`Not an order column: ${slice.spec.column.name}`);
   const after = sqlAfter(slice.spec, w, t, param);
-  const limit = `LIMIT ${param(slice.take)}::int OFFSET ${param(slice.skip ?? 0)}::int`;
+  const limit = `LIMIT ${param(slice.take)}::int OFFSET ${param(slice.skip ?? 0)}::bigint`;
   return { after, orderBy: sqlOrderBy(slice.spec, w, t), limit };
 }
 
