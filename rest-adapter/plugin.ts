@@ -52,6 +52,11 @@ export interface RestAdapterOptions {
   beforeUpload?(context: unknown, fields: RawFields): Promise<void>;
   /** Takes an upload slot (or throws 503 server_busy); returns its release. */
   acquireUploadSlot?(): () => void;
+  /**
+   * Waits for the operation's turn to run (src/http/fair-share.ts) once the body has arrived; rejects with the
+   * signal's reason if the deadline passes first. Returns the slot's release.
+   */
+  admit?(context: unknown, signal: AbortSignal): Promise<() => void>;
   /** Execution deadline in ms (GRAPHQL_TIMEOUT_MS), read on each request: past it the route answers 503 operation_timeout. */
   limits: { timeoutMs: number };
   /**
@@ -297,9 +302,12 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
       const variableValues = toVariables(options.schema, hit.r.operation, raw);
       const limit = deadline(options.limits.timeoutMs, request.signal);
       let result: ExecutionResult;
+      let admitted: (() => void) | undefined;
       try {
+        admitted = await options.admit?.(contextValue, limit.signal);
         result = await normalizedExecutor({ schema: options.schema, document: hit.r.document as DocumentNode, variableValues, contextValue, signal: limit.signal }) as ExecutionResult;
       } finally {
+        admitted?.();
         limit.clear();
       }
       if (result.errors?.length) return fail(result.errors.map(itemOf), headersOf(result.errors[0]));

@@ -4,13 +4,14 @@
 // through here: a `Slice` is either an offset page or a keyset window. Rows come back in Prisma's model shapes
 // (src/db/rows.ts) with the relations Prisma would have included, so the domain and Pothos treat them alike.
 //
-// Each list's total is one function (categoryTotalSql, commentTotalSql, fileTotalSql) returning a scalar subquery,
-// so the way totals are counted can change in one place.
+// Each list's total is one function of src/db/totals.ts (categoryTotalSql, commentTotalSql, fileTotalSql) returning
+// a scalar subquery, which the statement carries beside the page.
 import type { Category, Comment, Download, File, User, Version } from '../generated/prisma/client.js';
 import type { Database } from './client.js';
 import { jsonOf, revive } from './rows.js';
 import { sqlAfter, sqlOrderBy, type KeysetSpec, type Window } from '../domain/keyset.js';
 import { childPages, type ChildPage, type ChildSource } from './child-pages.js';
+import { categoryTotalSql, commentTotalSql, fileTotalSql } from './totals.js';
 
 type Param = (v: unknown) => string;
 
@@ -39,12 +40,7 @@ function pageSql(from: string, where: string[], rowJson: string, slice: Slice, p
 
 const int = (v: unknown) => Number(v);
 
-// ───────────── totals: one function per list, each a scalar subquery
-
-/** Every category (the categories list has no filter). */
-export function categoryTotalSql(): string {
-  return '(SELECT count(*)::int FROM category)';
-}
+// ───────────── filters (their totals come from src/db/totals.ts: categoryTotalSql, commentTotalSql, fileTotalSql)
 
 export interface CommentFilter {
   /** Comments of this download only; every download's when absent. */
@@ -64,11 +60,6 @@ function commentWhere(f: CommentFilter, t: string, param: Param): string[] {
   return terms;
 }
 
-/** Comments matching the filter. */
-export function commentTotalSql(where: CommentFilter, param: Param): string {
-  return `(SELECT count(*)::int FROM comment c WHERE ${commentWhere(where, 'c', param).join(' AND ')})`;
-}
-
 export interface FileFilter {
   /** Files of this version only; every version's when absent. Soft-deleted files are never counted or listed. */
   versionId?: number;
@@ -78,11 +69,6 @@ function fileWhere(f: FileFilter, t: string, param: Param): string[] {
   const terms = [`${t}."isDeleted" = false`];
   if (f.versionId !== undefined) terms.push(`${t}."versionId" = ${param(f.versionId)}::int`);
   return terms;
-}
-
-/** Files matching the filter (never the soft-deleted ones). */
-export function fileTotalSql(where: FileFilter, param: Param): string {
-  return `(SELECT count(*)::int FROM file f WHERE ${fileWhere(where, 'f', param).join(' AND ')})`;
 }
 
 // ───────────── relations a read loads besides the ones the permission checks need

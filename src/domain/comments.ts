@@ -8,6 +8,7 @@ import { pageWindow, paginationOf, type Direction, type Page, type PageRequest }
 import { prismaAfter, prismaOrderBy, type KeysetSpec } from './keyset.js';
 import type { Reads } from '../db/reads.js';
 import { commentRelationsOf, type CommentFilter, type Slice } from '../db/resource-reads.js';
+import { countComments } from '../db/totals.js';
 
 export const COMMENT_ORDERS = { comment_date: 'commentDate', last_edit_date: 'lastEditDate' } as const;
 export type CommentOrder = keyof typeof COMMENT_ORDERS;
@@ -69,7 +70,7 @@ export async function commentSlice(
   const w = slice.window ?? { size: slice.take, backward: false, cursor: null };
   const withDownload = (query as { select?: object }).select ? query : { ...query, include: { ...(query as any).include, download: true } };
   const [total, rows] = await Promise.all([
-    db.prisma.comment.count({ where }),
+    countComments(db.prisma, where),
     db.prisma.comment.findMany({
       ...withDownload, where: { AND: [where, prismaAfter(slice.spec, w)] }, orderBy: prismaOrderBy(slice.spec, w) as never, skip: slice.skip, take: slice.take,
     }) as unknown as Promise<WithDownload[]>,

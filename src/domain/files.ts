@@ -18,6 +18,7 @@ import { isWholeNumberIn, wholeNumberRange } from './numbers.js';
 import { prismaAfter, prismaOrderBy, type KeysetSpec } from './keyset.js';
 import type { Reads } from '../db/reads.js';
 import { fileQueryCovered, type Slice } from '../db/resource-reads.js';
+import { countFiles } from '../db/totals.js';
 
 export const FILE_ORDERS = { display_order: 'displayOrder', file_size: 'fileSize', download_count: 'downloadCount' } as const;
 export type FileOrder = keyof typeof FILE_ORDERS;
@@ -100,7 +101,7 @@ export async function fileSlice(
   const w = slice.window ?? { size: slice.take, backward: false, cursor: null };
   const withParents = (query as { select?: object }).select ? query : { ...query, include: { ...(query as any).include, version: { include: { download: true } } } };
   const [total, rows] = await Promise.all([
-    deps.prisma.file.count({ where }),
+    countFiles(deps.prisma, where),
     deps.prisma.file.findMany({
       ...withParents, where: { AND: [where, prismaAfter(slice.spec, w)] }, orderBy: prismaOrderBy(slice.spec, w) as never, skip: slice.skip, take: slice.take,
     }) as unknown as Promise<(File & { version: Version & { download: Download } })[]>,

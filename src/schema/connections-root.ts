@@ -19,6 +19,7 @@ import { downloadListFilter, downloadWhere } from '../domain/downloads.js';
 import { commentSlice } from '../domain/comments.js';
 import { categoryParentOf } from '../db/resource-reads.js';
 import { fileSlice, fileVisibleTo } from '../domain/files.js';
+import { downloadTotal } from '../db/totals.js';
 
 const CATEGORY_READ = ['mc_dm_category:read'];
 const DOWNLOAD_READ = ['mc_dm_download:read'];
@@ -87,9 +88,10 @@ builder.queryFields((t) => ({
       const spec = keysetOf('downloadsConnection', DOWNLOAD_KEYS, args.order, args.direction, 'last_update');
       const w = windowOf(spec, args);
       const access = await ctx.access();
-      const where = downloadWhere(downloadListFilter(access, args));
+      const filter = downloadListFilter(access, args);
+      const where = downloadWhere(filter);
       const [total, rows] = await Promise.all([
-        ctx.prisma.download.count({ where }),
+        downloadTotal(ctx.prisma, filter),
         ctx.prisma.download.findMany({ ...rowQuery(ctx, info, 'Download'), where: { AND: [where, prismaAfter(spec, w)] }, orderBy: prismaOrderBy(spec, w) as never, take: w.size + 1 }),
       ]);
       return connectionFrom(spec, w, rows, total, (d) => access.canViewDownload(d));
