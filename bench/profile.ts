@@ -1,7 +1,10 @@
 // `npm run bench:profile`: where a request's time goes. Seeds a small catalogue into an in-memory database, then
 // for each route prints milliseconds and SQL statements per request (sequential, one client), and for the route
-// given with --route a CPU profile's top functions by self time.
+// given with --route a CPU profile's top functions by self time. `--database-url postgres://…` runs on a fresh
+// database of that server (dropped at the end) instead. In --route, `:download`, `:version`, `:commentDownload` and
+// `:category` stand for the seeded ids the route table uses.
 import { parseArgs } from 'node:util';
+import pg from 'pg';
 import { Session } from 'node:inspector/promises';
 import { openDatabase } from '../src/db/client.js';
 import { loadConfig } from '../src/config.js';
@@ -10,26 +13,61 @@ import { createLogger } from '../src/log.js';
 import { seed } from './seed.js';
 import { summarize, type CpuProfile } from './cpu-profile.js';
 
-const { values: opts } = parseArgs({ options: { route: { type: 'string' }, requests: { type: 'string', default: '200' } } });
+const { values: opts } = parseArgs({ options: { route: { type: 'string' }, requests: { type: 'string', default: '200' }, 'database-url': { type: 'string' } } });
 const N = Number(opts.requests);
 const KEY = 'dm_profile_key_000000000000000000000000000000';
-const db = await openDatabase({ memory: true });
+const server = opts['database-url'];
+const dbName = `dcs_profile_${process.pid}`;
+const onServer = async (sql: string) => {
+  const c = new pg.Client({ connectionString: server });
+  await c.connect();
+  try { await c.query(sql); } finally { await c.end(); }
+};
+let dbUrl: string | undefined;
+if (server) {
+  await onServer(`CREATE DATABASE "${dbName}"`);
+  const url = new URL(server);
+  url.pathname = `/${dbName}`;
+  dbUrl = url.toString();
+}
+const db = await openDatabase(dbUrl ? { url: dbUrl } : { memory: true });
 const s = await seed(db, KEY, { users: 100, downloads: 5000, filesPerDownload: 2, commentsPerDownload: 4 });
 const app = await startApp(loadConfig({}, { port: 0, logLevel: 'silent', bootstrapKey: KEY }), { db, log: createLogger('silent') });
-const get = async (path: string) => (await fetch(app.url + path, { headers: { 'Forum-Api-Key': KEY } })).text();
+const get = async (path: string) => {
+  if (!path.startsWith('{')) return (await fetch(app.url + path, { headers: { 'Forum-Api-Key': KEY } })).text();
+  // A GraphQL operation, given as its JSON body.
+  return (await fetch(`${app.url}/graphql`, { method: 'POST', headers: { 'Forum-Api-Key': KEY, 'content-type': 'application/json' }, body: path })).text();
+};
+const gql = (query: string) => JSON.stringify({ query });
+const one = async (sql: string, p: unknown[]) => Number(Object.values((await db.query<Record<string, unknown>>(sql, p))[0]!)[0]);
+const ids: Record<string, number> = {
+  commentDownload: s.commentDownloadId, download: s.downloadId, version: s.versionId, category: s.leafCategory,
+  file: await one('SELECT min(id) FROM file WHERE "versionId" = $1', [s.versionId]),
+  comment: await one('SELECT min(id) FROM comment WHERE "downloadId" = $1', [s.commentDownloadId]),
+};
+const withIds = (route: string) => route.replace(/:(commentDownload|download|version|category|file|comment)\b/g, (_m, k: string) => String(ids[k]));
+/** A route as printed: GraphQL bodies by their query text. */
+const label = (route: string) => (route.startsWith('{') ? `gql ${(JSON.parse(route) as { query: string }).query.replace(/\s+/g, ' ')}` : route).slice(0, 60);
 
 const routes = [
   `/api/mc-dm-downloads/${s.downloadId}/`, `/api/mc-dm-downloads/${s.downloadId}/?with=full`,
   `/api/mc-dm-downloads/?category_id=${s.leafCategory}`, '/api/mc-dm-downloads/?per_page=100&with=full',
-  '/api/mc-dm-categories/', `/api/mc-dm-files/?version_id=${s.versionId}`, `/api/mc-dm-comments/?download_id=${s.commentDownloadId}`,
+  '/api/mc-dm-categories/', `/api/mc-dm-categories/${s.leafCategory}/`,
+  `/api/mc-dm-files/?version_id=${s.versionId}`, '/api/mc-dm-files/:file/',
+  `/api/mc-dm-comments/?download_id=${s.commentDownloadId}`, '/api/mc-dm-comments/:comment/',
+  gql(`{ comments(downloadId: ${s.commentDownloadId}) { nodes { commentId message username canEdit } pagination { total } } }`),
+  gql(`{ commentsConnection(downloadId: ${s.commentDownloadId}) { totalCount edges { cursor node { commentId message } } } }`),
+  gql(`{ filesConnection(versionId: ${s.versionId}) { totalCount nodes { fileId filename } } }`),
+  gql('{ categoriesConnection(first: 20) { totalCount nodes { categoryId title } } }'),
 ];
-console.log('route'.padEnd(52), 'ms/req', ' SQL/req');
-for (const path of routes) {
+console.log('route'.padEnd(60), 'ms/req', ' SQL/req');
+for (const route of routes) {
+  const path = withIds(route);
   for (let i = 0; i < 20; i++) await get(path);
   const st0 = db.statements();
   const t0 = performance.now();
   for (let i = 0; i < N; i++) await get(path);
-  console.log(path.padEnd(52), ((performance.now() - t0) / N).toFixed(2).padStart(6), ((db.statements() - st0) / N).toFixed(1).padStart(8));
+  console.log(label(path).padEnd(60), ((performance.now() - t0) / N).toFixed(2).padStart(6), ((db.statements() - st0) / N).toFixed(1).padStart(8));
 }
 
 if (opts.route) {
@@ -37,7 +75,8 @@ if (opts.route) {
   session.connect();
   await session.post('Profiler.enable');
   await session.post('Profiler.start');
-  for (let i = 0; i < N; i++) await get(opts.route);
+  const route = withIds(opts.route);
+  for (let i = 0; i < N; i++) await get(route);
   const { profile } = (await session.post('Profiler.stop')) as { profile: CpuProfile };
   const summary = summarize(profile);
   console.log(`\nSelf time by package for ${opts.route}:`);
@@ -46,3 +85,5 @@ if (opts.route) {
   for (const line of summary.functions) console.log(line);
 }
 await app.close();
+await db.close();
+if (server) await onServer(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`);

@@ -2,7 +2,8 @@
 // the versions of a page, and so on. Each parent gets its own keyset page (LATERAL … ORDER BY … LIMIT, which walks
 // the (parent, order column, id) indexes) and its own count, so nested connections cost one statement per field
 // whatever the number of parents and the page size.
-import type { PrismaClient } from '../generated/prisma/client.js';
+import type { Database } from './client.js';
+import { jsonOf, revive } from './rows.js';
 import { sqlAfter, sqlOrderBy, type KeysetSpec, type Window } from '../domain/keyset.js';
 
 export interface ChildSource {
@@ -10,6 +11,10 @@ export interface ChildSource {
   from: string;
   /** The column of `from` naming the parent row. */
   parent: string;
+  /** The Prisma model whose shape the rows take (src/db/rows.ts). */
+  model: string;
+  /** DateTime columns of `from` beyond the model's own (a subquery's extra columns). */
+  dates?: string[];
   /** Conditions over `t` besides the parent, each bound through `param` (which answers `$n`). */
   where?: (param: (v: unknown) => string) => string[];
   /**
@@ -27,11 +32,11 @@ export interface ChildPage<T> {
 }
 
 /**
- * Pages of the children of `parentIds`, keyed by parent id. Rows come back in Prisma's shape for the table (Prisma's
- * raw queries type the columns), so the schema resolves them like rows Prisma read.
+ * Pages of the children of `parentIds`, keyed by parent id, in one statement straight through the driver. Rows come
+ * back in Prisma's shape for `source.model` (src/db/rows.ts), so the schema resolves them like rows Prisma read.
  */
 export async function childPages<T>(
-  prisma: Pick<PrismaClient, '$queryRawUnsafe'>, source: ChildSource, spec: KeysetSpec, window: Window, parentIds: readonly number[],
+  db: Pick<Database, 'query'>, source: ChildSource, spec: KeysetSpec, window: Window, parentIds: readonly number[],
 ): Promise<Map<number, ChildPage<T>>> {
   const pages = new Map<number, ChildPage<T>>();
   const ids = [...new Set(parentIds)].filter((id) => Number.isInteger(id));
@@ -43,23 +48,24 @@ export async function childPages<T>(
   const total = source.total ? `${source.total('p.id', param)}::int` : `(SELECT count(*)::int FROM ${source.from} t WHERE ${filter})`;
   const after = sqlAfter(spec, window, 't', param);
   const limit = param(window.size + 1);
-  const rows = await prisma.$queryRawUnsafe<Record<string, unknown>[]>(
-    `SELECT p.id AS "__parent", n.total AS "__total", x.*
+  const rows = await db.query<{ parent: number; total: number; x: Record<string, unknown> | null }>(
+    `SELECT p.id AS parent, n.total, CASE WHEN x.id IS NULL THEN NULL ELSE ${jsonOf(source.model, 'x')} END AS x
      FROM unnest(string_to_array(${parents}, ',')::int[]) AS p(id)
      CROSS JOIN LATERAL (SELECT ${total} AS total) n
      LEFT JOIN LATERAL (
        SELECT t.* FROM ${source.from} t WHERE ${filter} AND ${after} ORDER BY ${sqlOrderBy(spec, window, 't')} LIMIT ${limit}::int
      ) x ON TRUE
      ORDER BY p.id, ${sqlOrderBy(spec, window, 'x')}`,
-    ...params,
+    params,
   );
   for (const r of rows) {
-    const parent = Number(r.__parent);
+    const parent = Number(r.parent);
     let page = pages.get(parent);
-    if (!page) pages.set(parent, page = { total: Number(r.__total), rows: [] });
-    delete r.__parent;
-    delete r.__total;
-    if (r.id !== null && r.id !== undefined) page.rows.push(r as T);
+    if (!page) pages.set(parent, page = { total: Number(r.total), rows: [] });
+    if (r.x === null) continue;
+    const row = revive<Record<string, unknown>>(source.model, r.x);
+    for (const f of source.dates ?? []) if (typeof row[f] === 'string') row[f] = new Date(`${row[f]}Z`);
+    page.rows.push(row as T);
   }
   return pages;
 }

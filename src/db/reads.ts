@@ -7,6 +7,7 @@
 import type { Category, Download, Version } from '../generated/prisma/client.js';
 import type { Database } from './client.js';
 import { revive } from './rows.js';
+import { ResourceReads } from './resource-reads.js';
 import { downloadTotal, downloadTotalSql } from './totals.js';
 
 /** The relations of a download these reads can load along with it. */
@@ -36,8 +37,8 @@ export interface DownloadFilter {
 export const DOWNLOAD_ORDER_COLUMNS = ['createdDate', 'lastUpdate', 'downloadCount', 'viewCount', 'title'] as const;
 export type DownloadOrderColumn = (typeof DOWNLOAD_ORDER_COLUMNS)[number];
 
-export class Reads {
-  constructor(private readonly db: Pick<Database, 'query'>) {}
+/** The downloads' reads here; those of categories, comments and files in src/db/resource-reads.ts. */
+export class Reads extends ResourceReads {
 
   async download(id: number, rel: DownloadRelations): Promise<DownloadRow | null> {
     const rows = await this.db.query<Record<string, any>>(`SELECT row_to_json(d) AS d${relationColumns(rel)} FROM download d WHERE d.id = $1`, [id]);

@@ -11,8 +11,19 @@ for (const [name, model] of Object.entries(getDatamodel().datamodel.models)) {
 }
 
 /**
+ * SQL for row `alias` of `model` as JSON, in the form `revive` reads: BigInt columns are sent as text, so values past
+ * 2^53 stay exact (JSON numbers would round them).
+ */
+export function jsonOf(model: string, alias: string): string {
+  const spec = models.get(model);
+  if (!spec) throw new Error(`No model ${model} in the Prisma datamodel`);
+  if (spec.bigints.length === 0) return `row_to_json(${alias})`;
+  return `(to_jsonb(${alias}) || jsonb_build_object(${spec.bigints.map((f) => `'${f}', ${alias}."${f}"::text`).join(', ')}))`;
+}
+
+/**
  * Revives one row in place and returns it. JSON renders `timestamp(3)` without a zone; Prisma stores UTC, so the
- * text is read as UTC. BigInt columns arrive as JSON numbers: exact below 2^53 (byte sizes up to 8 PiB).
+ * text is read as UTC. BigInt columns arrive as text (jsonOf), exact, or as JSON numbers (row_to_json), exact below 2^53.
  */
 export function revive<T>(model: string, row: Record<string, unknown> | null): T {
   if (row === null) return null as T;

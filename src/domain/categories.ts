@@ -6,7 +6,8 @@ import { ApiError, invalidInput, noPermission, notFound, requiredMissing } from 
 import { pageWindow, paginationOf, type Direction, type Page, type PageRequest } from './lists.js';
 import { hardDeleteDownloads } from './purge.js';
 import { isWholeNumberIn, wholeNumberRange } from './numbers.js';
-import { categoryTotal } from '../db/totals.js';
+import type { KeysetSpec } from './keyset.js';
+import type { Reads } from '../db/reads.js';
 
 type Db = PrismaClient | Prisma.TransactionClient;
 
@@ -15,20 +16,30 @@ export type CategoryOrder = keyof typeof CATEGORY_ORDERS;
 
 export interface CategoryListArgs extends PageRequest { order?: CategoryOrder | null; direction?: Direction | null }
 
-export async function listCategories(prisma: Db, access: Access, args: CategoryListArgs): Promise<Page<Category>> {
+/** The order of a page-numbered categories list as a keyset spec (ties by id). */
+export function categoryOrderSpec(order: CategoryOrder | null | undefined, direction: Direction | null | undefined): KeysetSpec {
+  const o = order ?? 'display_order';
+  return { list: 'categories', order: o, direction: direction ?? 'desc', column: { name: CATEGORY_ORDERS[o], kind: o === 'title' ? 'string' : 'int' } };
+}
+
+/** A page of every category, read with its total in one statement; the caller drops those the visitor may not view. */
+export async function listCategories(reads: Reads, access: Access, args: CategoryListArgs, withParent = false): Promise<Page<Category>> {
   const w = pageWindow(args);
-  const field = CATEGORY_ORDERS[args.order ?? 'display_order'];
-  const dir = args.direction ?? 'desc';
-  const [total, rows] = await Promise.all([
-    categoryTotal(prisma),
-    prisma.category.findMany({ orderBy: [{ [field]: dir }, { id: dir }], skip: w.skip, take: w.take }),
-  ]);
+  const { total, rows } = await reads.categoryPage({ spec: categoryOrderSpec(args.order, args.direction), skip: w.skip, take: w.take }, withParent);
   return { nodes: rows.filter((c) => access.canViewCategory(c)), pagination: paginationOf(w, total) };
 }
 
 /** A category the visitor may view: 404 when it does not exist, 403 when hidden from them. */
 export async function viewableCategory(prisma: Db, access: Access, id: number): Promise<Category> {
-  const category = await prisma.category.findUnique({ where: { id } });
+  return mayViewCategory(access, id, await prisma.category.findUnique({ where: { id } }));
+}
+
+/** viewableCategory for reads, through one hand-written statement (with the parent category when `withParent`). */
+export async function readCategory(reads: Reads, access: Access, id: number, withParent = false): Promise<Category> {
+  return mayViewCategory(access, id, await reads.category(id, withParent));
+}
+
+function mayViewCategory(access: Access, id: number, category: Category | null): Category {
   if (!category) throw notFound('category', id);
   if (!access.canViewCategory(category)) throw noPermission('view this category');
   return category;

@@ -5,6 +5,9 @@ import type { Access } from '../permissions/access.js';
 import { requireScopes } from '../auth/scopes.js';
 import { ApiError, noPermission, notFound, requiredMissing } from '../errors.js';
 import { pageWindow, paginationOf, type Direction, type Page, type PageRequest } from './lists.js';
+import { prismaAfter, prismaOrderBy, type KeysetSpec } from './keyset.js';
+import type { Reads } from '../db/reads.js';
+import { commentRelationsOf, type CommentFilter, type Slice } from '../db/resource-reads.js';
 import { countComments } from '../db/totals.js';
 
 export const COMMENT_ORDERS = { comment_date: 'commentDate', last_edit_date: 'lastEditDate' } as const;
@@ -22,13 +25,57 @@ export interface CommentListArgs extends PageRequest {
 }
 
 type WithDownload = Comment & { download: Download };
+type Reading = { prisma: PrismaClient; reads: Reads };
 
 /** A download whose comments the visitor may read: 404 when it does not exist, 403 when they may not. */
 export async function viewableParent(prisma: PrismaClient, access: Access, downloadId: number): Promise<Download & { category: Category }> {
-  const d = await prisma.download.findUnique({ where: { id: downloadId }, include: { category: true } });
+  return mayViewComments(access, downloadId, await prisma.download.findUnique({ where: { id: downloadId }, include: { category: true } }));
+}
+
+function mayViewComments<T extends Download>(access: Access, downloadId: number, d: T | null): T {
   if (!d) throw notFound('download', downloadId);
   if (!access.canViewComments(d)) throw noPermission("view this download's comments");
   return d;
+}
+
+/** The order of a page-numbered comments list as a keyset spec (ties by id; never-edited comments are the nulls). */
+export function commentOrderSpec(order: CommentOrder | null | undefined, direction: Direction | null | undefined): KeysetSpec {
+  const o = order ?? 'comment_date';
+  return { list: 'comments', order: o, direction: direction ?? 'desc', column: { name: COMMENT_ORDERS[o], kind: 'date', nullable: o === 'last_edit_date' } };
+}
+
+/**
+ * The comments of a list (`slice` of them, with the list's total before the per-row permission check), each with its
+ * download, after the list's rules: downloadId is required except for super-user keys, the download must show its
+ * comments to the visitor, only super-user keys list comments in every state. `query` is what the operation asks to
+ * load with each comment: the common shapes are read with one hand-written statement (src/db/resource-reads.ts),
+ * others by Prisma.
+ */
+export async function commentSlice(
+  db: Reading, access: Access, args: Pick<CommentListArgs, 'downloadId' | 'since'>, slice: Slice,
+  query: Omit<Prisma.CommentFindManyArgs, 'where' | 'orderBy' | 'skip' | 'take'> = {},
+): Promise<{ total: number; rows: WithDownload[] }> {
+  if (args.downloadId == null && !access.isSuper) throw requiredMissing(['download_id']);
+  const rel = commentRelationsOf(query as never);
+  if (rel) {
+    const filter: CommentFilter = {};
+    if (args.downloadId != null) filter.downloadId = args.downloadId;
+    if (!access.isSuper) filter.state = 'visible';
+    if (args.since) filter.since = args.since;
+    const page = await db.reads.commentPage(filter, slice, rel.user);
+    if (args.downloadId != null) mayViewComments(access, args.downloadId, page.parent ?? null);
+    return page;
+  }
+  const where = await commentListWhere(db.prisma, access, args);
+  const w = slice.window ?? { size: slice.take, backward: false, cursor: null };
+  const withDownload = (query as { select?: object }).select ? query : { ...query, include: { ...(query as any).include, download: true } };
+  const [total, rows] = await Promise.all([
+    countComments(db.prisma, where),
+    db.prisma.comment.findMany({
+      ...withDownload, where: { AND: [where, prismaAfter(slice.spec, w)] }, orderBy: prismaOrderBy(slice.spec, w) as never, skip: slice.skip, take: slice.take,
+    }) as unknown as Promise<WithDownload[]>,
+  ]);
+  return { total, rows };
 }
 
 /**
@@ -48,23 +95,25 @@ export async function commentListWhere(prisma: PrismaClient, access: Access, arg
 }
 
 export async function listComments(
-  prisma: PrismaClient, access: Access, args: CommentListArgs, extra: Omit<Prisma.CommentFindManyArgs, 'where' | 'orderBy' | 'skip' | 'take'> = {},
+  db: Reading, access: Access, args: CommentListArgs, query: Omit<Prisma.CommentFindManyArgs, 'where' | 'orderBy' | 'skip' | 'take'> = {},
 ): Promise<Page<Comment>> {
   const w = pageWindow(args);
-  const where = await commentListWhere(prisma, access, args);
-  const dir = args.direction ?? 'desc';
-  const orderBy: Prisma.CommentOrderByWithRelationInput[] = (args.order ?? 'comment_date') === 'comment_date'
-    ? [{ commentDate: dir }, { id: dir }]
-    : [{ lastEditDate: { sort: dir, nulls: dir === 'asc' ? 'first' : 'last' } }, { id: dir }];
-  const [total, rows] = await Promise.all([
-    countComments(prisma, where),
-    prisma.comment.findMany({ ...extra, where, orderBy, skip: w.skip, take: w.take, include: { ...(extra as any).include, download: true } }) as unknown as Promise<WithDownload[]>,
-  ]);
+  const { total, rows } = await commentSlice(db, access, args, { spec: commentOrderSpec(args.order, args.direction), skip: w.skip, take: w.take }, query);
   return { nodes: rows.filter((c) => access.canViewComment(c, c.download)), pagination: paginationOf(w, total) };
 }
 
 export async function viewableComment(prisma: PrismaClient, access: Access, id: number, extra: Omit<Prisma.CommentFindUniqueArgs, 'where'> = {}): Promise<WithDownload> {
   const c = await prisma.comment.findUnique({ ...extra, where: { id }, include: { ...(extra as any).include, download: true } }) as unknown as WithDownload | null;
+  return mayViewComment(access, id, c);
+}
+
+/** viewableComment for reads: the common shapes of `query` through one hand-written statement. */
+export async function readComment(db: Reading, access: Access, id: number, query: Omit<Prisma.CommentFindUniqueArgs, 'where'> = {}): Promise<WithDownload> {
+  const rel = commentRelationsOf(query as never);
+  return rel ? mayViewComment(access, id, await db.reads.comment(id, rel.user)) : viewableComment(db.prisma, access, id, query);
+}
+
+function mayViewComment<T extends WithDownload>(access: Access, id: number, c: T | null): T {
   if (!c) throw notFound('comment', id);
   if (!access.canViewComment(c, c.download)) throw noPermission('view this comment');
   return c;

@@ -15,6 +15,9 @@ import { adapterFor, ExternalUrlError, filenameFromUrl, parseExternalUrl } from 
 import { checkProbeAllowance, recordFailedProbe } from '../files/external/probe-limit.js';
 import mime from 'mime-types';
 import { isWholeNumberIn, wholeNumberRange } from './numbers.js';
+import { prismaAfter, prismaOrderBy, type KeysetSpec } from './keyset.js';
+import type { Reads } from '../db/reads.js';
+import { fileQueryCovered, type Slice } from '../db/resource-reads.js';
 import { countFiles } from '../db/totals.js';
 
 export const FILE_ORDERS = { display_order: 'displayOrder', file_size: 'fileSize', download_count: 'downloadCount' } as const;
@@ -38,7 +41,8 @@ async function versionFor(prisma: PrismaClient, id: number): Promise<VersionWith
 }
 
 async function canManage(deps: FileDeps, d: Download): Promise<boolean> {
-  return deps.access.canManageFiles(d, await deps.isTeamMember(d.id));
+  // Team membership only matters when the visitor may not manage the files without it (it may cost a query).
+  return deps.access.canManageFiles(d, false) || deps.access.canManageFiles(d, await deps.isTeamMember(d.id));
 }
 
 /** Failed (quarantined) and soft-deleted rows are shown only to visitors who may manage the download's files. */
@@ -65,23 +69,69 @@ export async function fileListWhere(deps: FileDeps, args: Pick<FileListArgs, 've
   return where;
 }
 
-export async function listFiles(deps: FileDeps, args: FileListArgs, extra: Omit<Prisma.FileFindManyArgs, 'where' | 'orderBy' | 'skip' | 'take'> = {}): Promise<Page<File>> {
-  const w = pageWindow(args);
+/** The order of a page-numbered files list as a keyset spec (ties by id). */
+export function fileOrderSpec(order: FileOrder | null | undefined, direction: Direction | null | undefined): KeysetSpec {
+  const o = order ?? 'display_order';
+  return { list: 'files', order: o, direction: direction ?? 'desc', column: { name: FILE_ORDERS[o], kind: o === 'file_size' ? 'bigint' : 'int' } };
+}
+
+type FileRows = { total: number; rows: (File & { version: Version & { download: Download } })[]; deps: FileDeps };
+
+/**
+ * The files of a list (`slice` of them, with the list's total), each with its version and download, after the list's
+ * rules (fileListWhere). `deps` comes back knowing the visitor's team membership where the read learnt it: pass it
+ * to fileVisibleTo. `query` is what the operation asks to load with each file: the common shapes are read with one
+ * hand-written statement (src/db/resource-reads.ts), others by Prisma.
+ */
+export async function fileSlice(
+  deps: FileDeps & { reads: Reads }, args: Pick<FileListArgs, 'versionId'>, slice: Slice,
+  query: Omit<Prisma.FileFindManyArgs, 'where' | 'orderBy' | 'skip' | 'take'> = {},
+): Promise<FileRows> {
+  if (args.versionId == null && !deps.access.isSuper) throw requiredMissing(['version_id']);
+  if (fileQueryCovered(query as never)) {
+    const page = await deps.reads.filePage(args.versionId != null ? { versionId: args.versionId } : {}, slice, deps.access.visitor.userId);
+    if (args.versionId == null) return { ...page, deps };
+    if (!page.parent) throw notFound('version', args.versionId);
+    if (!deps.access.canViewDownload(page.parent.download)) throw noPermission("view this download's files");
+    const downloadId = page.parent.downloadId;
+    const isTeamMember = (id: number) => (id === downloadId ? Promise.resolve(page.isTeamMember) : deps.isTeamMember(id));
+    return { total: page.total, rows: page.rows, deps: { ...deps, isTeamMember } };
+  }
   const where = await fileListWhere(deps, args);
-  const field = FILE_ORDERS[args.order ?? 'display_order'];
-  const dir = args.direction ?? 'desc';
+  const w = slice.window ?? { size: slice.take, backward: false, cursor: null };
+  const withParents = (query as { select?: object }).select ? query : { ...query, include: { ...(query as any).include, version: { include: { download: true } } } };
   const [total, rows] = await Promise.all([
     countFiles(deps.prisma, where),
-    deps.prisma.file.findMany({ ...extra, where, orderBy: [{ [field]: dir }, { id: dir }], skip: w.skip, take: w.take,
-      include: { ...(extra as any).include, version: { include: { download: true } } } }) as unknown as Promise<(File & { version: Version & { download: Download } })[]>,
+    deps.prisma.file.findMany({
+      ...withParents, where: { AND: [where, prismaAfter(slice.spec, w)] }, orderBy: prismaOrderBy(slice.spec, w) as never, skip: slice.skip, take: slice.take,
+    }) as unknown as Promise<(File & { version: Version & { download: Download } })[]>,
   ]);
+  return { total, rows, deps };
+}
+
+export async function listFiles(deps: FileDeps & { reads: Reads }, args: FileListArgs, extra: Omit<Prisma.FileFindManyArgs, 'where' | 'orderBy' | 'skip' | 'take'> = {}): Promise<Page<File>> {
+  const w = pageWindow(args);
+  const { total, rows, deps: seen } = await fileSlice(deps, args, { spec: fileOrderSpec(args.order, args.direction), skip: w.skip, take: w.take }, extra);
   const nodes: File[] = [];
-  for (const f of rows) if (await fileVisibleTo(deps, f, f.version.download)) nodes.push(f);
+  for (const f of rows) if (await fileVisibleTo(seen, f, f.version.download)) nodes.push(f);
   return { nodes, pagination: paginationOf(w, total) };
 }
 
 export async function viewableFile(deps: FileDeps, id: number, extra: Omit<Prisma.FileFindUniqueArgs, 'where'> = {}): Promise<FileWithParents> {
   const f = await deps.prisma.file.findUnique({ ...extra, where: { id }, include: { ...(extra as any).include, version: { include: { download: { include: { category: true } } } } } }) as unknown as FileWithParents | null;
+  return mayViewFile(deps, id, f);
+}
+
+/** viewableFile for reads: the common shapes of `query` through one hand-written statement. */
+export async function readFile(deps: FileDeps & { reads: Reads }, id: number, query: Omit<Prisma.FileFindUniqueArgs, 'where'> = {}): Promise<FileWithParents> {
+  if (!fileQueryCovered(query as never)) return viewableFile(deps, id, query);
+  const read = await deps.reads.file(id, deps.access.visitor.userId);
+  if (!read) throw notFound('file', id);
+  const downloadId = read.file.version.downloadId;
+  return mayViewFile({ ...deps, isTeamMember: (d) => (d === downloadId ? Promise.resolve(read.isTeamMember) : deps.isTeamMember(d)) }, id, read.file);
+}
+
+async function mayViewFile(deps: FileDeps, id: number, f: FileWithParents | null): Promise<FileWithParents> {
   if (!f) throw notFound('file', id);
   if (!deps.access.canViewDownload(f.version.download)) throw noPermission('view this file');
   if (!(await fileVisibleTo(deps, f, f.version.download))) throw notFound('file', id);

@@ -1,11 +1,13 @@
 // Category: the tree that groups downloads. Queries need mc_dm_category:read; writes need
 // mc_dm_category:write and admin rights; delete also mc_dm_category:delete_hard.
+import { queryFromInfo } from '@pothos/plugin-prisma';
 import type { Category } from '../generated/prisma/client.js';
+import { categoryParentOf } from '../db/resource-reads.js';
 import { builder, type Types } from './builder.js';
 import { listOf, orderEnum, pageArgs } from './pagination.js';
 import { deletePayloadOf, payloadOf } from './payloads.js';
 import { NodeRef, registerNode } from './node.js';
-import { CATEGORY_ORDERS, createCategory, deleteCategory, listCategories, updateCategory, viewableCategory } from '../domain/categories.js';
+import { CATEGORY_ORDERS, createCategory, deleteCategory, listCategories, readCategory, updateCategory } from '../domain/categories.js';
 
 const READ = ['mc_dm_category:read'];
 const WRITE = ['mc_dm_category:write'];
@@ -56,7 +58,7 @@ export function categoryUrl(baseUrl: string, c: Pick<Category, 'id'>): string {
   return `${baseUrl}/downloads/categories/${c.id}/`;
 }
 
-registerNode('Category', READ, async (ctx, id) => viewableCategory(ctx.prisma, await ctx.access(), id));
+registerNode('Category', READ, async (ctx, id) => readCategory(ctx.reads, await ctx.access(), id));
 
 export const CategoryOrderEnum = orderEnum('CategoryOrder', CATEGORY_ORDERS, {
   description: 'How `categories` is sorted; ties are broken by categoryId in the same direction.',
@@ -76,7 +78,8 @@ builder.queryFields((t) => ({
     description: 'Every category the visitor may view (the view permission), one page at a time, default order DISPLAY_ORDER, DESC. Needs mc_dm_category:read. The tree comes flat: use parentCategoryId or parent to rebuild it.',
     authScopes: { scope: READ },
     args: { ...pageArgs(t.arg), order: t.arg({ type: CategoryOrderEnum, required: false, description: 'Sort field (default DISPLAY_ORDER).' }) },
-    resolve: async (_r, args, ctx) => listCategories(ctx.prisma, await ctx.access(), args),
+    resolve: async (_r, args, ctx, info) => listCategories(ctx.reads, await ctx.access(), args,
+      categoryParentOf(queryFromInfo({ context: ctx, info, typeName: 'Category', path: ['nodes'] }) as never)),
   }),
   category: t.prismaField({
     type: 'Category',
@@ -84,7 +87,7 @@ builder.queryFields((t) => ({
     description: 'One category. Needs mc_dm_category:read. Unknown ids answer mc_dm_api_error.category_not_found; categories the visitor may not view, do_not_have_permission.',
     authScopes: { scope: READ },
     args: { categoryId: t.arg.int({ required: true, description: 'The numeric category id.' }) },
-    resolve: async (_q, _r, args, ctx) => viewableCategory(ctx.prisma, await ctx.access(), args.categoryId),
+    resolve: async (query, _r, args, ctx) => readCategory(ctx.reads, await ctx.access(), args.categoryId, categoryParentOf(query as never)),
   }),
 }));
 

@@ -65,7 +65,7 @@ export const CommentRef = builder.prismaObject('Comment', {
   }),
 });
 
-registerNode('Comment', READ, async (ctx, id) => comments.viewableComment(ctx.prisma, await ctx.access(), id));
+registerNode('Comment', READ, async (ctx, id) => comments.readComment(ctx, await ctx.access(), id));
 
 export const CommentOrderEnum = orderEnum('CommentOrder', comments.COMMENT_ORDERS, {
   description: 'How `comments` is sorted; ties are broken by commentId in the same direction.',
@@ -89,7 +89,7 @@ builder.queryFields((t) => ({
       downloadId: t.arg.int({ required: false, description: 'The download whose comments to list; required except with super-user keys. Unknown: mc_dm_api_error.download_not_found.' }),
       since: t.arg({ type: 'DateTime', required: false, description: 'Only comments posted at or after this moment.' }),
     },
-    resolve: async (_r, args, ctx, info) => comments.listComments(ctx.prisma, await ctx.access(), args,
+    resolve: async (_r, args, ctx, info) => comments.listComments(ctx, await ctx.access(), args,
       queryFromInfo({ context: ctx, info, typeName: 'Comment', path: ['nodes'] }) as object),
   }),
   comment: t.prismaField({
@@ -98,7 +98,7 @@ builder.queryFields((t) => ({
     description: 'One comment. Needs mc_dm_download:read. Unknown ids answer mc_dm_api_error.comment_not_found; comments the visitor may not view (by state, or no viewComments on the download), do_not_have_permission.',
     authScopes: { scope: READ },
     args: { commentId: t.arg.int({ required: true, description: 'The numeric comment id.' }) },
-    resolve: async (query, _r, args, ctx) => comments.viewableComment(ctx.prisma, await ctx.access(), args.commentId, query as object),
+    resolve: async (query, _r, args, ctx) => comments.readComment(ctx, await ctx.access(), args.commentId, query as object),
   }),
 }));
 

@@ -21,7 +21,7 @@ import { windowOf, type KeysetSpec, type Window } from '../domain/keyset.js';
 import { CATEGORY_KEYS, COMMENT_KEYS, DOWNLOAD_KEYS, FILE_KEYS, TEAM_KEYS, VERSION_KEYS, keysetOf } from '../domain/keyset-orders.js';
 import { downloadListFilter, type DownloadListArgs } from '../domain/downloads.js';
 import { fileVisibleTo } from '../domain/files.js';
-import { childPages, type ChildPage, type ChildSource } from '../db/child-pages.js';
+import type { ChildPage, ChildSource } from '../db/child-pages.js';
 import { commentTotalSql, downloadTotalSql, fileTotalSql, sqlRef } from '../db/totals.js';
 
 const CATEGORY_READ = ['mc_dm_category:read'];
@@ -50,13 +50,13 @@ function loader<V>(ctx: Context, key: string, batch: (ids: readonly number[]) =>
 /** The page of `parentId`'s children for this spec and window, read together with its siblings' pages. */
 function childPage<T>(ctx: Context, source: ChildSource, spec: KeysetSpec, w: Window, filterKey: unknown, parentId: number): Promise<ChildPage<T>> {
   const key = JSON.stringify([spec, w, filterKey], (_k, v) => (typeof v === 'bigint' ? `${v}n` : v));
-  return loader<ChildPage<T>>(ctx, key, (ids) => childPages<T>(ctx.prisma, source, spec, w, ids), { total: 0, rows: [] }).load(parentId);
+  return loader<ChildPage<T>>(ctx, key, (ids) => ctx.reads.childPages<T>(source, spec, w, ids), { total: 0, rows: [] }).load(parentId);
 }
 
 /** Downloads by id, batched per request (the parents of the versions whose files are listed). */
 function downloadById(ctx: Context, id: number): Promise<Download | null> {
   return loader<Download | null>(ctx, 'downloadById', async (ids) => {
-    const rows = await ctx.prisma.download.findMany({ where: { id: { in: [...ids] } } });
+    const rows = await ctx.reads.downloadsById(ids);
     return new Map(rows.map((d) => [d.id, d]));
   }, null).load(id);
 }
@@ -104,7 +104,7 @@ builder.prismaObjectFields(CategoryRef, (t) => ({
       const spec = keysetOf('Category.children', CATEGORY_KEYS, args.order, args.direction, 'display_order');
       const w = windowOf(spec, args);
       const access = await ctx.access();
-      const page = await childPage<Category>(ctx, { from: 'category', parent: 'parentId' }, spec, w, null, c.id);
+      const page = await childPage<Category>(ctx, { from: 'category', parent: 'parentId', model: 'Category' }, spec, w, null, c.id);
       return connectionFrom(spec, w, page.rows, page.total, (row) => access.canViewCategory(row));
     },
   }),
@@ -127,7 +127,7 @@ builder.prismaObjectFields(CategoryRef, (t) => ({
       const access = await ctx.access();
       const filter = downloadListFilter(access, args as Omit<DownloadListArgs, 'categoryId'>);
       const total = (parent: string, param: (v: unknown) => string) => downloadTotalSql({ ...filter, categoryId: sqlRef(parent) }, param);
-      const page = await childPage<Download>(ctx, { from: 'download', parent: 'categoryId', where: downloadFilterSql(filter), total }, spec, w, filter, c.id);
+      const page = await childPage<Download>(ctx, { from: 'download', parent: 'categoryId', model: 'Download', where: downloadFilterSql(filter), total }, spec, w, filter, c.id);
       return connectionFrom(spec, w, page.rows, page.total, (d) => access.canViewDownload(d));
     },
   }),
@@ -160,7 +160,7 @@ builder.prismaObjectFields(DownloadRef, (t) => ({
         ...(since ? [`t."commentDate" >= ${param(since.toISOString())}::timestamp`] : []),
       ];
       const total = (parent: string, param: (v: unknown) => string) => commentTotalSql({ downloadId: sqlRef(parent), state: superKey ? undefined : 'visible', since: since ?? undefined }, param);
-      const page = await childPage<Comment & { download?: Download }>(ctx, { from: 'comment', parent: 'downloadId', where, total }, spec, w, [superKey, since], d.id);
+      const page = await childPage<Comment & { download?: Download }>(ctx, { from: 'comment', parent: 'downloadId', model: 'Comment', where, total }, spec, w, [superKey, since], d.id);
       // The parent rides along, so the comments' own permission fields need not read it again.
       for (const c of page.rows) c.download = d;
       return connectionFrom(spec, w, page.rows, page.total, (c) => access.canViewComment(c, d));
@@ -179,7 +179,7 @@ builder.prismaObjectFields(DownloadRef, (t) => ({
       const spec = keysetOf('Download.team', TEAM_KEYS, null, args.direction, 'added_at', 'asc');
       const w = windowOf(spec, args);
       const from = `(SELECT u.*, tm."downloadId", tm."addedAt" FROM team_member tm JOIN "user" u ON u.id = tm."userId")`;
-      const page = await childPage<TeamMemberRow>(ctx, { from, parent: 'downloadId' }, spec, w, null, d.id);
+      const page = await childPage<TeamMemberRow>(ctx, { from, parent: 'downloadId', model: 'User', dates: ['addedAt'] }, spec, w, null, d.id);
       return connectionFrom(spec, w, page.rows, page.total, () => true);
     },
   }),
@@ -196,7 +196,7 @@ builder.prismaObjectFields(DownloadRef, (t) => ({
     resolve: async (d, args, ctx) => {
       const spec = keysetOf('Download.versions', VERSION_KEYS, args.order, args.direction, 'release_date');
       const w = windowOf(spec, args);
-      const page = await childPage<Version>(ctx, { from: 'version', parent: 'downloadId' }, spec, w, null, d.id);
+      const page = await childPage<Version>(ctx, { from: 'version', parent: 'downloadId', model: 'Version' }, spec, w, null, d.id);
       return connectionFrom(spec, w, page.rows, page.total, () => true);
     },
   }),
@@ -221,7 +221,7 @@ builder.prismaObjectFields(VersionRef, (t) => ({
       const fileDeps = deps(ctx, await ctx.access());
       const [download, page] = await Promise.all([
         downloadById(ctx, v.downloadId),
-        childPage<File>(ctx, { from: 'file', parent: 'versionId', where: () => ['t."isDeleted" = false'], total: (parent, param) => fileTotalSql({ versionId: sqlRef(parent) }, param) }, spec, w, null, v.id),
+        childPage<File>(ctx, { from: 'file', parent: 'versionId', model: 'File', where: () => ['t."isDeleted" = false'], total: (parent, param) => fileTotalSql({ versionId: sqlRef(parent) }, param) }, spec, w, null, v.id),
       ]);
       if (!download || !fileDeps.access.canViewDownload(download)) throw noPermission("view this download's files");
       return connectionFrom(spec, w, page.rows, page.total, (f) => fileVisibleTo(fileDeps, f, download));

@@ -16,9 +16,10 @@ import type { Context } from './context.js';
 import { prismaAfter, prismaOrderBy, windowOf } from '../domain/keyset.js';
 import { CATEGORY_KEYS, COMMENT_KEYS, DOWNLOAD_KEYS, FILE_KEYS, keysetOf } from '../domain/keyset-orders.js';
 import { downloadListFilter, downloadWhere } from '../domain/downloads.js';
-import { commentListWhere } from '../domain/comments.js';
-import { fileListWhere, fileVisibleTo } from '../domain/files.js';
-import { categoryTotal, countComments, countFiles, downloadTotal } from '../db/totals.js';
+import { commentSlice } from '../domain/comments.js';
+import { categoryParentOf } from '../db/resource-reads.js';
+import { fileSlice, fileVisibleTo } from '../domain/files.js';
+import { downloadTotal } from '../db/totals.js';
 
 const CATEGORY_READ = ['mc_dm_category:read'];
 const DOWNLOAD_READ = ['mc_dm_download:read'];
@@ -65,10 +66,7 @@ builder.queryFields((t) => ({
       const spec = keysetOf('categoriesConnection', CATEGORY_KEYS, args.order, args.direction, 'display_order');
       const w = windowOf(spec, args);
       const access = await ctx.access();
-      const [total, rows] = await Promise.all([
-        categoryTotal(ctx.prisma),
-        ctx.prisma.category.findMany({ ...rowQuery(ctx, info, 'Category'), where: prismaAfter(spec, w), orderBy: prismaOrderBy(spec, w) as never, take: w.size + 1 }),
-      ]);
+      const { total, rows } = await ctx.reads.categoryPage({ spec, window: w, take: w.size + 1 }, categoryParentOf(rowQuery(ctx, info, 'Category')));
       return connectionFrom(spec, w, rows, total, (c) => access.canViewCategory(c));
     },
   }),
@@ -115,14 +113,7 @@ builder.queryFields((t) => ({
       const spec = keysetOf('commentsConnection', COMMENT_KEYS, args.order, args.direction, 'comment_date');
       const w = windowOf(spec, args);
       const access = await ctx.access();
-      const where = await commentListWhere(ctx.prisma, access, args);
-      const [total, rows] = await Promise.all([
-        countComments(ctx.prisma, where),
-        ctx.prisma.comment.findMany({
-          ...withRelations(rowQuery(ctx, info, 'Comment'), { download: true }),
-          where: { AND: [where, prismaAfter(spec, w)] }, orderBy: prismaOrderBy(spec, w) as never, take: w.size + 1,
-        }) as unknown as Promise<(Comment & { download: Download })[]>,
-      ]);
+      const { total, rows } = await commentSlice(ctx, access, args, { spec, window: w, take: w.size + 1 }, withRelations(rowQuery(ctx, info, 'Comment'), { download: true }));
       return connectionFrom(spec, w, rows, total, (c) => access.canViewComment(c, c.download));
     },
   }),
@@ -141,15 +132,9 @@ builder.queryFields((t) => ({
       const spec = keysetOf('filesConnection', FILE_KEYS, args.order, args.direction, 'display_order');
       const w = windowOf(spec, args);
       const d = deps(ctx, await ctx.access());
-      const where = await fileListWhere(d, args);
-      const [total, rows] = await Promise.all([
-        countFiles(ctx.prisma, where),
-        ctx.prisma.file.findMany({
-          ...withRelations(rowQuery(ctx, info, 'File'), { version: { include: { download: true } } }),
-          where: { AND: [where, prismaAfter(spec, w)] }, orderBy: prismaOrderBy(spec, w) as never, take: w.size + 1,
-        }) as unknown as Promise<(File & { version: Version & { download: Download } })[]>,
-      ]);
-      return connectionFrom(spec, w, rows, total, (f) => fileVisibleTo(d, f, f.version.download));
+      const { total, rows, deps: seen } = await fileSlice(d, args, { spec, window: w, take: w.size + 1 },
+        withRelations(rowQuery(ctx, info, 'File'), { version: { include: { download: true } } }));
+      return connectionFrom(spec, w, rows, total, (f) => fileVisibleTo(seen, f, f.version.download));
     },
   }),
 }));

@@ -27,8 +27,8 @@ const ValidationStatusEnum = builder.enumType('ValidationStatus', {
   } as const,
 });
 
-export const deps = (ctx: Context, access: files.FileDeps['access']): files.FileDeps => ({
-  prisma: ctx.prisma, access, storage: ctx.storage, config: ctx.config, isTeamMember: (id) => ctx.team.isTeamMember(id),
+export const deps = (ctx: Context, access: files.FileDeps['access']): files.FileDeps & { reads: Context['reads'] } => ({
+  prisma: ctx.prisma, reads: ctx.reads, access, storage: ctx.storage, config: ctx.config, isTeamMember: (id) => ctx.team.isTeamMember(id),
 });
 
 export function fileDataUrl(baseUrl: string, f: Pick<File, 'id'>): string {
@@ -66,7 +66,7 @@ export const FileRef = builder.prismaObject('File', {
   }),
 });
 
-registerNode('File', READ, async (ctx, id) => files.viewableFile(deps(ctx, await ctx.access()), id));
+registerNode('File', READ, async (ctx, id) => files.readFile(deps(ctx, await ctx.access()), id));
 
 export const FileOrderEnum = orderEnum('FileOrder', files.FILE_ORDERS, {
   description: 'How `files` is sorted; ties are broken by fileId in the same direction.',
@@ -99,7 +99,7 @@ builder.queryFields((t) => ({
     description: 'One file. Needs mc_dm_download:read and the view permission on its download (else do_not_have_permission). Unknown ids, and deleted or failed files the visitor may not manage, answer mc_dm_api_error.file_not_found.',
     authScopes: { scope: READ },
     args: { fileId: t.arg.int({ required: true, description: 'The numeric file id.' }) },
-    resolve: async (query, _r, args, ctx) => files.viewableFile(deps(ctx, await ctx.access()), args.fileId, query as object),
+    resolve: async (query, _r, args, ctx) => files.readFile(deps(ctx, await ctx.access()), args.fileId, query as object),
   }),
 }));
 

@@ -1,0 +1,258 @@
+// Hand-written SQL for the category, comment and file reads, as src/db/reads.ts does for downloads: a list is one
+// statement (the parent the permission check needs, the page, and the total together), a get is one statement (the
+// row and the parents its permission check needs). Both the page-numbered lists and the cursor connections read
+// through here: a `Slice` is either an offset page or a keyset window. Rows come back in Prisma's model shapes
+// (src/db/rows.ts) with the relations Prisma would have included, so the domain and Pothos treat them alike.
+//
+// Each list's total is one function of src/db/totals.ts (categoryTotalSql, commentTotalSql, fileTotalSql) returning
+// a scalar subquery, which the statement carries beside the page.
+import type { Category, Comment, Download, File, User, Version } from '../generated/prisma/client.js';
+import type { Database } from './client.js';
+import { jsonOf, revive } from './rows.js';
+import { sqlAfter, sqlOrderBy, type KeysetSpec, type Window } from '../domain/keyset.js';
+import { childPages, type ChildPage, type ChildSource } from './child-pages.js';
+import { categoryTotalSql, commentTotalSql, fileTotalSql } from './totals.js';
+
+type Param = (v: unknown) => string;
+
+/**
+ * Which rows of a list to read and in which order: `take` rows in the order of `spec` (ties by id), after `skip`
+ * rows (page-numbered lists) or after the cursor of `window` (connections, which may also scan backward).
+ */
+export interface Slice { spec: KeysetSpec; window?: Window; skip?: number; take: number }
+
+const FORWARD: Window = { size: 0, backward: false, cursor: null };
+
+function sliceSql(slice: Slice, t: string, param: Param): { after: string; orderBy: string; limit: string } {
+  const w = slice.window ?? FORWARD;
+  if (!/^[A-Za-z]+$/.test(slice.spec.column.name)) throw new Error(`Not an order column: ${slice.spec.column.name}`);
+  const after = sqlAfter(slice.spec, w, t, param);
+  const limit = `LIMIT ${param(slice.take)}::int OFFSET ${param(slice.skip ?? 0)}::bigint`;
+  return { after, orderBy: sqlOrderBy(slice.spec, w, t), limit };
+}
+
+/** The JSON array of `rowJson` over the slice of `from` (alias t) matching `where`, in the slice's order. */
+function pageSql(from: string, where: string[], rowJson: string, slice: Slice, param: Param): string {
+  const { after, orderBy, limit } = sliceSql(slice, 't', param);
+  return `(SELECT coalesce(json_agg(${rowJson} ORDER BY ${orderBy}), '[]'::json)
+    FROM (SELECT * FROM ${from} t WHERE ${[...where, after].join(' AND ')} ORDER BY ${orderBy} ${limit}) t)`;
+}
+
+const int = (v: unknown) => Number(v);
+
+// ───────────── filters (their totals come from src/db/totals.ts: categoryTotalSql, commentTotalSql, fileTotalSql)
+
+export interface CommentFilter {
+  /** Comments of this download only; every download's when absent. */
+  downloadId?: number;
+  /** Comments in this state only; every state when absent. */
+  state?: Comment['state'];
+  /** Comments posted at or after this moment. */
+  since?: Date;
+}
+
+function commentWhere(f: CommentFilter, t: string, param: Param): string[] {
+  const terms = ['TRUE'];
+  if (f.downloadId !== undefined) terms.push(`${t}."downloadId" = ${param(f.downloadId)}::int`);
+  if (f.state !== undefined) terms.push(`${t}.state = ${param(f.state)}::"CommentState"`);
+  // Timestamps are stored as UTC without a zone; an ISO string is read the same way.
+  if (f.since !== undefined) terms.push(`${t}."commentDate" >= ${param(f.since.toISOString())}::timestamp`);
+  return terms;
+}
+
+export interface FileFilter {
+  /** Files of this version only; every version's when absent. Soft-deleted files are never counted or listed. */
+  versionId?: number;
+}
+
+function fileWhere(f: FileFilter, t: string, param: Param): string[] {
+  const terms = [`${t}."isDeleted" = false`];
+  if (f.versionId !== undefined) terms.push(`${t}."versionId" = ${param(f.versionId)}::int`);
+  return terms;
+}
+
+// ───────────── relations a read loads besides the ones the permission checks need
+
+/** A comment's author as an operation asks for it: the whole row, only the username, or not at all. */
+export type CommentUser = 'row' | 'username' | null;
+export type CommentRow = Comment & { download: Download; user?: User | { username: string } };
+export type FileRow = File & { version: Version & { download: Download } };
+export type FileWithCategory = File & { version: Version & { download: Download & { category: Category } } };
+
+type Query = { include?: Record<string, unknown>; select?: unknown; [k: string]: unknown } | undefined;
+
+function includeOf(query: Query): Record<string, unknown> | null {
+  if (!query || Object.keys(query).length === 0) return {};
+  if (Object.keys(query).some((k) => k !== 'include')) return null;
+  return query.include ?? {};
+}
+
+/**
+ * What a Pothos/Prisma query argument for comments asks to load with each comment (the download is always loaded),
+ * or null when it asks for more than these reads load (then the caller uses Prisma).
+ */
+export function commentRelationsOf(query: Query): { user: CommentUser } | null {
+  const include = includeOf(query);
+  if (!include) return null;
+  let user: CommentUser = null;
+  for (const [k, v] of Object.entries(include)) {
+    if (k === 'download' && v === true) continue;
+    if (k !== 'user') return null;
+    if (v === true) user = 'row';
+    else if (JSON.stringify(v) === '{"select":{"username":true}}') user = 'username';
+    else return null;
+  }
+  return { user };
+}
+
+/** Whether these reads load what a query argument for files asks for (the version and its download are always loaded). */
+export function fileQueryCovered(query: Query): boolean {
+  const include = includeOf(query);
+  return include !== null && Object.entries(include).every(([k, v]) => k === 'version' && (v === true || JSON.stringify(v) === '{"include":{"download":true}}'));
+}
+
+export type CategoryRow = Category & { parent?: Category | null };
+
+/** Whether a query argument for categories asks for the parent category (the only relation categories load). */
+export function categoryParentOf(query: Query): boolean {
+  return Boolean(includeOf(query)?.parent);
+}
+
+const categoryJson = (t: string, parent: boolean) => (parent
+  ? `json_build_object('c', ${jsonOf('Category', t)}, 'p', (SELECT ${jsonOf('Category', 'p')} FROM category p WHERE p.id = ${t}."parentId"))`
+  : jsonOf('Category', t));
+
+function categoryRow(r: Record<string, any>, parent: boolean): CategoryRow {
+  if (!parent) return revive<Category>('Category', r);
+  return Object.assign(revive<Category>('Category', r.c), { parent: revive<Category | null>('Category', r.p ?? null) });
+}
+
+const userSql = (user: CommentUser, t: string): string => {
+  if (user === 'row') return `(SELECT ${jsonOf('User', 'u')} FROM "user" u WHERE u.id = ${t}."userId")`;
+  if (user === 'username') return `(SELECT json_build_object('username', u.username) FROM "user" u WHERE u.id = ${t}."userId")`;
+  return 'NULL';
+};
+
+function commentRow(r: Record<string, any>, user: CommentUser, download: Download | undefined): CommentRow {
+  const c = revive<CommentRow>('Comment', r.c);
+  c.download = download ?? revive<Download>('Download', r.d);
+  if (user === 'row') c.user = revive<User>('User', r.u);
+  else if (user === 'username') c.user = r.u;
+  return c;
+}
+
+/** Whether the visitor is on the team of download `d` (SQL over the download's id column); false for guests. */
+const teamSql = (downloadId: string, userId: number, param: Param) =>
+  userId === 0 ? 'false' : `EXISTS (SELECT 1 FROM team_member tm WHERE tm."downloadId" = ${downloadId} AND tm."userId" = ${param(userId)}::int)`;
+
+export interface ListRead<T, P> {
+  /** The parent row the list names (null when it does not exist); undefined when the list names none. */
+  parent?: P | null;
+  total: number;
+  rows: T[];
+}
+
+export class ResourceReads {
+  constructor(protected readonly db: Pick<Database, 'query'>) {}
+
+  private async one(sql: string, params: unknown[]): Promise<Record<string, any> | null> {
+    const rows = await this.db.query<Record<string, any>>(sql, params);
+    return rows[0] ?? null;
+  }
+
+  /** One page of children for each parent, in one statement (the nested connections: src/db/child-pages.ts). */
+  childPages<T>(source: ChildSource, spec: KeysetSpec, window: Window, parentIds: readonly number[]): Promise<Map<number, ChildPage<T>>> {
+    return childPages<T>(this.db, source, spec, window, parentIds);
+  }
+
+  /** Downloads by id (those that exist), for permission checks on rows read elsewhere. */
+  async downloadsById(ids: readonly number[]): Promise<Download[]> {
+    const wanted = [...new Set(ids)].filter((id) => Number.isInteger(id));
+    if (wanted.length === 0) return [];
+    const rows = await this.db.query<{ d: Record<string, unknown> }>(`SELECT ${jsonOf('Download', 'd')} AS d FROM download d WHERE d.id = ANY(string_to_array($1, ',')::int[])`, [wanted.join(',')]);
+    return rows.map((r) => revive<Download>('Download', r.d));
+  }
+
+  /** A category, with its parent category when `parent` (null at the top); null when there is none. */
+  async category(id: number, parent = false): Promise<CategoryRow | null> {
+    const r = await this.one(`SELECT ${categoryJson('c', parent)} AS c FROM category c WHERE c.id = $1::int`, [id]);
+    return r ? categoryRow(r.c, parent) : null;
+  }
+
+  /** A page of categories, each with its parent category when `parent`. */
+  async categoryPage(slice: Slice, parent = false): Promise<ListRead<CategoryRow, never>> {
+    const params: unknown[] = [];
+    const param: Param = (v) => { params.push(v); return `$${params.length}`; };
+    const r = (await this.one(`SELECT ${categoryTotalSql()} AS total, ${pageSql('category', ['TRUE'], categoryJson('t', parent), slice, param)} AS rows`, params))!;
+    return { total: int(r.total), rows: (r.rows as Record<string, unknown>[]).map((c) => categoryRow(c, parent)) };
+  }
+
+  /** A comment with its download (and author as asked for); null when there is none. */
+  async comment(id: number, user: CommentUser): Promise<CommentRow | null> {
+    const r = await this.one(
+      `SELECT ${jsonOf('Comment', 't')} AS c, ${jsonOf('Download', 'd')} AS d, ${userSql(user, 't')} AS u
+       FROM comment t JOIN download d ON d.id = t."downloadId" WHERE t.id = $1::int`, [id]);
+    return r ? commentRow(r, user, undefined) : null;
+  }
+
+  /** A page of comments, each with its download, and with `filter.downloadId` that download as the parent. */
+  async commentPage(filter: CommentFilter, slice: Slice, user: CommentUser): Promise<ListRead<CommentRow, Download>> {
+    const params: unknown[] = [];
+    const param: Param = (v) => { params.push(v); return `$${params.length}`; };
+    const byParent = filter.downloadId !== undefined;
+    const parent = byParent ? `(SELECT ${jsonOf('Download', 'd')} FROM download d WHERE d.id = ${param(filter.downloadId)}::int)` : 'NULL';
+    // Every row of a download's list has that download: it is read once, as the parent.
+    const download = byParent ? '' : `, 'd', (SELECT ${jsonOf('Download', 'd')} FROM download d WHERE d.id = t."downloadId")`;
+    const rowJson = `json_build_object('c', ${jsonOf('Comment', 't')}, 'u', ${userSql(user, 't')}${download})`;
+    const r = (await this.one(
+      `SELECT ${parent} AS parent, ${commentTotalSql(filter, param)} AS total, ${pageSql('comment', commentWhere(filter, 't', param), rowJson, slice, param)} AS rows`,
+      params,
+    ))!;
+    const parentRow = byParent ? revive<Download | null>('Download', r.parent ?? null) : undefined;
+    const rows = (r.rows as Record<string, any>[]).map((x) => commentRow(x, user, parentRow ?? undefined));
+    return { ...(byParent ? { parent: parentRow } : {}), total: int(r.total), rows };
+  }
+
+  /**
+   * A file with its version, download and category, and whether `userId` is on the download's team; null when
+   * there is none.
+   */
+  async file(id: number, userId: number): Promise<{ file: FileWithCategory; isTeamMember: boolean } | null> {
+    const params: unknown[] = [id];
+    const param: Param = (v) => { params.push(v); return `$${params.length}`; };
+    const r = await this.one(
+      `SELECT ${jsonOf('File', 'f')} AS f, ${jsonOf('Version', 'v')} AS v, ${jsonOf('Download', 'd')} AS d, ${jsonOf('Category', 'c')} AS c,
+         ${teamSql('d.id', userId, param)} AS team
+       FROM file f JOIN version v ON v.id = f."versionId" JOIN download d ON d.id = v."downloadId" JOIN category c ON c.id = d."categoryId"
+       WHERE f.id = $1::int`, params);
+    if (!r) return null;
+    const file = revive<FileWithCategory>('File', r.f);
+    file.version = Object.assign(revive<Version>('Version', r.v), { download: Object.assign(revive<Download>('Download', r.d), { category: revive<Category>('Category', r.c) }) });
+    return { file, isTeamMember: r.team === true };
+  }
+
+  /**
+   * A page of files, each with its version and the version's download; with `filter.versionId` that version (with
+   * its download) as the parent, and whether `userId` is on the download's team.
+   */
+  async filePage(filter: FileFilter, slice: Slice, userId: number): Promise<ListRead<FileRow, Version & { download: Download }> & { isTeamMember: boolean }> {
+    const params: unknown[] = [];
+    const param: Param = (v) => { params.push(v); return `$${params.length}`; };
+    const byParent = filter.versionId !== undefined;
+    const parent = byParent
+      ? `(SELECT json_build_object('v', ${jsonOf('Version', 'v')}, 'd', ${jsonOf('Download', 'd')}, 'team', ${teamSql('d.id', userId, param)})
+          FROM version v JOIN download d ON d.id = v."downloadId" WHERE v.id = ${param(filter.versionId)}::int)`
+      : 'NULL';
+    const parents = byParent ? '' : `, 'v', (SELECT json_build_object('v', ${jsonOf('Version', 'v')}, 'd', ${jsonOf('Download', 'd')})
+      FROM version v JOIN download d ON d.id = v."downloadId" WHERE v.id = t."versionId")`;
+    const rowJson = `json_build_object('f', ${jsonOf('File', 't')}${parents})`;
+    const r = (await this.one(
+      `SELECT ${parent} AS parent, ${fileTotalSql(filter, param)} AS total, ${pageSql('file', fileWhere(filter, 't', param), rowJson, slice, param)} AS rows`,
+      params,
+    ))!;
+    const versionOf = (x: { v: unknown; d: unknown }) => Object.assign(revive<Version>('Version', x.v as never), { download: revive<Download>('Download', x.d as never) });
+    const parentRow = byParent && r.parent ? versionOf(r.parent) : null;
+    const rows = (r.rows as Record<string, any>[]).map((x) => Object.assign(revive<File>('File', x.f), { version: parentRow ?? versionOf(x.v) }));
+    return { ...(byParent ? { parent: parentRow } : {}), total: int(r.total), rows, isTeamMember: r.parent?.team === true };
+  }
+}
