@@ -169,6 +169,18 @@ forEachDatabase((kind) => {
       expect(sets).toContainEqual(tags);
     });
 
+    it('versions added to one download at the same moment all land, and one of them is current (no deadlock)', async () => {
+      const c = await category('Version race', { enable_versioning: 1 });
+      const d = await create(c);
+      const results = await Promise.all(Array.from({ length: 10 }, (_, i) => t.gql(
+        `mutation { createVersion(input: { downloadId: ${d.download_id}, versionString: "2.${i}" }) { version { versionId } } }`, {}, owner.key)));
+      expect(results.map((r) => r.errors ?? [])).toEqual(Array(10).fill([]));
+      const made = results.map((r) => r.data.createVersion.version.versionId as number);
+      const g = (await t.gqlOk(`{ download(downloadId: ${d.download_id}) { currentVersionId versions { versionId } } }`)).download;
+      expect(g.versions).toHaveLength(11);
+      expect(made).toContain(g.currentVersionId);
+    });
+
     it('simultaneous updates of tags and text fields lose neither', async () => {
       const c = await category('Mixed race');
       const d = await create(c, { tags: ['old'] });

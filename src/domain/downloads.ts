@@ -276,6 +276,10 @@ export async function createVersion(prisma: PrismaClient, access: Access, team: 
   const now = new Date();
   const versionString = versionStringFor(d.category, input.versionString, now);
   return prisma.$transaction(async (tx) => {
+    // The download's row lock first: the new version's foreign key takes a share lock on the download, and setting
+    // currentVersionId (a unique column) needs the row exclusively, so two versions added at once to one download
+    // would each wait for the other (a deadlock) without it. With it they take turns.
+    await tx.$executeRaw`SELECT 1 FROM download WHERE id = ${d.id}::int FOR UPDATE`;
     const version = await tx.version.create({ data: { downloadId: d.id, versionString, releaseDate: now } });
     const download = await tx.download.update({ where: { id: d.id }, data: { currentVersionId: version.id, lastUpdate: now } });
     return { version, download };
