@@ -74,7 +74,30 @@ export const requiredMissing = (missing: string[]) =>
 /** The body shape of every error answer (REST and, in extensions, GraphQL). */
 export interface ErrorBodyItem { code: string; message: string; params: ErrorParams }
 
+/** SQLSTATEs that mean another transaction got in the way: deadlock, serialization failure, a lock not had in time. */
+const CONFLICT_SQLSTATES = new Set(['40P01', '40001', '55P03']);
+
+/**
+ * The answer to a write the database gave up on because of a concurrent one (or a transaction that could not start
+ * in time): nothing was changed and the same request can simply be sent again, so it is 503 `server_busy` with
+ * Retry-After rather than a 500. Null for any other error.
+ */
+export function databaseConflict(err: unknown): ApiError | null {
+  const e = err as { code?: unknown; message?: unknown; cause?: { originalCode?: unknown; code?: unknown; kind?: unknown } } | null;
+  if (!e || typeof e !== 'object') return null;
+  const sqlstate = e.cause?.originalCode ?? e.cause?.code ?? e.code;
+  const conflict = (typeof sqlstate === 'string' && CONFLICT_SQLSTATES.has(sqlstate))
+    || e.cause?.kind === 'TransactionWriteConflict'
+    || e.code === 'P2034' // Prisma: "Transaction failed due to a write conflict or a deadlock"
+    || (e.code === 'P2028' && /unable to start a transaction/i.test(String(e.message)));
+  if (!conflict) return null;
+  return new ApiError('server_busy', 'The database gave up on this change because of another one made at the same moment; nothing was changed. Send the request again.',
+    { retry_after: 1 }, { 'Retry-After': '1' });
+}
+
 export function toErrorItem(err: unknown): ErrorBodyItem {
+  const busy = databaseConflict(err);
+  if (busy) return toErrorItem(busy);
   if (err instanceof GraphQLError) {
     const ext = err.extensions ?? {};
     const code = typeof ext.code === 'string' ? ext.code : undefined;
@@ -94,5 +117,8 @@ export class StartError extends Error {}
 /** Response headers an error asks for (Retry-After and RateLimit-* on 429), as Yoga honours them on /graphql. */
 export function headersOf(err: unknown): Record<string, string> | undefined {
   const ext = (err as { extensions?: { http?: { headers?: Record<string, string> } } } | null)?.extensions;
-  return ext?.http?.headers;
+  if (ext?.http?.headers) return ext.http.headers;
+  // An error raised inside a resolver comes wrapped: a database conflict under it still asks for Retry-After.
+  const busy = databaseConflict((err as { originalError?: unknown } | null)?.originalError ?? err);
+  return busy ? headersOf(busy) : undefined;
 }

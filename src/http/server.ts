@@ -8,6 +8,7 @@ import type { Services } from '../schema/context.js';
 import { createContext } from '../schema/context.js';
 import { visitorFromHeaders } from '../auth/visitor.js';
 import { hashKey } from '../auth/keys.js';
+import { databaseConflict } from '../errors.js';
 import { restAdapter } from '../../rest-adapter/plugin.js';
 import { routes } from '../../rest-adapter/routes.js';
 import { bodyLimitPlugin, contractCodesPlugin, healthPlugin, requestLogPlugin } from './plugins.js';
@@ -100,6 +101,11 @@ export function createRequestHandler({ schema, services, ping, db, log, rateLimi
           const original = error.originalError;
           if (!original || original instanceof GraphQLError) {
             return error; // contract errors, and bad input (coded by contractCodesPlugin)
+          }
+          const busy = databaseConflict(original);
+          if (busy) {
+            log.warn({ err: original, path: error.path }, 'a write gave way to a concurrent one: answered server_busy');
+            return new GraphQLError(busy.message, { nodes: error.nodes, path: error.path, extensions: busy.extensions });
           }
           log.error({ err: original, path: error.path }, 'unexpected error');
           return new GraphQLError(SERVER_ERROR, { nodes: error.nodes, path: error.path, extensions: { code: 'server_error' } });
