@@ -11,6 +11,7 @@
 // the same database to the other), --only <regex>.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -69,7 +70,15 @@ const PEER = opts['database-url'] !== undefined && !INSTANCES;
 const ONLY = opts.only ? new RegExp(opts.only) : null;
 const selected = (sc: Scenario) => !ONLY || ONLY.test(sc.name) || (sc.compare !== undefined && ONLY.test(sc.compare));
 const KEY = 'dm_bench_super_key_0000000000000000000000000000';
-const PORT = 39_000 + Math.floor(Math.random() * 1000);
+/** A port nothing listens on now (other benchmarks and test runs may share the machine). */
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+const PORT = await freePort();
 const BASE = `http://127.0.0.1:${PORT}`;
 
 interface Scenario {
@@ -249,7 +258,8 @@ const describe = (size: SeedSize) => `${size.downloads.toLocaleString('en')} dow
 
 async function runAll(figures: Figure[], list: Scenario[], pid: number, url = BASE): Promise<void> {
   for (const sc of list) {
-    if (WARMUP_SECONDS > 0) await autocannon({ url, connections: LEVELS[0]!, duration: WARMUP_SECONDS, requests: sc.requests, headers: { 'forum-api-key': KEY }, timeout: 30 });
+    // On one connection: a run at many would leave requests in flight that the measured run then waits behind.
+    if (WARMUP_SECONDS > 0) await autocannon({ url, connections: 1, duration: WARMUP_SECONDS, requests: sc.requests, headers: { 'forum-api-key': KEY }, timeout: 30 });
     for (const c of LEVELS) {
       const f = await measure(sc, c, pid, url);
       figures.push(f);
@@ -366,7 +376,7 @@ function textTable(head: string[], rows: string[][]): string {
   return [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
 }
 
-const PEER_PORT = PORT + 1;
+const PEER_PORT = await freePort();
 const PEER_BASE = `http://127.0.0.1:${PEER_PORT}`;
 let SEEDED: SeedResult | null = null;
 const PEER_SKIPPED = 'Peer (PostGraphile 4) skipped: it needs a PostgreSQL server (--database-url postgres://…).';
@@ -509,7 +519,6 @@ async function single(dataDir: string, db: Awaited<ReturnType<typeof createDatab
   const peers = PEER ? peerScenarios(seeded).filter((ps) => selected(peerScenario(ps))) : [];
   console.log('Service (REST and GraphQL):');
   await measureServiceAndPeer(figures, env, databaseUrl, chosen.filter((sc) => !writes.includes(sc)), peers, writes);
-  if (!PEER) console.log(PEER_SKIPPED);
 
   console.log('Baseline (bare handler, hand-written SQL, same driver):');
   const baseline = start('bench/baseline.ts', env);
