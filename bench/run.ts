@@ -221,9 +221,20 @@ function start(script: string, env: Record<string, string>): ChildProcess {
   return child;
 }
 
+/**
+ * SIGTERM, then SIGKILL if the process has not exited 20 s later (its own grace period is 10 s): a server that
+ * cannot shut down must not hang the benchmark. Says so when it happens.
+ */
 async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  await new Promise<void>((resolve) => { child.once('exit', () => resolve()); child.kill('SIGTERM'); });
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  await new Promise<void>((resolve) => {
+    const kill = setTimeout(() => {
+      console.error(`  (${child.spawnargs.at(-1)} had not exited 20 s after SIGTERM: killed)`);
+      child.kill('SIGKILL');
+    }, 20_000);
+    child.once('exit', () => { clearTimeout(kill); resolve(); });
+    child.kill('SIGTERM');
+  });
 }
 
 function table(figures: Figure[]): string {
