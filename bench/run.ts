@@ -173,7 +173,9 @@ async function measure(sc: Scenario, connections: number, pid: number, url = BAS
   const p99Established = established.length ? Math.round(established[Math.min(established.length - 1, Math.floor(0.99 * established.length))]!) : 0;
   return {
     scenario: sc.name, kind: sc.kind, connections,
-    rps: Math.round(result.requests.average * 10) / 10,
+    // Completed requests over the run's length: autocannon's per-second average reads 0 for a 1 s run in which the
+    // first responses came after its first sample.
+    rps: Math.round((result.duration > 0 ? result.requests.total / result.duration : result.requests.average) * 10) / 10,
     p50: result.latency.p50, p99: result.latency.p99, p99Established,
     errors: result.errors + result.timeouts, non2xx: result.non2xx, peakRssMb: Math.round(peak),
   };
