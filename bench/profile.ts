@@ -8,6 +8,7 @@ import { loadConfig } from '../src/config.js';
 import { startApp } from '../src/app.js';
 import { createLogger } from '../src/log.js';
 import { seed } from './seed.js';
+import { summarize, type CpuProfile } from './cpu-profile.js';
 
 const { values: opts } = parseArgs({ options: { route: { type: 'string' }, requests: { type: 'string', default: '200' } } });
 const N = Number(opts.requests);
@@ -37,31 +38,11 @@ if (opts.route) {
   await session.post('Profiler.enable');
   await session.post('Profiler.start');
   for (let i = 0; i < N; i++) await get(opts.route);
-  const { profile } = (await session.post('Profiler.stop')) as any;
-  const byId = new Map<number, any>(profile.nodes.map((n: any) => [n.id, n]));
-  const self = new Map<string, number>();
-  profile.samples.forEach((id: number, i: number) => {
-    const f = byId.get(id).callFrame;
-    const key = `${f.functionName || '(anonymous)'} ${f.url.split('/').slice(-2).join('/')}:${f.lineNumber}`;
-    self.set(key, (self.get(key) ?? 0) + (profile.timeDeltas[i] ?? 0));
-  });
-  const total = [...self.values()].reduce((a, b) => a + b, 0);
-  // Self time per package (or per folder of ours), which says more than single functions.
-  const byPackage = new Map<string, number>();
-  profile.samples.forEach((id: number, i: number) => {
-    const url: string = byId.get(id).callFrame.url;
-    const m = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
-    const own = /\/(src\/[^/]+|rest-adapter|bench)\//.exec(url);
-    const key = m ? m[1] : own ? own[1] : url.startsWith('node:') ? 'node:' + url.slice(5).split('/')[0] : url.startsWith('wasm') ? 'wasm' : url || '(native)';
-    byPackage.set(key, (byPackage.get(key) ?? 0) + (profile.timeDeltas[i] ?? 0));
-  });
+  const { profile } = (await session.post('Profiler.stop')) as { profile: CpuProfile };
+  const summary = summarize(profile);
   console.log(`\nSelf time by package for ${opts.route}:`);
-  for (const [k, v] of [...byPackage.entries()].sort((a, b) => b[1] - a[1]).slice(0, 20)) {
-    console.log(`${(v / 1000).toFixed(0).padStart(6)} ms ${((100 * v) / total).toFixed(1).padStart(5)} %  ${k}`);
-  }
+  for (const line of summary.packages) console.log(line);
   console.log(`\nTop self time for ${opts.route} (${N} requests; the client runs in the same process):`);
-  for (const [k, v] of [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, 25)) {
-    console.log(`${(v / 1000).toFixed(0).padStart(6)} ms ${((100 * v) / total).toFixed(1).padStart(5)} %  ${k}`);
-  }
+  for (const line of summary.functions) console.log(line);
 }
 await app.close();

@@ -3,12 +3,14 @@
 // then for --seconds (60) runs at once:
 //   - autocannon, --connections (32) keep-alive connections cycling through reads and writes (REST and GraphQL), each
 //     sending its next request when the last is answered (or at most --rate requests/s in all);
-//   - a probe: one client doing a trivial read (GET one category) every 20 ms, whose latencies are reported;
+//   - a probe: one client, in its own process, doing a trivial read (GET one category) every 20 ms, whose latencies
+//     are reported;
 //   - attacks, each in its own loop: GraphQL alias bombs, deeply nested queries, uploads over MAX_UPLOAD_BYTES
 //     (set to 8 MiB here), uploads with a read-only key, sockets that send a body one byte a second and sockets that
 //     send their headers one byte a second (16 of each kept open).
 // Then it waits for the server to settle and prints: the probe's p50/p99, 5xx answers (load, probe and attacks),
-// how the attacks were answered, files left in DATA_DIR/files/.tmp, and the server's RSS at start, peak and end.
+// how the attacks were answered, files left in DATA_DIR/files/.tmp, the server's CPU time and its RSS at start, peak
+// and end. --cpu-prof also prints where the server's CPU time went (self time by package and function).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -18,6 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { summarize, type CpuProfile } from './cpu-profile.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { values: opts } = parseArgs({
@@ -28,6 +31,7 @@ const { values: opts } = parseArgs({
     settle: { type: 'string', default: '15' },
     rate: { type: 'string' },
     rounds: { type: 'string', default: '1' },
+    'cpu-prof': { type: 'boolean', default: false },
   },
 });
 const SECONDS = Number(opts.seconds);
@@ -46,6 +50,13 @@ const dataDir = path.join(dir, 'data');
 const rssMb = (pid: number) => {
   try { return Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024; } catch { return 0; }
 };
+/** CPU seconds (user + system) the process has used, from /proc/<pid>/stat. */
+const cpuSeconds = (pid: number) => {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch { return NaN; }
+};
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 
@@ -58,6 +69,13 @@ async function gql(query: string, variables: Record<string, unknown> = {}, asUse
   const body = await res.json() as { data?: any; errors?: unknown[] };
   if (body.errors) throw new Error(JSON.stringify(body.errors));
   return body.data;
+}
+
+/** The server's memory as its /metrics reports it (V8 heap used and sized, memory outside the heap), in MB. */
+async function memory(): Promise<string> {
+  const text = await (await fetch(`${BASE}/metrics`, { headers: { 'Forum-Api-Key': KEY } })).text();
+  const mb = (name: string) => (Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN) / 1024 / 1024).toFixed(0);
+  return `heap used ${mb('dcs_nodejs_heap_size_used_bytes')} of ${mb('dcs_nodejs_heap_size_total_bytes')} MB, external ${mb('dcs_nodejs_external_memory_bytes')} MB`;
 }
 
 /** What the attacks got back, by attack and status (or "closed" for a socket the server ended). */
@@ -133,7 +151,8 @@ async function main() {
     url.pathname = `/${dbName}`;
     env.DATABASE_URL = url.toString();
   }
-  const service = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, ...env } });
+  const profDir = path.join(dir, 'prof');
+  const service = spawn(process.execPath, [...(opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), '--import', 'tsx', 'src/main.ts'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, ...env } });
   try {
     for (let i = 0; ; i++) {
       try { if ((await fetch(`${BASE}/readyz`)).ok) break; } catch { /* starting */ }
@@ -172,6 +191,7 @@ async function main() {
     await new Promise<void>((resolve, reject) => autocannon({ url: BASE, connections: 4, duration: 3, requests }, (err) => (err ? reject(err) : resolve())));
     await sleep(2000);
     const rssStart = rssMb(pid);
+    const memStart = await memory();
     let rssPeak = rssStart;
     const sampler = setInterval(() => { rssPeak = Math.max(rssPeak, rssMb(pid)); }, 100);
 
@@ -182,17 +202,15 @@ async function main() {
       const load = new Promise<autocannon.Result>((resolve, reject) =>
         autocannon({ url: BASE, connections: CONNECTIONS, duration: SECONDS, requests, ...(RATE ? { overallRate: RATE } : {}) }, (err, res) => (err ? reject(err) : resolve(res))));
 
-      const probe: number[] = [];
-      const probeLoop = (async () => {
-        while (Date.now() < until) {
-          const t0 = performance.now();
-          const res = await fetch(`${BASE}/api/mc-dm-categories/${cat}/`, { headers: { 'Forum-Api-Key': KEY } });
-          await res.arrayBuffer();
-          probe.push(performance.now() - t0);
-          if (res.status >= 500) fiveHundreds++;
-          await sleep(20);
-        }
-      })();
+      // The probe runs in its own process (bench/soak-probe.ts): a client of its own, as a real user would be.
+      const probeRun = new Promise<{ latencies: number[]; fiveHundreds: number }>((resolve, reject) => {
+        const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'bench', 'soak-probe.ts'),
+          '--url', `${BASE}/api/mc-dm-categories/${cat}/`, '--key', KEY, '--seconds', String(SECONDS)], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+        let out = '';
+        child.stdout.on('data', (d) => { out += d; });
+        child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`the probe exited with ${code}`))));
+      });
+      const cpuBefore = cpuSeconds(pid);
 
       const aliasBomb = JSON.stringify({ query: `{ ${Array.from({ length: 3000 }, (_, i) => `a${i}: viewer { userId }`).join(' ')} }` });
       const deep = JSON.stringify({ query: `{ ${'categories { nodes { parent { '.repeat(150)}categoryId${' } } }'.repeat(150)} }` });
@@ -217,7 +235,9 @@ async function main() {
       ];
 
       const result = await load;
-      await probeLoop;
+      const cpuUsed = cpuSeconds(pid) - cpuBefore;
+      const { latencies: probe, fiveHundreds: probe5xx } = await probeRun;
+      fiveHundreds += probe5xx;
       await Promise.all(attacks); // the slow sockets end at their deadlines, after the load
       await sleep(Number(opts.settle) * 1000);
       const rssEnd = rssMb(pid);
@@ -228,18 +248,29 @@ async function main() {
       const load5xx = (result as unknown as Record<string, number>)['5xx'] ?? 0;
       console.log(`\nSoak round ${round} of ${ROUNDS}: ${SECONDS} s, ${CONNECTIONS} connections of mixed reads and writes${RATE ? ` at ${RATE} requests/s` : ' (closed loop)'}, attacks interleaved, ${opts['database-url'] ? 'PostgreSQL server' : 'embedded PGlite'}; ${os.cpus().length} CPUs (${os.cpus()[0]?.model}), Node ${process.version}`);
       console.log(`load: ${result.requests.total} requests (${Math.round(result.requests.average)}/s), latency p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms, non-2xx ${result.non2xx}, 5xx ${load5xx}, errors ${result.errors}, timeouts ${result.timeouts}`);
-      console.log(`trivial read (GET /api/mc-dm-categories/<id>/, one client every 20 ms): ${sorted.length} requests, p50 ${percentile(sorted, 50).toFixed(1)} ms, p99 ${percentile(sorted, 99).toFixed(1)} ms, max ${sorted.at(-1)?.toFixed(1)} ms`);
+      console.log(`server CPU during the load: ${cpuUsed.toFixed(1)} s of ${SECONDS} s (${(100 * cpuUsed / SECONDS).toFixed(0)}% of one core), ${(1000 * cpuUsed / result.requests.total).toFixed(2)} ms per load request (attacks included)`);
+      console.log(`trivial read (GET /api/mc-dm-categories/<id>/, one client in its own process, every 20 ms): ${sorted.length} requests, p50 ${percentile(sorted, 50).toFixed(1)} ms, p99 ${percentile(sorted, 99).toFixed(1)} ms, max ${sorted.at(-1)?.toFixed(1)} ms`);
       console.log(`5xx answers: ${load5xx + fiveHundreds} (load ${load5xx}, probe and attacks ${fiveHundreds})`);
       for (const [attack, outcomes] of answers) {
         console.log(`  ${attack}: ${[...outcomes].sort((a, b) => b[1] - a[1]).map(([o, n]) => `${n} × ${o}`).join(', ')}`);
       }
       console.log(`temporary files left in DATA_DIR/files/.tmp: ${leftovers.length}${leftovers.length ? ` (${leftovers.slice(0, 5).join(', ')})` : ''}`);
       console.log(`server RSS: start ${rssStart.toFixed(0)} MB, peak ${rssPeak.toFixed(0)} MB, end ${rssEnd.toFixed(0)} MB (${opts.settle} s after round ${round}; end − start ${(rssEnd - rssStart).toFixed(0)} MB)`);
+      console.log(`server memory: at start ${memStart}; at the end ${await memory()}`);
     }
     clearInterval(sampler);
   } finally {
     service.kill('SIGTERM');
     await new Promise((r) => service.once('exit', r));
+    if (opts['cpu-prof'] && fs.existsSync(profDir)) {
+      for (const file of fs.readdirSync(profDir)) {
+        const summary = summarize(JSON.parse(fs.readFileSync(path.join(profDir, file), 'utf8')) as CpuProfile);
+        console.log(`\nServer CPU profile (whole run, start and settling included: ${(summary.totalMs / 1000).toFixed(1)} s sampled), self time by package:`);
+        for (const line of summary.packages) console.log(line);
+        console.log('\nTop functions by self time:');
+        for (const line of summary.functions) console.log(line);
+      }
+    }
     fs.rmSync(dir, { recursive: true, force: true });
     if (serverUrl) await onServer(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`);
   }

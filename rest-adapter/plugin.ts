@@ -20,14 +20,20 @@ interface CompiledRoute extends Route {
   enums: EnumTree;
 }
 
-/** Parses nothing at request time: every document is validated against the schema once, here. */
+/**
+ * The problems of each route's operation against the schema (none when every document is valid). Not run at start:
+ * validating every document costs a noticeable part of the start-up time, and the documents only change with the
+ * code, which `npm run generate` (codegen validates them) and the test suite (test/rest-documents.test.ts) check.
+ */
+export function routeProblems(schema: GraphQLSchema, routes: Route[]): string[] {
+  return routes.flatMap((route) => validate(schema, route.document as DocumentNode)
+    .map((p) => `REST route ${route.method} ${route.path}: its operation does not match the schema: ${p.message}`));
+}
+
+/** Parses nothing at request time: the documents are parsed into the route table at build time (codegen). */
 export function compileRoutes(schema: GraphQLSchema, routes: Route[]): CompiledRoute[] {
   return routes.map((route) => {
     const doc = route.document as DocumentNode;
-    const problems = validate(schema, doc);
-    if (problems.length > 0) {
-      throw new Error(`REST route ${route.method} ${route.path}: its operation does not match the schema: ${problems.map((p) => p.message).join('; ')}`);
-    }
     const operation = doc.definitions.find((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION);
     const root = operation?.selectionSet.selections[0];
     if (!operation || !root || root.kind !== Kind.FIELD) throw new Error(`REST route ${route.method} ${route.path}: no operation with a root field.`);
@@ -52,6 +58,11 @@ export interface RestAdapterOptions {
   beforeUpload?(context: unknown, fields: RawFields): Promise<void>;
   /** Takes an upload slot (or throws 503 server_busy); returns its release. */
   acquireUploadSlot?(): () => void;
+  /**
+   * Waits for the operation's turn to run (src/http/fair-share.ts) once the body has arrived; rejects with the
+   * signal's reason if the deadline passes first. Returns the slot's release.
+   */
+  admit?(context: unknown, signal: AbortSignal): Promise<() => void>;
   /** Execution deadline in ms (GRAPHQL_TIMEOUT_MS), read on each request: past it the route answers 503 operation_timeout. */
   limits: { timeoutMs: number };
   /**
@@ -297,9 +308,12 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
       const variableValues = toVariables(options.schema, hit.r.operation, raw);
       const limit = deadline(options.limits.timeoutMs, request.signal);
       let result: ExecutionResult;
+      let admitted: (() => void) | undefined;
       try {
+        admitted = await options.admit?.(contextValue, limit.signal);
         result = await normalizedExecutor({ schema: options.schema, document: hit.r.document as DocumentNode, variableValues, contextValue, signal: limit.signal }) as ExecutionResult;
       } finally {
+        admitted?.();
         limit.clear();
       }
       if (result.errors?.length) return fail(result.errors.map(itemOf), headersOf(result.errors[0]));

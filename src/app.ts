@@ -15,7 +15,8 @@ import type { Services } from './schema/context.js';
 import { createRequestHandler } from './http/server.js';
 import { RateLimits } from './http/rate-limit.js';
 import { LocalStorage } from './files/storage/local.js';
-import { S3Storage, s3TmpDir } from './files/storage/s3.js';
+// The S3 SDK is loaded only when STORAGE=s3 (it is a large part of the modules a start would otherwise load).
+import type { S3Storage } from './files/storage/s3.js';
 import { schedulePurge } from './jobs/purge.js';
 import { scheduleRevalidation } from './jobs/revalidate.js';
 import { scheduleReclaim } from './jobs/reclaim.js';
@@ -60,7 +61,7 @@ async function listen(server: http.Server, config: Config): Promise<string> {
   return `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
 }
 
-export async function startApp(config: Config, opts: { db?: Database; log?: Logger } = {}): Promise<App> {
+export async function startApp(config: Config, opts: { db?: Database; log?: Logger; loadedAt?: number } = {}): Promise<App> {
   const log = opts.log ?? createLogger(config.logLevel);
   // Read before anything else: a bad file stops the start with a message naming it.
   const trustedDocuments = loadTrustedDocuments(config.graphql.persistedDocumentsPath, schema);
@@ -79,18 +80,24 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
   applyServerTimeouts(server, config.http);
   answerClientErrors(server);
   const url = await listen(server, config);
+  // When each step of the start finished, in ms since the process started (logged with "listening").
+  const startup: Record<string, number> = { modules: Math.round(opts.loadedAt ?? 0), listen: Math.round(performance.now()) };
+  const mark = (step: string) => { startup[step] = Math.round(performance.now()); };
   let db: Database | undefined = opts.db;
   // What the service opened, closed in reverse order on close() or on a failed start.
   const closers: (() => Promise<unknown> | void)[] = [];
   const closeAll = async () => { for (const c of closers.splice(0).reverse()) await Promise.resolve(c()).catch(() => {}); };
   try {
     db ??= await openDatabase(targetOf(config));
+    mark('database');
     const database = db;
     const applied = await migrate(db);
     if (applied.length > 0) log.info({ applied }, 'migrations applied');
+    mark('migrations');
     const { groups, generatedKey } = await bootstrap(db, config.bootstrapKey);
-    const storage = config.storage === 's3'
-      ? new S3Storage({ ...config.s3!, tmpDir: s3TmpDir(config.dataDir) })
+    mark('bootstrap');
+    const storage: LocalStorage | S3Storage = config.storage === 's3'
+      ? await import('./files/storage/s3.js').then(({ S3Storage, s3TmpDir }) => new S3Storage({ ...config.s3!, tmpDir: s3TmpDir(config.dataDir) }))
       : new LocalStorage(path.join(config.dataDir, 'files'));
     if (storage instanceof LocalStorage) {
       const storageId = await registerLocalStorage(db.prisma, storage.root, { allowSplit: config.allowSplitStorage, log });
@@ -112,7 +119,8 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
     const rateLimits = new RateLimits({ perMinute: config.rateLimitPerMinute, superPerMinute: config.rateLimitSuperPerMinute, redisUrl: config.redisUrl }, log);
     closers.push(() => rateLimits.close());
     handler = createRequestHandler({ schema, services, ping: db.ping, db, log, rateLimits, trustedDocuments });
-    log.info({ url, database: db.kind }, 'listening');
+    mark('ready');
+    log.info({ url, database: db.kind, startup }, 'listening');
     const stopPurge = schedulePurge(db.prisma, storage, config.softDeleteRetentionDays, log);
     const stopRevalidation = scheduleRevalidation(db.prisma, storage, config.externalUrlAllowPrivate, log);
     const stopReclaim = scheduleReclaim(db.prisma, storage, log);
@@ -131,7 +139,7 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
         clearInterval(idle);
         clearTimeout(cut);
         await services.events.close();
-        if (storage instanceof S3Storage) storage.destroy();
+        if (!(storage instanceof LocalStorage)) storage.destroy();
         await closeAll();
         await database.close();
       },

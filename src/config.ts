@@ -35,6 +35,8 @@ export interface Config {
   redisChannelPrefix: string;
   /** Uploads (REST and GraphQL multipart) in progress at once; more answer 503 server_busy. */
   maxConcurrentUploads: number;
+  /** Operations executing at once; past it they wait in a fair queue per client (src/http/fair-share.ts). 0: no limit. */
+  maxConcurrentOperations: number;
   /** Non-file fields of one multipart request. */
   maxMultipartFields: number;
   /** Origins allowed by CORS: empty (CORS off), a list, or ['*'] (any origin, never with credentials). */
@@ -148,6 +150,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     redisUrl: env.REDIS_URL || undefined,
     redisChannelPrefix: env.REDIS_CHANNEL_PREFIX ?? 'dcs:',
     maxConcurrentUploads: int(env, 'MAX_CONCURRENT_UPLOADS', 16, 1),
+    maxConcurrentOperations: int(env, 'MAX_CONCURRENT_OPERATIONS', 8),
     maxMultipartFields: int(env, 'MAX_MULTIPART_FIELDS', 100, 1),
     corsOrigins: origins(env),
     http: {

@@ -4,7 +4,8 @@
 // subscribers of every instance.
 import { createPubSub, Repeater, SlidingBuffer, type PubSub, type PubSubEventTarget } from 'graphql-yoga';
 import { createRedisEventTarget } from '@graphql-yoga/redis-event-target';
-import { Redis } from 'ioredis';
+import { createRequire } from 'node:module';
+import type { Redis } from 'ioredis';
 import type { Logger } from './log.js';
 
 export interface CommentPosted { commentId: number; downloadId: number }
@@ -53,6 +54,8 @@ function counted(target: Target, prefix: string): { target: Target; count(): num
 function redisTarget(url: string, prefix: string, log: Logger): { target: Target; close(): Promise<void> } {
   const connect = (role: string) => {
     // Named after the prefix, so an operator (or a test) can tell deployments apart in CLIENT LIST.
+    // ioredis is loaded only when REDIS_URL is set: a start without Redis does not pay for it.
+    const { Redis } = createRequire(import.meta.url)('ioredis') as typeof import('ioredis');
     const client = new Redis(url, { connectionName: `${prefix}events-${role}`.replace(/[^\w:.-]/g, '_') });
     let down = false;
     // A refused connection says 'error'; a connection the server closed only says 'reconnecting'. Once per outage.

@@ -215,7 +215,7 @@ describe('a start that cannot serve', () => {
 });
 
 describe('npm start as a process', () => {
-  it('SIGTERM to the npm process stops the service within 10 s and releases the embedded database', async () => {
+  it('runs the compiled build with node directly, and SIGTERM to the npm process stops it within 10 s, releasing the embedded database', async () => {
     const { spawn } = await import('node:child_process');
     const dir = tmp();
     const child = spawn('npm', ['start', '--silent'], {
@@ -232,6 +232,13 @@ describe('npm start as a process', () => {
     }
     const url = /"url":"(http:[^"]+)"/.exec(out)![1]!;
     expect((await fetch(`${url}/readyz`)).status).toBe(200);
+    // npm's script shell execs node on the build: npm's one child is the service itself, so signals reach it.
+    const children = `/proc/${child.pid}/task/${child.pid}/children`;
+    if (fs.existsSync(children)) {
+      const pids = fs.readFileSync(children, 'utf8').trim().split(/\s+/);
+      expect(pids).toHaveLength(1);
+      expect(fs.readFileSync(`/proc/${pids[0]}/cmdline`, 'utf8').split('\0').filter(Boolean)).toEqual([expect.stringMatching(/node$/), 'dist/src/main.js']);
+    }
     const t0 = Date.now();
     child.kill('SIGTERM');
     const code = await exited;

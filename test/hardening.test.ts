@@ -414,8 +414,8 @@ describe('supervision', () => {
     const { spawn } = await import('node:child_process');
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-fatal-'));
     try {
-      // an exception nothing catches, thrown once the service is running
-      const boom = `data:text/javascript,setTimeout(() => { throw new Error('boom') }, 4000)`;
+      // an exception nothing catches, thrown once the service's handlers are in place (however slow the start)
+      const boom = `data:text/javascript,const t = setInterval(() => { if (process.listenerCount('uncaughtException') > 0) { clearInterval(t); setTimeout(() => { throw new Error('boom') }, 1000); } }, 50)`;
       const child = spawn(process.execPath, ['--import', 'tsx', '--import', boom, 'src/main.ts'], {
         env: { ...process.env, DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'silent', DM_BOOTSTRAP_KEY: SUPER_KEY }, stdio: ['ignore', 'pipe', 'pipe'],
       });

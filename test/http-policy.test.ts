@@ -120,6 +120,10 @@ forEachDatabase((kind) => {
       const bundle = await fetch(`${t.url}${scripts[0]}`);
       expect(bundle.headers.get('content-type')).toMatch(/^text\/javascript/);
       expect(await bundle.text()).toContain('renderYogaGraphiQL');
+      // the bundle is loaded on first use: its other files come from it too, and a name it lacks is not a page
+      expect((await fetch(`${t.url}/graphiql/worker-graphql.js`)).headers.get('content-type')).toMatch(/^text\/javascript/);
+      expect((await fetch(`${t.url}/graphiql/favicon.ico`)).headers.get('content-type')).toBe('image/x-icon');
+      expect((await fetch(`${t.url}/graphiql/nothing.js`)).status).toBe(404);
     });
   });
 

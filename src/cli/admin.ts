@@ -5,7 +5,6 @@
 // Exit status: 0 done, 1 refused or failed (one line on stderr), 2 usage error.
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { loadConfig, ConfigError } from '../config.js';
-import { openDirect } from './direct.js';
 import { openRemote } from './remote.js';
 import { CliError, type Operator } from './operator.js';
 import * as out from './output.js';
@@ -34,6 +33,8 @@ async function operator(opts: GlobalOptions): Promise<Operator> {
     if (err instanceof ConfigError) throw new CliError(`Configuration error: ${err.message}`);
     throw err;
   }
+  // Loaded only here: the database client is most of the CLI's start-up time, and --url does not need it.
+  const { openDirect } = await import('./direct.js');
   return openDirect(config);
 }
 

@@ -25,7 +25,9 @@ export function users(p: ListPage<UserRow>): string {
 }
 
 export function user(u: UserRow): string {
-  return `User ${u.id} "${u.username}": groups ${u.groups.join(', ')}${u.isAdmin ? '; administrator' : ''}${u.isModerator ? '; moderator' : ''}.`;
+  // "staff" as in `users list`: what the administrator and moderator flags make of the user
+  const staff = [u.isAdmin && 'administrator', u.isModerator && 'moderator'].filter(Boolean);
+  return `User ${u.id} "${u.username}": groups ${u.groups.join(', ')}${staff.length > 0 ? `; staff: ${staff.join(', ')}` : ''}.`;
 }
 
 const scopes = (s: string[]) => (s.length === 6 ? 'all' : s.join(','));

@@ -12,6 +12,11 @@ export interface ChildSource {
   parent: string;
   /** Conditions over `t` besides the parent, each bound through `param` (which answers `$n`). */
   where?: (param: (v: unknown) => string) => string[];
+  /**
+   * The number of the parent's children matching the conditions, as a scalar SQL expression over `parent` (the
+   * parent id's column), e.g. from the counters of src/db/totals.ts; default: a count(*) over the children.
+   */
+  total?: (parent: string, param: (v: unknown) => string) => string;
 }
 
 export interface ChildPage<T> {
@@ -35,12 +40,13 @@ export async function childPages<T>(
   const param = (v: unknown) => { params.push(v); return `$${params.length}`; };
   const parents = param(ids.join(','));
   const filter = [`t."${source.parent}" = p.id`, ...(source.where?.(param) ?? [])].join(' AND ');
+  const total = source.total ? `${source.total('p.id', param)}::int` : `(SELECT count(*)::int FROM ${source.from} t WHERE ${filter})`;
   const after = sqlAfter(spec, window, 't', param);
   const limit = param(window.size + 1);
   const rows = await prisma.$queryRawUnsafe<Record<string, unknown>[]>(
     `SELECT p.id AS "__parent", n.total AS "__total", x.*
      FROM unnest(string_to_array(${parents}, ',')::int[]) AS p(id)
-     CROSS JOIN LATERAL (SELECT count(*)::int AS total FROM ${source.from} t WHERE ${filter}) n
+     CROSS JOIN LATERAL (SELECT ${total} AS total) n
      LEFT JOIN LATERAL (
        SELECT t.* FROM ${source.from} t WHERE ${filter} AND ${after} ORDER BY ${sqlOrderBy(spec, window, 't')} LIMIT ${limit}::int
      ) x ON TRUE

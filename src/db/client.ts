@@ -9,6 +9,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { PrismaClient } from '../generated/prisma/client.js';
 import type { Config } from '../config.js';
+import { readTemplate } from './template.js';
 
 /** One connection's worth of raw SQL, for work that must stay on a single session (advisory locks). */
 export interface Session {
@@ -51,7 +52,9 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
   if ('pgliteDir' in target) {
     fs.mkdirSync(path.dirname(target.pgliteDir), { recursive: true });
     unlock = lockDirectory(target.pgliteDir);
-    lite = new PGlite(target.pgliteDir);
+    // A fresh directory starts from the build's ready-made database when there is one (src/db/template.ts).
+    const loadDataDir = fs.existsSync(path.join(target.pgliteDir, 'PG_VERSION')) ? undefined : readTemplate();
+    lite = new PGlite(target.pgliteDir, loadDataDir ? { loadDataDir } : {});
   } else {
     lite = new PGlite();
   }

@@ -4,10 +4,10 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Database } from './client.js';
+import { projectRoot } from '../project-root.js';
 
-export const MIGRATIONS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../prisma/migrations');
+export const MIGRATIONS_DIR = path.join(projectRoot(), 'prisma', 'migrations');
 const LOCK_ID = 72_640_331; // arbitrary, constant: "the migrator"
 
 export interface Migration { name: string; sql: string; checksum: string }

@@ -7,6 +7,7 @@
 import type { Category, Download, Version } from '../generated/prisma/client.js';
 import type { Database } from './client.js';
 import { revive } from './rows.js';
+import { downloadTotal, downloadTotalSql } from './totals.js';
 
 /** The relations of a download these reads can load along with it. */
 export interface DownloadRelations { category: boolean; currentVersion: boolean }
@@ -49,18 +50,18 @@ export class Reads {
     const dir = order.direction === 'asc' ? 'ASC' : 'DESC';
     const params: unknown[] = [];
     const where = whereOf(filter, params);
+    // The total from the counters the database keeps (src/db/totals.ts), not a count over the matching rows.
+    const total = downloadTotalSql(filter, (v) => { params.push(v); return `$${params.length}`; });
     params.push(window.take, window.skip);
     const rows = await this.db.query<Record<string, any>>(
-      `SELECT row_to_json(d) AS d${relationColumns(rel)}, (SELECT count(*) FROM download d ${where})::int AS total
+      `SELECT row_to_json(d) AS d${relationColumns(rel)}, ${total} AS total
        FROM download d ${where} ORDER BY d."${order.column}" ${dir}, d.id ${dir} LIMIT $${params.length - 1} OFFSET $${params.length}`,
       params,
     );
     if (rows.length > 0) return { total: Number(rows[0]!.total), rows: rows.map((r) => downloadRow(r, rel)) };
-    // An empty page: the count rode on the rows, so it is asked for alone (nothing matches on page 1).
+    // An empty page: the total rode on the rows, so it is asked for alone (nothing matches on page 1).
     if (window.skip === 0) return { total: 0, rows: [] };
-    const countParams: unknown[] = [];
-    const [{ total }] = await this.db.query<{ total: number }>(`SELECT count(*)::int AS total FROM download d ${whereOf(filter, countParams)}`, countParams) as [{ total: number }];
-    return { total: Number(total), rows: [] };
+    return { total: await downloadTotal(this.db, filter), rows: [] };
   }
 }
 

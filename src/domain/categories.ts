@@ -6,6 +6,7 @@ import { ApiError, invalidInput, noPermission, notFound, requiredMissing } from 
 import { pageWindow, paginationOf, type Direction, type Page, type PageRequest } from './lists.js';
 import { hardDeleteDownloads } from './purge.js';
 import { isWholeNumberIn, wholeNumberRange } from './numbers.js';
+import { categoryTotal } from '../db/totals.js';
 
 type Db = PrismaClient | Prisma.TransactionClient;
 
@@ -19,7 +20,7 @@ export async function listCategories(prisma: Db, access: Access, args: CategoryL
   const field = CATEGORY_ORDERS[args.order ?? 'display_order'];
   const dir = args.direction ?? 'desc';
   const [total, rows] = await Promise.all([
-    prisma.category.count(),
+    categoryTotal(prisma),
     prisma.category.findMany({ orderBy: [{ [field]: dir }, { id: dir }], skip: w.skip, take: w.take }),
   ]);
   return { nodes: rows.filter((c) => access.canViewCategory(c)), pagination: paginationOf(w, total) };

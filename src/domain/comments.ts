@@ -5,6 +5,7 @@ import type { Access } from '../permissions/access.js';
 import { requireScopes } from '../auth/scopes.js';
 import { ApiError, noPermission, notFound, requiredMissing } from '../errors.js';
 import { pageWindow, paginationOf, type Direction, type Page, type PageRequest } from './lists.js';
+import { countComments } from '../db/totals.js';
 
 export const COMMENT_ORDERS = { comment_date: 'commentDate', last_edit_date: 'lastEditDate' } as const;
 export type CommentOrder = keyof typeof COMMENT_ORDERS;
@@ -56,7 +57,7 @@ export async function listComments(
     ? [{ commentDate: dir }, { id: dir }]
     : [{ lastEditDate: { sort: dir, nulls: dir === 'asc' ? 'first' : 'last' } }, { id: dir }];
   const [total, rows] = await Promise.all([
-    prisma.comment.count({ where }),
+    countComments(prisma, where),
     prisma.comment.findMany({ ...extra, where, orderBy, skip: w.skip, take: w.take, include: { ...(extra as any).include, download: true } }) as unknown as Promise<WithDownload[]>,
   ]);
   return { nodes: rows.filter((c) => access.canViewComment(c, c.download)), pagination: paginationOf(w, total) };

@@ -9,6 +9,7 @@ import { refreshCategoryCounts } from './categories.js';
 import { hardDeleteDownloads } from './purge.js';
 import { normalizeTags, setTags } from './tags.js';
 import { downloadRelationsOf, type DownloadFilter, type Reads } from '../db/reads.js';
+import { downloadTotal } from '../db/totals.js';
 
 export type DownloadState = Download['state'];
 
@@ -66,7 +67,7 @@ export async function listDownloads(
   } else {
     const where = downloadWhere(filter);
     [total, rows] = await Promise.all([
-      db.prisma.download.count({ where }),
+      downloadTotal(db.prisma, filter),
       db.prisma.download.findMany({ ...query, where, orderBy: [{ [column]: direction }, { id: direction }], skip: w.skip, take: w.take }),
     ]);
   }

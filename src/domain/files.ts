@@ -15,6 +15,7 @@ import { adapterFor, ExternalUrlError, filenameFromUrl, parseExternalUrl } from 
 import { checkProbeAllowance, recordFailedProbe } from '../files/external/probe-limit.js';
 import mime from 'mime-types';
 import { isWholeNumberIn, wholeNumberRange } from './numbers.js';
+import { countFiles } from '../db/totals.js';
 
 export const FILE_ORDERS = { display_order: 'displayOrder', file_size: 'fileSize', download_count: 'downloadCount' } as const;
 export type FileOrder = keyof typeof FILE_ORDERS;
@@ -70,7 +71,7 @@ export async function listFiles(deps: FileDeps, args: FileListArgs, extra: Omit<
   const field = FILE_ORDERS[args.order ?? 'display_order'];
   const dir = args.direction ?? 'desc';
   const [total, rows] = await Promise.all([
-    deps.prisma.file.count({ where }),
+    countFiles(deps.prisma, where),
     deps.prisma.file.findMany({ ...extra, where, orderBy: [{ [field]: dir }, { id: dir }], skip: w.skip, take: w.take,
       include: { ...(extra as any).include, version: { include: { download: true } } } }) as unknown as Promise<(File & { version: Version & { download: Download } })[]>,
   ]);

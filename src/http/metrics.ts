@@ -27,6 +27,8 @@ export interface MetricsOptions {
   access: MetricsAccess;
   routes: Route[];
   db: Pick<Database, 'connections'>;
+  /** Operations executing and waiting for their turn (src/http/fair-share.ts). */
+  operations: { readonly inFlight: number; readonly queued: number };
   /** Resolves the request's key (throws 401/403 ApiErrors); metrics then need a super-user key. */
   isSuperKey(request: Request): Promise<boolean>;
 }
@@ -66,6 +68,15 @@ export function metricsPlugin(opts: MetricsOptions): Plugin {
       this.set({ state: 'in_use' }, c.total - c.idle);
       this.set({ state: 'idle' }, c.idle);
       this.set({ state: 'waiting' }, c.waiting);
+    },
+  });
+
+  new Gauge({
+    name: 'dcs_operations', help: 'Operations (REST routes and /graphql executions) running, and waiting for a slot past MAX_CONCURRENT_OPERATIONS.',
+    labelNames: ['state'], registers: [registry],
+    collect() {
+      this.set({ state: 'running' }, opts.operations.inFlight);
+      this.set({ state: 'queued' }, opts.operations.queued);
     },
   });
 

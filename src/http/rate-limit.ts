@@ -3,7 +3,8 @@
 // Over the limit: 429 `mc_dm_api_error.rate_limited` with Retry-After; every limited answer carries the IETF
 // RateLimit headers (RateLimit-Policy, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset).
 import type { Plugin } from 'graphql-yoga';
-import { Redis } from 'ioredis';
+import { createRequire } from 'node:module';
+import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { ApiError } from '../errors.js';
 import type { Visitor } from '../permissions/access.js';
@@ -26,8 +27,9 @@ export class RateLimits {
   private readonly headersFor = new WeakMap<Request, Record<string, string>>();
 
   constructor(private readonly s: RateLimitSettings, log: Logger) {
+    // ioredis is loaded only when REDIS_URL is set: a start without Redis does not pay for it.
     this.redis = s.redisUrl && (s.perMinute || s.superPerMinute)
-      ? new Redis(s.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false })
+      ? new (createRequire(import.meta.url)('ioredis') as typeof import('ioredis')).Redis(s.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false })
       : null;
     this.redis?.on('error', (err) => log.warn({ err }, 'rate limit store (Redis) unavailable: counting in this process until it is back'));
     const make = (points: number, prefix: string): RateLimiterAbstract | null => {

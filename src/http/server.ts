@@ -23,6 +23,7 @@ import { UploadSlots } from './upload-slots.js';
 import { uploadPrecheck } from './upload-precheck.js';
 import { requireScopes } from '../auth/scopes.js';
 import { operationLimitsPlugin } from './limits.js';
+import { FairShare, clientOf, fairSharePlugin } from './fair-share.js';
 import { graphqlStatusPlugin } from './statuses.js';
 import { trustedDocumentsPlugin, type TrustedDocuments } from './trusted-documents.js';
 import { subscriptionTransportPlugin } from './subscriptions.js';
@@ -45,7 +46,7 @@ export interface HttpOptions {
   services: Services;
   ping(): Promise<void>;
   /** The database's connection counts, for /metrics. */
-  db: Pick<Database, 'connections'>;
+  db: Pick<Database, 'connections' | 'kind'>;
   log: Logger;
   rateLimits: RateLimits;
   /** Persisted documents by SHA-256 (src/http/trusted-documents.ts). */
@@ -63,6 +64,8 @@ export function createRequestHandler({ schema, services, ping, db, log, rateLimi
   const onUnexpectedError = (err: unknown) => log.error({ err }, 'unexpected error');
   const { config } = services;
   const slots = new UploadSlots(config.maxConcurrentUploads);
+  // The embedded database runs operations on the event loop itself: one at a time, a turn each (fair-share.ts).
+  const shares = new FairShare(config.maxConcurrentOperations, { serial: db.kind === 'pglite' });
   const yoga = createYoga({
     cors: false, // httpPolicyPlugin answers CORS (CORS_ORIGINS)
     schema,
@@ -112,6 +115,7 @@ export function createRequestHandler({ schema, services, ping, db, log, rateLimi
       healthPlugin(ping),
       pagesPlugin({ schema, routes }),
       trustedDocumentsPlugin(trustedDocuments, services.config.graphql.trustedDocumentsOnly),
+      fairSharePlugin(shares), // before operationLimitsPlugin: its deadline covers the wait for a slot
       operationLimitsPlugin(services.config.graphql),
       contractCodesPlugin(),
       graphqlStatusPlugin(),
@@ -119,7 +123,7 @@ export function createRequestHandler({ schema, services, ping, db, log, rateLimi
       textInputPlugin(),
       // After contractCodesPlugin (errors are counted by their final code), before the plugins that answer routes.
       metricsPlugin({
-        access: config.metrics, routes, db,
+        access: config.metrics, routes, db, operations: shares,
         isSuperKey: async (request) => (await visitorFromHeaders(services.prisma, request.headers, services.groups, services.auth)).isSuper,
       }),
       graphqlUploadPlugin({ maxUploadBytes: config.maxUploadBytes, maxFieldBytes: config.maxBodyBytes, contextFor, slots }),
@@ -130,6 +134,7 @@ export function createRequestHandler({ schema, services, ping, db, log, rateLimi
         maxBodyBytes: config.maxBodyBytes, maxFields: config.maxMultipartFields,
         requireScopes: (ctx, scopes) => requireScopes((ctx as { visitor: { scopes: ReadonlySet<string> } }).visitor, scopes),
         beforeUpload: uploadPrecheck, acquireUploadSlot: () => slots.acquire(),
+        admit: (ctx, signal) => shares.acquire(clientOf(ctx), signal),
         limits: config.graphql,
         receiveUpload: uploadReceiver(services.storage, services.config.maxUploadBytes),
         onUnexpectedError,

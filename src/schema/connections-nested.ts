@@ -22,6 +22,7 @@ import { CATEGORY_KEYS, COMMENT_KEYS, DOWNLOAD_KEYS, FILE_KEYS, TEAM_KEYS, VERSI
 import { downloadListFilter, type DownloadListArgs } from '../domain/downloads.js';
 import { fileVisibleTo } from '../domain/files.js';
 import { childPages, type ChildPage, type ChildSource } from '../db/child-pages.js';
+import { commentTotalSql, downloadTotalSql, fileTotalSql, sqlRef } from '../db/totals.js';
 
 const CATEGORY_READ = ['mc_dm_category:read'];
 const DOWNLOAD_READ = ['mc_dm_download:read'];
@@ -125,7 +126,8 @@ builder.prismaObjectFields(CategoryRef, (t) => ({
       const w = windowOf(spec, args);
       const access = await ctx.access();
       const filter = downloadListFilter(access, args as Omit<DownloadListArgs, 'categoryId'>);
-      const page = await childPage<Download>(ctx, { from: 'download', parent: 'categoryId', where: downloadFilterSql(filter) }, spec, w, filter, c.id);
+      const total = (parent: string, param: (v: unknown) => string) => downloadTotalSql({ ...filter, categoryId: sqlRef(parent) }, param);
+      const page = await childPage<Download>(ctx, { from: 'download', parent: 'categoryId', where: downloadFilterSql(filter), total }, spec, w, filter, c.id);
       return connectionFrom(spec, w, page.rows, page.total, (d) => access.canViewDownload(d));
     },
   }),
@@ -157,7 +159,8 @@ builder.prismaObjectFields(DownloadRef, (t) => ({
         ...(superKey ? [] : [`t.state = 'visible'::"CommentState"`]),
         ...(since ? [`t."commentDate" >= ${param(since.toISOString())}::timestamp`] : []),
       ];
-      const page = await childPage<Comment & { download?: Download }>(ctx, { from: 'comment', parent: 'downloadId', where }, spec, w, [superKey, since], d.id);
+      const total = (parent: string, param: (v: unknown) => string) => commentTotalSql({ downloadId: sqlRef(parent), state: superKey ? undefined : 'visible', since: since ?? undefined }, param);
+      const page = await childPage<Comment & { download?: Download }>(ctx, { from: 'comment', parent: 'downloadId', where, total }, spec, w, [superKey, since], d.id);
       // The parent rides along, so the comments' own permission fields need not read it again.
       for (const c of page.rows) c.download = d;
       return connectionFrom(spec, w, page.rows, page.total, (c) => access.canViewComment(c, d));
@@ -218,7 +221,7 @@ builder.prismaObjectFields(VersionRef, (t) => ({
       const fileDeps = deps(ctx, await ctx.access());
       const [download, page] = await Promise.all([
         downloadById(ctx, v.downloadId),
-        childPage<File>(ctx, { from: 'file', parent: 'versionId', where: () => ['t."isDeleted" = false'] }, spec, w, null, v.id),
+        childPage<File>(ctx, { from: 'file', parent: 'versionId', where: () => ['t."isDeleted" = false'], total: (parent, param) => fileTotalSql({ versionId: sqlRef(parent) }, param) }, spec, w, null, v.id),
       ]);
       if (!download || !fileDeps.access.canViewDownload(download)) throw noPermission("view this download's files");
       return connectionFrom(spec, w, page.rows, page.total, (f) => fileVisibleTo(fileDeps, f, download));

@@ -18,6 +18,7 @@ import { CATEGORY_KEYS, COMMENT_KEYS, DOWNLOAD_KEYS, FILE_KEYS, keysetOf } from 
 import { downloadListFilter, downloadWhere } from '../domain/downloads.js';
 import { commentListWhere } from '../domain/comments.js';
 import { fileListWhere, fileVisibleTo } from '../domain/files.js';
+import { categoryTotal, countComments, countFiles, downloadTotal } from '../db/totals.js';
 
 const CATEGORY_READ = ['mc_dm_category:read'];
 const DOWNLOAD_READ = ['mc_dm_download:read'];
@@ -65,7 +66,7 @@ builder.queryFields((t) => ({
       const w = windowOf(spec, args);
       const access = await ctx.access();
       const [total, rows] = await Promise.all([
-        ctx.prisma.category.count(),
+        categoryTotal(ctx.prisma),
         ctx.prisma.category.findMany({ ...rowQuery(ctx, info, 'Category'), where: prismaAfter(spec, w), orderBy: prismaOrderBy(spec, w) as never, take: w.size + 1 }),
       ]);
       return connectionFrom(spec, w, rows, total, (c) => access.canViewCategory(c));
@@ -89,9 +90,10 @@ builder.queryFields((t) => ({
       const spec = keysetOf('downloadsConnection', DOWNLOAD_KEYS, args.order, args.direction, 'last_update');
       const w = windowOf(spec, args);
       const access = await ctx.access();
-      const where = downloadWhere(downloadListFilter(access, args));
+      const filter = downloadListFilter(access, args);
+      const where = downloadWhere(filter);
       const [total, rows] = await Promise.all([
-        ctx.prisma.download.count({ where }),
+        downloadTotal(ctx.prisma, filter),
         ctx.prisma.download.findMany({ ...rowQuery(ctx, info, 'Download'), where: { AND: [where, prismaAfter(spec, w)] }, orderBy: prismaOrderBy(spec, w) as never, take: w.size + 1 }),
       ]);
       return connectionFrom(spec, w, rows, total, (d) => access.canViewDownload(d));
@@ -115,7 +117,7 @@ builder.queryFields((t) => ({
       const access = await ctx.access();
       const where = await commentListWhere(ctx.prisma, access, args);
       const [total, rows] = await Promise.all([
-        ctx.prisma.comment.count({ where }),
+        countComments(ctx.prisma, where),
         ctx.prisma.comment.findMany({
           ...withRelations(rowQuery(ctx, info, 'Comment'), { download: true }),
           where: { AND: [where, prismaAfter(spec, w)] }, orderBy: prismaOrderBy(spec, w) as never, take: w.size + 1,
@@ -141,7 +143,7 @@ builder.queryFields((t) => ({
       const d = deps(ctx, await ctx.access());
       const where = await fileListWhere(d, args);
       const [total, rows] = await Promise.all([
-        ctx.prisma.file.count({ where }),
+        countFiles(ctx.prisma, where),
         ctx.prisma.file.findMany({
           ...withRelations(rowQuery(ctx, info, 'File'), { version: { include: { download: true } } }),
           where: { AND: [where, prismaAfter(spec, w)] }, orderBy: prismaOrderBy(spec, w) as never, take: w.size + 1,
