@@ -119,7 +119,7 @@ export async function grow(db: Database, from: Pick<SeedResult, 'anchor' | 'size
   });
 }
 
-/** Counts the service keeps beside the rows, recomputed after set-based inserts (which bypass the service's writes): every count the service maintains belongs here. */
+/** Counts the service keeps beside the rows in its own writes, recomputed after set-based inserts (counts the database keeps with triggers, such as the list totals, follow by themselves). */
 async function refreshDerived(q: (sql: string) => Promise<unknown>): Promise<void> {
   await q(`UPDATE category c SET "downloadCount" = (SELECT count(*) FROM download d WHERE d."categoryId" = c.id AND d.state = 'visible')`);
 }
