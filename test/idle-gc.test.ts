@@ -1,5 +1,5 @@
 // Memory back after work (src/http/idle-gc.ts): a full collection once the server has served requests and gone
-// quiet, put off while requests keep coming, once per busy spell; and the service counts them on /metrics.
+// quiet, never while a request is in flight, once per busy spell; and the service counts them on /metrics.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -39,14 +39,15 @@ describe('collectWhenIdle', () => {
     expect(idleCollections.count).toBe(before + 2);
   });
 
-  it('waits for a quiet time: requests that keep coming put it off', async () => {
-    const url = await serve((_req, res) => res.end('ok'));
+  it('waits while a request is in flight', async () => {
+    let finish = () => {};
+    const url = await serve((_req, res) => { finish = () => res.end('late'); });
     const before = idleCollections.count;
-    for (let i = 0; i < 8; i++) {
-      await (await fetch(url)).text();
-      await sleep(100);
-    }
+    const pending = fetch(url).then((r) => r.text());
+    await sleep(700);
     expect(idleCollections.count).toBe(before);
+    finish();
+    expect(await pending).toBe('late');
     await sleep(600);
     expect(idleCollections.count).toBe(before + 1);
   });

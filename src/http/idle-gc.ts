@@ -1,9 +1,8 @@
 // Memory back after a busy spell. Under load V8 sizes its heap to the allocation rate and keeps that size once the
 // load is gone: the soak measured the heap at 220 MB fifteen seconds after a minute of load, of which a full
-// collection left 76 MB in use. So when the service has served requests, then has seen no request begin or end for
-// IDLE_GC_SECONDS, and its heap has grown since the last collection, it asks V8 for a full collection that also
-// hands unused pages back to the system. It runs when the service is quiet, so nobody is kept waiting by it (a
-// request still open then, a slow upload say, sees one pause of tens of milliseconds).
+// collection left 76 MB in use. So when the service has served requests, has none in flight for IDLE_GC_SECONDS,
+// and its heap has grown since the last collection, it asks V8 for a full collection that also hands unused pages
+// back to the system. It runs only when no request is in flight, so nobody waits for it.
 import type http from 'node:http';
 import v8 from 'node:v8';
 import vm from 'node:vm';
@@ -40,17 +39,18 @@ export interface IdleCollectionOptions {
 /** Watches `server`'s requests and collects garbage when it goes idle after work; returns the function that stops it. */
 export function collectWhenIdle(server: http.Server, opts: IdleCollectionOptions, log: Logger): () => void {
   if (opts.idleMs <= 0) return () => {};
+  let inFlight = 0;
   let worked = false;
-  let lastActivity = Date.now();
+  let lastEnded = Date.now();
   let baseline = v8.getHeapStatistics().total_heap_size;
   const onRequest = (_req: http.IncomingMessage, res: http.ServerResponse) => {
+    inFlight++;
     worked = true;
-    lastActivity = Date.now();
-    res.once('close', () => { lastActivity = Date.now(); });
+    res.once('close', () => { inFlight--; lastEnded = Date.now(); });
   };
   server.on('request', onRequest);
   const timer = setInterval(() => {
-    if (!worked || Date.now() - lastActivity < opts.idleMs) return;
+    if (!worked || inFlight > 0 || Date.now() - lastEnded < opts.idleMs) return;
     worked = false;
     const heap = v8.getHeapStatistics().total_heap_size;
     if (heap - baseline < opts.growthBytes) return;
