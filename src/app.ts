@@ -9,7 +9,6 @@ import { openDatabase, targetOf, type Database } from './db/client.js';
 import { Reads } from './db/reads.js';
 import { migrate } from './db/migrate.js';
 import { bootstrap } from './db/bootstrap.js';
-import { collectWhenIdle } from './http/idle-gc.js';
 import { createLogger, type Logger } from './log.js';
 import { schema } from './schema/index.js';
 import type { Services } from './schema/context.js';
@@ -125,12 +124,10 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
     const stopPurge = schedulePurge(db.prisma, storage, config.softDeleteRetentionDays, log);
     const stopRevalidation = scheduleRevalidation(db.prisma, storage, config.externalUrlAllowPrivate, log);
     const stopReclaim = scheduleReclaim(db.prisma, storage, log);
-    const stopIdleGc = collectWhenIdle(server, { idleMs: config.idleGcSeconds * 1000, growthBytes: 32 * 1024 * 1024 }, log);
     return {
       url, server, db, services, log, generatedKey,
       async close({ graceMs = 0 } = {}) {
         stopPurge();
-        stopIdleGc();
         stopRevalidation();
         stopReclaim();
         const drained = new Promise<void>((resolve) => server.close(() => resolve()));

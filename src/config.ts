@@ -37,8 +37,6 @@ export interface Config {
   maxConcurrentUploads: number;
   /** Operations executing at once; past it they wait in a fair queue per client (src/http/fair-share.ts). 0: no limit. */
   maxConcurrentOperations: number;
-  /** Quiet seconds after work before the heap is collected and given back (src/http/idle-gc.ts). 0: never. */
-  idleGcSeconds: number;
   /** Non-file fields of one multipart request. */
   maxMultipartFields: number;
   /** Origins allowed by CORS: empty (CORS off), a list, or ['*'] (any origin, never with credentials). */
@@ -153,7 +151,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     redisChannelPrefix: env.REDIS_CHANNEL_PREFIX ?? 'dcs:',
     maxConcurrentUploads: int(env, 'MAX_CONCURRENT_UPLOADS', 16, 1),
     maxConcurrentOperations: int(env, 'MAX_CONCURRENT_OPERATIONS', 8),
-    idleGcSeconds: int(env, 'IDLE_GC_SECONDS', 10),
     maxMultipartFields: int(env, 'MAX_MULTIPART_FIELDS', 100, 1),
     corsOrigins: origins(env),
     http: {

@@ -54,16 +54,16 @@ describe('configuration', () => {
 
   it('reads the hardening settings: limits, deadlines, CORS, split storage', () => {
     expect(loadConfig({})).toMatchObject({
-      maxConcurrentUploads: 16, maxConcurrentOperations: 8, idleGcSeconds: 10, maxMultipartFields: 100, corsOrigins: [], allowSplitStorage: false, failedProbesPerMinute: 10,
+      maxConcurrentUploads: 16, maxConcurrentOperations: 8, maxMultipartFields: 100, corsOrigins: [], allowSplitStorage: false, failedProbesPerMinute: 10,
       externalUrlIdleSeconds: 10, externalUrlDeadlineSeconds: 300,
       http: { headersTimeout: 10, bodyTimeout: 30, requestTimeout: 3600, idleTimeout: 30, keepAliveTimeout: 5 },
     });
     expect(loadConfig({
-      MAX_CONCURRENT_UPLOADS: '4', MAX_CONCURRENT_OPERATIONS: '0', IDLE_GC_SECONDS: '0', MAX_MULTIPART_FIELDS: '20', CORS_ORIGINS: 'https://a.example', ALLOW_SPLIT_STORAGE: '1',
+      MAX_CONCURRENT_UPLOADS: '4', MAX_CONCURRENT_OPERATIONS: '0', MAX_MULTIPART_FIELDS: '20', CORS_ORIGINS: 'https://a.example', ALLOW_SPLIT_STORAGE: '1',
       EXTERNAL_URL_FAILED_PROBES_PER_MINUTE: '3', EXTERNAL_URL_IDLE_SECONDS: '5', EXTERNAL_URL_DEADLINE_SECONDS: '60',
       HTTP_HEADERS_TIMEOUT_SECONDS: '5', HTTP_BODY_TIMEOUT_SECONDS: '6', HTTP_REQUEST_TIMEOUT_SECONDS: '7', HTTP_IDLE_TIMEOUT_SECONDS: '8', HTTP_KEEP_ALIVE_SECONDS: '9',
     })).toMatchObject({
-      maxConcurrentUploads: 4, maxConcurrentOperations: 0, idleGcSeconds: 0, maxMultipartFields: 20, corsOrigins: ['https://a.example'], allowSplitStorage: true, failedProbesPerMinute: 3,
+      maxConcurrentUploads: 4, maxConcurrentOperations: 0, maxMultipartFields: 20, corsOrigins: ['https://a.example'], allowSplitStorage: true, failedProbesPerMinute: 3,
       externalUrlIdleSeconds: 5, externalUrlDeadlineSeconds: 60,
       http: { headersTimeout: 5, bodyTimeout: 6, requestTimeout: 7, idleTimeout: 8, keepAliveTimeout: 9 },
     });

@@ -11,7 +11,6 @@ import { Kind, type DocumentNode, type OperationDefinitionNode } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { ApiError, noPermission, statusOf, toErrorItem } from '../errors.js';
 import { ingestedBytes } from '../files/ingest.js';
-import { idleCollections } from './idle-gc.js';
 import type { Database } from '../db/client.js';
 import type { MetricsAccess } from '../config.js';
 import type { Route } from '../../rest-adapter/routes.js';
@@ -72,14 +71,6 @@ export function metricsPlugin(opts: MetricsOptions): Plugin {
     },
   });
 
-  new Counter({
-    name: 'dcs_idle_collections_total', help: 'Full garbage collections made when the service went idle after work (IDLE_GC_SECONDS), giving memory back.',
-    registers: [registry],
-    collect() {
-      this.reset();
-      this.inc(idleCollections.count);
-    },
-  });
   new Gauge({
     name: 'dcs_operations', help: 'Operations (REST routes and /graphql executions) running, and waiting for a slot past MAX_CONCURRENT_OPERATIONS.',
     labelNames: ['state'], registers: [registry],
