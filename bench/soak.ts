@@ -32,6 +32,7 @@ const { values: opts } = parseArgs({
     rate: { type: 'string' },
     rounds: { type: 'string', default: '1' },
     'cpu-prof': { type: 'boolean', default: false },
+    gc: { type: 'boolean', default: false },
   },
 });
 const SECONDS = Number(opts.seconds);
@@ -152,7 +153,9 @@ async function main() {
     env.DATABASE_URL = url.toString();
   }
   const profDir = path.join(dir, 'prof');
-  const service = spawn(process.execPath, [...(opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), '--import', 'tsx', 'src/main.ts'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, ...env } });
+  // --gc: the service collects garbage on SIGUSR2, so the end of a round also shows what a full collection leaves.
+  const gcHook = ['--expose-gc', '--import', 'data:text/javascript,process.on("SIGUSR2", () => globalThis.gc({ type: "major", execution: "sync", flavor: "last-resort" }))'];
+  const service = spawn(process.execPath, [...(opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), ...(opts.gc ? gcHook : []), '--import', 'tsx', 'src/main.ts'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, ...env } });
   try {
     for (let i = 0; ; i++) {
       try { if ((await fetch(`${BASE}/readyz`)).ok) break; } catch { /* starting */ }
@@ -257,6 +260,11 @@ async function main() {
       console.log(`temporary files left in DATA_DIR/files/.tmp: ${leftovers.length}${leftovers.length ? ` (${leftovers.slice(0, 5).join(', ')})` : ''}`);
       console.log(`server RSS: start ${rssStart.toFixed(0)} MB, peak ${rssPeak.toFixed(0)} MB, end ${rssEnd.toFixed(0)} MB (${opts.settle} s after round ${round}; end − start ${(rssEnd - rssStart).toFixed(0)} MB)`);
       console.log(`server memory: at start ${memStart}; at the end ${await memory()}`);
+      if (opts.gc) {
+        process.kill(pid, 'SIGUSR2');
+        await sleep(2000);
+        console.log(`after a full garbage collection: ${await memory()}, RSS ${rssMb(pid).toFixed(0)} MB`);
+      }
     }
     clearInterval(sampler);
   } finally {
