@@ -15,10 +15,11 @@ export const DEFAULT_GRACE_MS = 60 * 60 * 1000;
 export interface ReclaimResult { scanned: number; reclaimed: string[]; skipped?: 'locked' }
 
 /**
- * Removes blobs older than `graceMs` (at `now`) that no file row references. Storage is listed and blobs removed
- * outside any transaction (the embedded database has one connection, which a long scan must not hold); each batch's
+ * Removes blobs older than `graceMs` (at `now`) that no file row references. Storage is listed outside any
+ * transaction (the embedded database has one connection, which a long scan must not hold); each batch's
  * look-up takes the advisory lock, and a reclaimer that finds it taken at its first batch leaves the work to the one
- * holding it. Two reclaimers overlapping later batches would at worst remove the same orphan twice, which is harmless.
+ * holding it. The orphans of a batch are checked to be still there and removed under that lock, so two reclaimers
+ * that overlap never remove (or report) the same blob twice.
  */
 export async function reclaimOrphanBlobs(prisma: PrismaClient, storage: Storage, graceMs = DEFAULT_GRACE_MS, now = new Date()): Promise<ReclaimResult> {
   const cutoff = now.getTime() - graceMs;
@@ -35,11 +36,14 @@ export async function reclaimOrphanBlobs(prisma: PrismaClient, storage: Storage,
       if (!locked) return null;
       const referenced = await tx.file.findMany({ where: { storageKey: { in: keys } }, select: { storageKey: true } });
       const keep = new Set(referenced.map((r) => r.storageKey));
-      return keys.filter((k) => !keep.has(k));
-    });
+      const candidates = keys.filter((k) => !keep.has(k));
+      // Another reclaimer may have removed some since this one listed them.
+      const present = (await Promise.all(candidates.map(async (k) => ((await storage.exists(k)) ? k : null)))).filter((k): k is string => k !== null);
+      await storage.remove(present);
+      return present;
+    }, { timeout: 60_000 });
     if (orphans === null) return !first;
     first = false;
-    await storage.remove(orphans);
     reclaimed.push(...orphans);
     return true;
   };
