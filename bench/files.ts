@@ -12,6 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { promisify } from 'node:util';
+import { serviceArgs } from './service.js';
 
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -65,7 +66,7 @@ async function main() {
   const floor = await timed(() => run('sh', ['-c', `tee "${path.join(dir, 'tee.bin')}" < "${source}" | sha256sum`]));
   fs.rmSync(path.join(dir, 'tee.bin'));
 
-  const service: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const service: ChildProcess = spawn(process.execPath, serviceArgs(), {
     cwd: root, stdio: ['ignore', 'ignore', 'inherit'],
     env: { ...process.env, DATA_DIR: path.join(dir, 'data'), PORT: String(PORT), DM_BOOTSTRAP_KEY: KEY, LOG_LEVEL: 'warn', MAX_UPLOAD_BYTES: String(SIZE * 2) },
   });

@@ -8,7 +8,8 @@
 // --downloads N (catalogue size), --database-url postgres://… (run on a fresh database on that PostgreSQL server
 // instead of the embedded one), --instances 1,2 (with --database-url: the mixed scenario against 1, then 2, service
 // processes on the same database), --growth 50000,500000 (the read scenarios at one size, then again after growing
-// the same database to the other), --only <regex>.
+// the same database to the other), --only <regex>, --cpu-prof (where the service's CPU time went over its
+// measured runs: self time by package and function, printed when it stops; pair it with --only).
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -21,6 +22,8 @@ import { print, type DocumentNode } from 'graphql';
 import pg from 'pg';
 import { openDatabase } from '../src/db/client.js';
 import { seed, grow, sizeFor, type SeedResult, type SeedSize } from './seed.js';
+import { summarize, type CpuProfile } from './cpu-profile.js';
+import { serviceArgs } from './service.js';
 import { peerScenarios, type PeerScenario, type Rows } from './peer-scenarios.js';
 import { routes } from '../rest-adapter/routes.js';
 import { startApp } from '../src/app.js';
@@ -38,6 +41,7 @@ const { values: opts } = parseArgs({
     instances: { type: 'string' },
     downloads: { type: 'string' },
     growth: { type: 'string' },
+    'cpu-prof': { type: 'boolean', default: false },
   },
 });
 const fail = (message: string): never => {
@@ -215,9 +219,15 @@ async function waitReady(child: ChildProcess, url: string): Promise<void> {
   throw new Error(`${url} did not become ready`);
 }
 
-function start(script: string, env: Record<string, string>): ChildProcess {
+const PROFILE_DIR = opts['cpu-prof'] ? fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-bench-prof-')) : null;
+
+/** The service (compiled, bench/service.ts), or a script of bench/ run through tsx. */
+function start(script: 'service' | `bench/${string}`, env: Record<string, string>): ChildProcess {
+  const args = script === 'service'
+    ? serviceArgs(PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [])
+    : ['--import', 'tsx', script];
   // NODE_ENV=production for every server measured, as they would be deployed (graphql-js skips its development checks).
-  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+  const child = spawn(process.execPath, args, {
     cwd: root, env: { ...process.env, NODE_ENV: 'production', ...env }, stdio: ['ignore', 'ignore', 'inherit'],
   });
   return child;
@@ -237,6 +247,20 @@ async function stop(child: ChildProcess): Promise<void> {
     child.once('exit', () => { clearTimeout(kill); resolve(); });
     child.kill('SIGTERM');
   });
+  if (PROFILE_DIR) printProfiles();
+}
+
+/** --cpu-prof: the profiles the service processes wrote when they stopped, summarized, then removed. */
+function printProfiles(): void {
+  for (const file of fs.readdirSync(PROFILE_DIR!).filter((f) => f.endsWith('.cpuprofile'))) {
+    const full = path.join(PROFILE_DIR!, file);
+    const summary = summarize(JSON.parse(fs.readFileSync(full, 'utf8')) as CpuProfile, { packages: 25, functions: 40 });
+    console.log(`\nWhere the service's CPU time went (${summary.totalMs.toFixed(0)} ms sampled, start-up included), self time by package:`);
+    for (const line of summary.packages) console.log(line);
+    console.log('\nBy function:');
+    for (const line of summary.functions) console.log(line);
+    fs.rmSync(full);
+  }
 }
 
 function table(figures: Figure[]): string {
@@ -325,7 +349,7 @@ const peerScenario = (ps: PeerScenario): Scenario => ({ name: ps.name, kind: 'pe
  * `afterPeer` (scenarios that write). Both servers are started first and their answers compared.
  */
 async function measureServiceAndPeer(figures: Figure[], env: Record<string, string>, databaseUrl: string | undefined, reads: Scenario[], peers: PeerScenario[], afterPeer: Scenario[]): Promise<void> {
-  const service = start('src/main.ts', env);
+  const service = start('service', env);
   let peer: ChildProcess | null = null;
   try {
     await waitReady(service, `${BASE}/readyz`);
@@ -508,7 +532,7 @@ async function single(dataDir: string, db: Awaited<ReturnType<typeof createDatab
     const rows: string[] = [];
     for (const n of INSTANCES) {
       const ports = Array.from({ length: n }, (_, i) => PORT + 1 + i);
-      const children = ports.map((port) => start('src/main.ts', { ...env, PORT: String(port) }));
+      const children = ports.map((port) => start('service', { ...env, PORT: String(port) }));
       try {
         await Promise.all(children.map((child, i) => waitReady(child, `http://127.0.0.1:${ports[i]}/readyz`)));
         for (const c of LEVELS) {

@@ -21,6 +21,7 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { summarize, type CpuProfile } from './cpu-profile.js';
+import { serviceArgs } from './service.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { values: opts } = parseArgs({
@@ -155,7 +156,7 @@ async function main() {
   const profDir = path.join(dir, 'prof');
   // --gc: the service collects garbage on SIGUSR2, so the end of a round also shows what a full collection leaves.
   const gcHook = ['--expose-gc', '--import', 'data:text/javascript,process.on("SIGUSR2", () => globalThis.gc({ type: "major", execution: "sync", flavor: "last-resort" }))'];
-  const service = spawn(process.execPath, [...(opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), ...(opts.gc ? gcHook : []), '--import', 'tsx', 'src/main.ts'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, ...env } });
+  const service = spawn(process.execPath, serviceArgs([...(opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), ...(opts.gc ? gcHook : [])]), { cwd: root, stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, ...env } });
   try {
     for (let i = 0; ; i++) {
       try { if ((await fetch(`${BASE}/readyz`)).ok) break; } catch { /* starting */ }

@@ -1,7 +1,8 @@
 // The hand-written read path (src/db/reads.ts) must answer exactly what Prisma answers for the same read:
 // every field, type and order, on every database. Compared row by row against Prisma on varied data.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
+import { forEachDatabase, freshPostgres, startTestApp, type TestApp } from './helpers/app.js';
+import { openDatabase } from '../src/db/client.js';
 import { DOWNLOAD_ORDER_COLUMNS, downloadRelationsOf, type DownloadFilter } from '../src/db/reads.js';
 import { revive } from '../src/db/rows.js';
 
@@ -139,5 +140,24 @@ forEachDatabase((kind) => {
     expect(gql.download).toEqual({ title: visible.title, tags: ['alpha'], category: { title: visible.category.title }, currentVersion: { versionString: visible.currentVersion!.versionString } });
     const listed = gql.downloads.nodes.find((n: any) => n.downloadId === visible.id);
     expect(listed).toEqual({ downloadId: visible.id, tags: ['alpha'], category: { categoryId: visible.categoryId } });
+  });
+});
+
+describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL server: prepared statements', () => {
+  it('prepares each hand-written statement once per connection, so the server parses and plans it once', async () => {
+    const fresh = await freshPostgres();
+    const db = await openDatabase({ url: fresh.url, poolSize: 1 }); // one connection: every query below runs on it
+    try {
+      const sql = 'SELECT $1::int + 1 AS n';
+      expect(await db.query(sql, [1])).toEqual([{ n: 2 }]);
+      expect(await db.query(sql, [41])).toEqual([{ n: 42 }]);
+      const prepared = await db.query<{ name: string; statement: string }>('SELECT name, statement FROM pg_prepared_statements');
+      const ours = prepared.filter((p) => p.statement === sql);
+      expect(ours).toHaveLength(1); // prepared once, run twice
+      expect(ours[0]!.name).toMatch(/^dcs_[0-9a-f]{16}$/);
+    } finally {
+      await db.close();
+      await fresh.drop();
+    }
   });
 });

@@ -1,6 +1,7 @@
 // The database: PGlite in-process by default, a PostgreSQL server when a URL is given.
 // Both are driven through Prisma (driver adapters) and expose a raw session for the migrator.
 import { StartError } from '../errors.js';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
@@ -105,6 +106,20 @@ function lockDirectory(dir: string): () => void {
   throw new StartError(`Could not lock the embedded database at ${dir}.`);
 }
 
+const statementNames = new Map<string, string>();
+/**
+ * The name a hand-written statement is prepared under on each connection, from its text: the server parses and
+ * plans it once per connection instead of on every request (the texts are a small fixed set: src/db/reads.ts).
+ */
+function statementName(sql: string): string {
+  let name = statementNames.get(sql);
+  if (!name) {
+    name = `dcs_${crypto.createHash('sha1').update(sql).digest('hex').slice(0, 16)}`;
+    if (statementNames.size < 10_000) statementNames.set(sql, name);
+  }
+  return name;
+}
+
 async function openPostgres(url: string, poolSize: number): Promise<Database> {
   const pool = new pg.Pool({ connectionString: url, max: poolSize });
   let statements = 0;
@@ -122,7 +137,7 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
     connections: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     url,
     prisma,
-    query: async <R,>(sql: string, params?: unknown[]) => (await pool.query(sql, params)).rows as R[],
+    query: async <R,>(sql: string, params?: unknown[]) => (await pool.query({ name: statementName(sql), text: sql, values: params })).rows as R[],
     async session(fn) {
       const client = await pool.connect();
       try {

@@ -6,7 +6,7 @@
 // loaded them.
 import type { Category, Download, Version } from '../generated/prisma/client.js';
 import type { Database } from './client.js';
-import { revive } from './rows.js';
+import { jsonOf, revive } from './rows.js';
 import { ResourceReads } from './resource-reads.js';
 import { downloadTotal, downloadTotalSql } from './totals.js';
 
@@ -41,7 +41,7 @@ export type DownloadOrderColumn = (typeof DOWNLOAD_ORDER_COLUMNS)[number];
 export class Reads extends ResourceReads {
 
   async download(id: number, rel: DownloadRelations): Promise<DownloadRow | null> {
-    const rows = await this.db.query<Record<string, any>>(`SELECT row_to_json(d) AS d${relationColumns(rel)} FROM download d WHERE d.id = $1`, [id]);
+    const rows = await this.db.query<Record<string, any>>(`SELECT ${jsonOf('Download', 'd')} AS d${relationColumns(rel)} FROM download d WHERE d.id = $1`, [id]);
     return rows.length ? downloadRow(rows[0]!, rel) : null;
   }
 
@@ -55,7 +55,7 @@ export class Reads extends ResourceReads {
     const total = downloadTotalSql(filter, (v) => { params.push(v); return `$${params.length}`; });
     params.push(window.take, window.skip);
     const rows = await this.db.query<Record<string, any>>(
-      `SELECT row_to_json(d) AS d${relationColumns(rel)}, ${total} AS total
+      `SELECT ${jsonOf('Download', 'd')} AS d${relationColumns(rel)}, ${total} AS total
        FROM download d ${where} ORDER BY d."${order.column}" ${dir}, d.id ${dir} LIMIT $${params.length - 1} OFFSET $${params.length}`,
       params,
     );
@@ -67,8 +67,8 @@ export class Reads extends ResourceReads {
 }
 
 function relationColumns(rel: DownloadRelations): string {
-  return (rel.category ? `, (SELECT row_to_json(c) FROM category c WHERE c.id = d."categoryId") AS c` : '')
-    + (rel.currentVersion ? `, (SELECT row_to_json(v) FROM version v WHERE v.id = d."currentVersionId") AS v` : '');
+  return (rel.category ? `, (SELECT ${jsonOf('Category', 'c')} FROM category c WHERE c.id = d."categoryId") AS c` : '')
+    + (rel.currentVersion ? `, (SELECT ${jsonOf('Version', 'v')} FROM version v WHERE v.id = d."currentVersionId") AS v` : '');
 }
 
 function downloadRow(r: Record<string, any>, rel: DownloadRelations): DownloadRow {

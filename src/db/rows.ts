@@ -3,11 +3,12 @@
 // only table names), so nothing else changes, and the schema resolves these rows like rows Prisma read.
 import { getDatamodel } from '../generated/pothos-types.js';
 
-type Revive = { dates: string[]; bigints: string[] };
+type Revive = { dates: string[]; bigints: string[]; columns: string[] };
 const models = new Map<string, Revive>();
 for (const [name, model] of Object.entries(getDatamodel().datamodel.models)) {
   const scalar = (type: string) => model.fields.filter((f) => f.kind === 'scalar' && f.type === type && !f.isList).map((f) => f.name);
-  models.set(name, { dates: scalar('DateTime'), bigints: scalar('BigInt') });
+  const columns = model.fields.filter((f) => f.kind === 'scalar' || f.kind === 'enum').map((f) => f.name);
+  models.set(name, { dates: scalar('DateTime'), bigints: scalar('BigInt'), columns });
 }
 
 /**
@@ -17,8 +18,11 @@ for (const [name, model] of Object.entries(getDatamodel().datamodel.models)) {
 export function jsonOf(model: string, alias: string): string {
   const spec = models.get(model);
   if (!spec) throw new Error(`No model ${model} in the Prisma datamodel`);
-  if (spec.bigints.length === 0) return `row_to_json(${alias})`;
-  return `(to_jsonb(${alias}) || jsonb_build_object(${spec.bigints.map((f) => `'${f}', ${alias}."${f}"::text`).join(', ')}))`;
+  // json_build_object over the named columns: cheaper for the server than row_to_json or to_jsonb with the bigints
+  // merged in, and BigInt columns go as text. It takes at most 100 arguments (50 columns).
+  if (spec.columns.length > 50) throw new Error(`Model ${model} has more than 50 columns: jsonOf cannot build it`);
+  const big = new Set(spec.bigints);
+  return `json_build_object(${spec.columns.map((f) => `'${f}', ${alias}."${f}"${big.has(f) ? '::text' : ''}`).join(', ')})`;
 }
 
 /**

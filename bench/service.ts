@@ -1,0 +1,17 @@
+// The service as the benchmarks start it: compiled, as `npm start` runs it (dist/src/main.js, built here first when
+// a source changed), not through tsx, whose source maps and loader hooks a deployment does not carry.
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+let built = false;
+
+/** Node's arguments that run the compiled service (after `nodeFlags`), building it first once per benchmark. */
+export function serviceArgs(nodeFlags: string[] = []): string[] {
+  if (!built) {
+    execFileSync(process.execPath, [path.join(root, 'scripts/build.mjs')], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+    built = true;
+  }
+  return [...nodeFlags, path.join(root, 'dist/src/main.js')];
+}
