@@ -287,9 +287,12 @@ forEachDatabase((kind) => {
       }
       const form = await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'a\u0000b' } });
       expect(form.body.errors[0]).toMatchObject({ code: 'invalid_input', params: { field: 'title' } });
-      const literal = await t.gql('mutation { createCategory(input: { title: "x\\u0000y" }) { category { categoryId } } }');
-      expect(literal.status).toBe(400);
-      expect(literal.errors![0].extensions).toMatchObject({ code: 'invalid_input', params: { field: 'input.title' } });
+      // Sent twice: the second time the document comes from the parser's cache, and is refused all the same.
+      for (let i = 0; i < 2; i++) {
+        const literal = await t.gql('mutation { createCategory(input: { title: "x\\u0000y" }) { category { categoryId } } }');
+        expect(literal.status).toBe(400);
+        expect(literal.errors![0].extensions).toMatchObject({ code: 'invalid_input', params: { field: 'input.title' } });
+      }
       const comment = await t.rest('POST', '/api/mc-dm-comments/', { key: owner.key, json: { download_id: 1, message: 'hi\u0000' } });
       expect(comment.body.errors[0]).toMatchObject({ code: 'invalid_input', params: { field: 'message' } });
       expect(await t.prisma.category.count()).toBe(before);

@@ -1,4 +1,4 @@
-// Rows that hand-written SQL reads as JSON (`row_to_json`), turned into the shapes Prisma gives for the same model:
+// Rows that hand-written SQL reads as JSON (`jsonOf`), turned into the shapes Prisma gives for the same model:
 // DateTime columns become Date, BigInt columns bigint. Columns keep Prisma's field names (prisma/schema.prisma maps
 // only table names), so nothing else changes, and the schema resolves these rows like rows Prisma read.
 import { getDatamodel } from '../generated/pothos-types.js';
@@ -11,11 +11,20 @@ for (const [name, model] of Object.entries(getDatamodel().datamodel.models)) {
   models.set(name, { dates: scalar('DateTime'), bigints: scalar('BigInt'), columns });
 }
 
+const built = new Map<string, string>();
+
 /**
  * SQL for row `alias` of `model` as JSON, in the form `revive` reads: BigInt columns are sent as text, so values past
- * 2^53 stay exact (JSON numbers would round them).
+ * 2^53 stay exact (JSON numbers would round them). Built once per model and alias.
  */
 export function jsonOf(model: string, alias: string): string {
+  const key = `${model} ${alias}`;
+  let sql = built.get(key);
+  if (sql === undefined) built.set(key, sql = buildJsonOf(model, alias));
+  return sql;
+}
+
+function buildJsonOf(model: string, alias: string): string {
   const spec = models.get(model);
   if (!spec) throw new Error(`No model ${model} in the Prisma datamodel`);
   // json_build_object over the named columns: cheaper for the server than row_to_json or to_jsonb with the bigints
@@ -27,7 +36,7 @@ export function jsonOf(model: string, alias: string): string {
 
 /**
  * Revives one row in place and returns it. JSON renders `timestamp(3)` without a zone; Prisma stores UTC, so the
- * text is read as UTC. BigInt columns arrive as text (jsonOf), exact, or as JSON numbers (row_to_json), exact below 2^53.
+ * text is read as UTC. BigInt columns arrive as text (jsonOf), exact, or as JSON numbers, exact below 2^53.
  */
 export function revive<T>(model: string, row: Record<string, unknown> | null): T {
   if (row === null) return null as T;

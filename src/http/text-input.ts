@@ -55,9 +55,17 @@ function findInDocument(doc: DocumentNode): { path: string; why: string } | null
 }
 
 export function textInputPlugin(): Plugin {
+  // A document's literals never change, and Yoga hands the same parsed document to every request that sends the same
+  // text: each document is walked once.
+  const documents = new WeakMap<DocumentNode, { path: string; why: string } | null>();
+  const inDocument = (doc: DocumentNode) => {
+    let hit = documents.get(doc);
+    if (hit === undefined) documents.set(doc, hit = findInDocument(doc));
+    return hit;
+  };
   return {
     onExecute({ args, setResultAndStopExecution }) {
-      const hit = findInValue(args.variableValues ?? {}, '') ?? findInDocument(args.document);
+      const hit = findInValue(args.variableValues ?? {}, '') ?? inDocument(args.document);
       if (hit) setResultAndStopExecution({ errors: [invalidInput(hit.path, `${hit.path} ${hit.why}.`)] });
     },
   };
