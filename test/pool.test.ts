@@ -1,6 +1,9 @@
 // The PostgreSQL server's pool never loses a connection: a transaction's connection comes back or is closed whatever
 // ended it, a session the server ended stops counting, and closing (SIGTERM) ends in time with a connection still
 // checked out. The embedded database has no pool. Skipped without a PostgreSQL server (TEST_DATABASE_URL).
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../src/db/client.js';
@@ -101,6 +104,33 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL server: the pool', (
     expect(performance.now() - t0).toBeLessThan(1000);
     await after(200, null);
     expect(await sessions()).toEqual([]);
+  });
+
+  it('the service stops within its grace period under a load of writes, leaving no session idle in a transaction', async () => {
+    // What a benchmark saw: SIGTERM with writes queued for a pool of 10 never exited. Two connections, many writes.
+    const target = await freshPostgres();
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-pool-'));
+    const app = await startTestApp('postgres', { dataDir, maxConcurrentOperations: 0 }, { url: target.url, poolSize: 2 });
+    try {
+      const alice = await app.user('alice', { isAdmin: true });
+      const category = (await app.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Maps' } })).body.category.category_id;
+      for (let i = 0; i < 200; i++) {
+        void app.rest('POST', '/api/mc-dm-downloads/', { key: alice.key, form: { title: `Map ${i}`, category_id: category, version_string: '1.0' } }).catch(() => {});
+      }
+      await after(200, null);
+      const t0 = performance.now();
+      expect(await Promise.race([app.app.close({ graceMs: 300 }).then(() => 'closed'), after(5000, 'hung')])).toBe('closed');
+      expect(performance.now() - t0).toBeLessThan(800);
+      const watch = new pg.Client({ connectionString: target.url });
+      await watch.connect();
+      await after(200, null);
+      const left = await watch.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction'");
+      await watch.end();
+      expect(left.rows[0].n).toBe(0);
+    } finally {
+      await target.drop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 
   it('the service stops within its grace period with a connection checked out and never released', async () => {
