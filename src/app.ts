@@ -40,7 +40,8 @@ export interface App {
   generatedKey?: string;
   /**
    * Stops accepting connections, lets requests in flight finish for up to `graceMs` (uploads included), then closes
-   * what is left, the jobs, the database (releasing the embedded database's lock) and the other connections.
+   * what is left, the jobs, the database (releasing the embedded database's lock) and the other connections. The
+   * grace bounds the whole: database connections still in use when it ends are closed under their holders.
    */
   close(opts?: { graceMs?: number }): Promise<void>;
 }
@@ -127,6 +128,7 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
     return {
       url, server, db, services, log, generatedKey,
       async close({ graceMs = 0 } = {}) {
+        const deadline = Date.now() + graceMs;
         stopPurge();
         stopRevalidation();
         stopReclaim();
@@ -141,7 +143,7 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
         await services.events.close();
         if (!(storage instanceof LocalStorage)) storage.destroy();
         await closeAll();
-        await database.close();
+        await database.close({ deadlineMs: Math.max(0, deadline - Date.now()) });
       },
     };
   } catch (err) {

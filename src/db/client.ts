@@ -7,10 +7,11 @@ import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaPg } from '@prisma/adapter-pg';
-import pg from 'pg';
 import { PrismaClient } from '../generated/prisma/client.js';
 import type { Config } from '../config.js';
 import { readTemplate } from './template.js';
+import { openPool } from './pool.js';
+import { withReleasedTransactions } from './transactions.js';
 
 /** One connection's worth of raw SQL, for work that must stay on a single session (advisory locks). */
 export interface Session {
@@ -36,7 +37,11 @@ export interface Database {
   connections(): { total: number; idle: number; waiting: number };
   /** SQL statements sent since the database was opened (outside transactions): for tests that bound query counts. */
   statements(): number;
-  close(): Promise<void>;
+  /**
+   * Closes the database. On a server, connections still checked out after `deadlineMs` (default 5 s) are closed
+   * under their holders, so closing never waits longer than that.
+   */
+  close(opts?: { deadlineMs?: number }): Promise<void>;
 }
 
 export type DatabaseTarget = { url: string; poolSize?: number } | { pgliteDir: string } | { memory: true };
@@ -106,6 +111,9 @@ function lockDirectory(dir: string): () => void {
   throw new StartError(`Could not lock the embedded database at ${dir}.`);
 }
 
+/** How long close() waits for connections in use by default (the service passes what remains of its grace). */
+const CLOSE_DEADLINE_MS = 5_000;
+
 const statementNames = new Map<string, string>();
 /**
  * The name a hand-written statement is prepared under on each connection, from its text: the server parses and
@@ -121,17 +129,12 @@ function statementName(sql: string): string {
 }
 
 async function openPostgres(url: string, poolSize: number): Promise<Database> {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize });
   let statements = 0;
-  // An idle connection can fail (server restart, admin termination): the pool drops it and the next query
-  // opens a new one. Without a listener the 'error' event would end the process.
-  pool.on('error', () => {});
-  pool.on('connect', (client) => {
-    client.on('error', () => {});
+  const { pool, destroy, end } = openPool(url, poolSize, (client) => {
     const query = client.query.bind(client);
     client.query = ((...args: unknown[]) => { statements++; return (query as any)(...args); }) as typeof client.query;
   });
-  const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+  const prisma = new PrismaClient({ adapter: withReleasedTransactions(new PrismaPg(pool), destroy) });
   return {
     kind: 'postgres',
     connections: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
@@ -151,6 +154,11 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
     },
     ping: async () => { await pool.query('SELECT 1'); },
     statements: () => statements,
-    close: async () => { await prisma.$disconnect(); await pool.end().catch(() => {}); },
+    async close({ deadlineMs = CLOSE_DEADLINE_MS } = {}) {
+      // Prisma rolls back its transactions first; one whose statement runs past the deadline is cut by end().
+      const started = Date.now();
+      await Promise.race([prisma.$disconnect().catch(() => {}), new Promise((resolve) => setTimeout(resolve, deadlineMs).unref())]);
+      await end(Math.max(0, deadlineMs - (Date.now() - started)));
+    },
   };
 }

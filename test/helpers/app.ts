@@ -119,8 +119,8 @@ export class TestApp {
     return createApiKey.key;
   }
 
-  async close() {
-    await this.app.close();
+  async close(opts?: { graceMs?: number }) {
+    await this.app.close(opts);
     await this.cleanup();
   }
 }
