@@ -43,7 +43,7 @@ const found = (err: GraphQLError, fallback: number) => Number(/found (\d+)/.exec
 
 /**
  * Aborts after `ms` with `operation_timeout`, or with `outer` (the client went away); `clear()` when done.
- * The executor calls `signal.throwIfAborted()` before each field: that call also reads the clock, so an operation
+ * The executor calls `signal.throwIfAborted()` before each field: every 16th call also reads the clock, so an operation
  * whose awaits all settle as microtasks (the embedded database answers in-process), which a timer could never
  * interrupt, still stops at the deadline instead of holding the event loop. The abort itself is queued as a
  * microtask, as a timer's would land between two synchronous stretches of the executor: aborting in the middle of
@@ -63,8 +63,10 @@ export function deadline(ms: number, outer?: AbortSignal | null): { signal: Abor
   else outer?.addEventListener('abort', onOuter, { once: true });
   const signal = controller.signal;
   const throwIfAborted = signal.throwIfAborted.bind(signal);
+  let calls = 0;
   signal.throwIfAborted = () => {
-    if (!queued && performance.now() >= end) {
+    // The clock is read every 16th call: on a list of 100 rows, reading it before each field was 2% of the CPU.
+    if (!queued && (++calls & 15) === 0 && performance.now() >= end) {
       queued = true;
       queueMicrotask(expire);
     }

@@ -37,7 +37,7 @@ export const CategoryRef = builder.prismaObject('Category', {
     allowedFileTypes: t.exposeString('allowedFileTypes', { description: 'File extensions accepted for uploads, comma-separated, lower case, without dots (e.g. "zip,rar"); empty accepts any.' }),
     previewTextEnabled: t.exposeBoolean('previewTextEnabled', { description: 'Text previews of files are enabled here (a setting for clients; the service stores it only).' }),
     previewImageEnabled: t.exposeBoolean('previewImageEnabled', { description: 'Image previews of files are enabled here (a setting for clients; the service stores it only).' }),
-    canAddDownload: t.boolean({ description: 'Whether the visitor may create downloads here (the view and add permissions in this category).', resolve: async (c, _a, ctx) => (await ctx.access()).canAddDownload(c) }),
+    canAddDownload: t.boolean({ description: 'Whether the visitor may create downloads here (the view and add permissions in this category).', resolve: (c, _a, ctx) => ctx.withAccess((a) => a.canAddDownload(c)) }),
   }),
 });
 

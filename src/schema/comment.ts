@@ -8,6 +8,8 @@ import { deletePayloadOf, payloadOf } from './payloads.js';
 import { NodeRef, registerNode, unlessUnseen } from './node.js';
 import { noPermission } from '../errors.js';
 import * as comments from '../domain/comments.js';
+import type { Context } from './context.js';
+import type { Access } from '../permissions/access.js';
 
 const READ = ['mc_dm_download:read'];
 const WRITE = ['mc_dm_download:write'];
@@ -34,6 +36,10 @@ builder.prismaObject('CommentEdit', {
 const parentOf = async (c: Comment & { download?: any }, ctx: { prisma: any }) =>
   c.download ?? ctx.prisma.download.findUniqueOrThrow({ where: { id: c.downloadId } });
 
+/** A permission check on a comment and its download: at once when both are at hand (the lists load the download). */
+const onComment = (c: Comment & { download?: any }, ctx: Context, check: (a: Access, c: any, d: any) => boolean) =>
+  (c.download ? ctx.withAccess((a) => check(a, c, c.download)) : parentOf(c, ctx).then((d) => ctx.withAccess((a) => check(a, c, d))));
+
 export const CommentRef = builder.prismaObject('Comment', {
   description: 'A discussion entry on a download. Reading needs mc_dm_download:read and the viewComments permission in the download\'s category; moderated and deleted comments are shown as CommentState says.',
   interfaces: [NodeRef],
@@ -48,9 +54,9 @@ export const CommentRef = builder.prismaObject('Comment', {
     lastEditDate: t.int({ description: 'When it was last edited, in Unix seconds; 0 when never edited.', resolve: (c) => unix(c.lastEditDate) }),
     editCount: t.exposeInt('editCount', { description: 'How many times the message was changed (every edit counts, including those that leave no history entry).' }),
     isVisible: t.boolean({ description: 'True when commentState is VISIBLE.', resolve: (c) => c.state === 'visible' }),
-    canView: t.boolean({ description: 'Whether the visitor may view this comment (true for any comment returned to them).', resolve: async (c, _a, ctx) => (await ctx.access()).canViewComment(c, await parentOf(c, ctx)) }),
-    canEdit: t.boolean({ description: 'Whether the visitor may edit it: editAnyComment, or editOwnComment on their own comment.', resolve: async (c, _a, ctx) => (await ctx.access()).canEditComment(c, await parentOf(c, ctx)) }),
-    canDelete: t.boolean({ description: 'Whether the visitor may delete it: deleteAnyComment, or deleteOwnComment on their own comment. A hard delete also needs the mc_dm_download:delete_hard scope.', resolve: async (c, _a, ctx) => (await ctx.access()).canDeleteComment(c, await parentOf(c, ctx)) }),
+    canView: t.boolean({ description: 'Whether the visitor may view this comment (true for any comment returned to them).', resolve: (c, _a, ctx) => onComment(c, ctx, (a, c, d) => a.canViewComment(c, d)) }),
+    canEdit: t.boolean({ description: 'Whether the visitor may edit it: editAnyComment, or editOwnComment on their own comment.', resolve: (c, _a, ctx) => onComment(c, ctx, (a, c, d) => a.canEditComment(c, d)) }),
+    canDelete: t.boolean({ description: 'Whether the visitor may delete it: deleteAnyComment, or deleteOwnComment on their own comment. A hard delete also needs the mc_dm_download:delete_hard scope.', resolve: (c, _a, ctx) => onComment(c, ctx, (a, c, d) => a.canDeleteComment(c, d)) }),
     author: t.relation('user', { description: 'The user who wrote the comment (`userId`).' }),
     download: t.relation('download', { description: 'The download the comment is posted on.' }),
     edits: t.relation('edits', {

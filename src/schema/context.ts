@@ -27,6 +27,11 @@ export interface Context extends Services {
   visitor: Visitor;
   /** The visitor's permission checks, loaded once per request on first use. */
   access(): Promise<Access>;
+  /**
+   * `check` applied to the visitor's permission checks: at once when they have loaded, else when they have. For the
+   * per-row fields (canView, canEdit…): a list of 100 rows asks hundreds of them, and a promise each cost time.
+   */
+  withAccess<T>(check: (access: Access) => T | Promise<T>): T | Promise<T>;
   /** Removes blobs whose rows a hard delete removed (after the transaction committed). */
   removeBlobs(keys: readonly string[]): Promise<void>;
   /** Whether the visitor is on a download's team (one query per request, on first use). */
@@ -35,6 +40,11 @@ export interface Context extends Services {
 
 export function createContext(services: Services, visitor: Visitor): Context {
   let access: Promise<Access> | undefined;
+  let loaded: Access | undefined;
+  const load = () => (access ??= (visitor.isSuper
+    ? Promise.resolve(new Access(visitor, null))
+    : services.permissions.resolverFor(visitor.groupIds).then((r) => new Access(visitor, r))
+  ).then((a) => (loaded = a)));
   let teams: Promise<Set<number>> | undefined;
   const team = {
     async isTeamMember(downloadId: number) {
@@ -49,8 +59,7 @@ export function createContext(services: Services, visitor: Visitor): Context {
     visitor,
     team,
     removeBlobs: (keys) => (keys.length ? services.storage.remove(keys) : Promise.resolve()),
-    access: () => (access ??= visitor.isSuper
-      ? Promise.resolve(new Access(visitor, null))
-      : services.permissions.resolverFor(visitor.groupIds).then((r) => new Access(visitor, r))),
+    access: load,
+    withAccess: (check) => (loaded ? check(loaded) : load().then(check)),
   };
 }

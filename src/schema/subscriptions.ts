@@ -36,7 +36,7 @@ async function refresh(ctx: Context, headers: Headers): Promise<void> {
   const visitor = await visitorFromHeaders(ctx.prisma, headers, ctx.groups, ctx.auth);
   requireScopes(visitor, READ);
   const fresh = createContext(ctx, visitor);
-  Object.assign(ctx, { visitor: fresh.visitor, access: fresh.access, team: fresh.team });
+  Object.assign(ctx, { visitor: fresh.visitor, access: fresh.access, withAccess: fresh.withAccess, team: fresh.team });
 }
 
 /** Refusals that mean "not for you (now)" rather than "the stream is over". */
