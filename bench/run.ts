@@ -145,7 +145,34 @@ const baselineScenarios = (s: SeedResult): Scenario[] => [
   { name: 'baseline download get', kind: 'baseline', compare: 'download get', requests: [{ method: 'GET', path: `/api/mc-dm-downloads/${s.downloadId}/` }] },
 ];
 
-interface Figure { scenario: string; kind: string; connections: number; rps: number; p50: number; p99: number; p99Established: number; errors: number; non2xx: number; peakRssMb: number }
+interface Figure { scenario: string; kind: string; connections: number; rps: number; p50: number; p99: number; p99Established: number; errors: number; non2xx: number; peakRssMb: number; cpuMs: number | null; dbCpuMs: number | null }
+
+/** CPU time (user + system) a process has used, in ms, from /proc/<pid>/stat; null where there is no /proc. */
+function cpuMs(pid: number): number | null {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return null;
+  }
+}
+
+/** CPU time of every PostgreSQL process on this machine (its server and backends), in ms; null without /proc. */
+function postgresCpuMs(): number | null {
+  try {
+    let total = 0;
+    for (const entry of fs.readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+        if (stat.includes(' (postgres) ')) total += cpuMs(Number(entry)) ?? 0;
+      } catch { /* ended meanwhile */ }
+    }
+    return total;
+  } catch {
+    return null;
+  }
+}
 
 function rssMb(pid: number): number {
   try {
@@ -171,8 +198,16 @@ async function measure(sc: Scenario, connections: number, pid: number, url = BAS
     if (seen.has(client)) established.push(ms);
     else seen.add(client);
   });
+  const cpu0 = cpuMs(pid);
+  const db0 = opts['database-url'] ? postgresCpuMs() : null;
   const result = await instance;
+  const cpu1 = cpuMs(pid);
+  const db1 = opts['database-url'] ? postgresCpuMs() : null;
   clearInterval(sampler);
+  // CPU per request: what throughput on a shared 2-core machine hides. A PostgreSQL server's share is counted apart
+  // (a server that has the database build its JSON moves work there); backends that ended during the run are missed.
+  const perRequest = (a: number | null, b: number | null) => (a === null || b === null || result.requests.total === 0
+    ? null : Math.round(((b - a) / result.requests.total) * 1000) / 1000);
   established.sort((a, b) => a - b);
   const p99Established = established.length ? Math.round(established[Math.min(established.length - 1, Math.floor(0.99 * established.length))]!) : 0;
   return {
@@ -182,6 +217,7 @@ async function measure(sc: Scenario, connections: number, pid: number, url = BAS
     rps: Math.round((result.duration > 0 ? result.requests.total / result.duration : result.requests.average) * 10) / 10,
     p50: result.latency.p50, p99: result.latency.p99, p99Established,
     errors: result.errors + result.timeouts, non2xx: result.non2xx, peakRssMb: Math.round(peak),
+    cpuMs: perRequest(cpu0, cpu1), dbCpuMs: perRequest(db0, db1),
   };
 }
 
@@ -300,7 +336,8 @@ async function runAll(figures: Figure[], list: Scenario[], pid: number, url = BA
     for (const c of LEVELS) {
       const f = await measure(sc, c, pid, url);
       figures.push(f);
-      console.log(`  ${sc.name.padEnd(40)} c=${String(c).padStart(2)}  ${String(f.rps).padStart(8)} req/s  p50 ${f.p50} ms  p99 ${f.p99} ms (open connections ${f.p99Established} ms)${f.errors + f.non2xx ? `  (${f.errors + f.non2xx} errors)` : ''}`);
+      const cpu = f.cpuMs === null ? '' : `  CPU/req ${f.cpuMs} ms${f.dbCpuMs === null ? '' : ` + PostgreSQL ${f.dbCpuMs} ms`}`;
+      console.log(`  ${sc.name.padEnd(40)} c=${String(c).padStart(2)}  ${String(f.rps).padStart(8)} req/s  p50 ${f.p50} ms  p99 ${f.p99} ms (open connections ${f.p99Established} ms)${cpu}${f.errors + f.non2xx ? `  (${f.errors + f.non2xx} errors)` : ''}`);
     }
   }
 }
@@ -372,7 +409,14 @@ async function measureServiceAndPeer(figures: Figure[], env: Record<string, stri
   }
 }
 
-interface PeerRatio { scenario: string; connections: number; rest: number | null; graphql: number | null; peer: number; restRatio: number | null; graphqlRatio: number | null }
+interface PeerRatio {
+  scenario: string; connections: number; rest: number | null; graphql: number | null; peer: number; restRatio: number | null; graphqlRatio: number | null;
+  /** CPU per request, server and PostgreSQL together, in ms (null where not measured). */
+  cpu: { rest: number | null; graphql: number | null; peer: number | null };
+}
+
+/** Server and PostgreSQL CPU per request together (ms), when both were measured. */
+const cpuTotal = (f: Figure | undefined) => (f && f.cpuMs !== null && f.dbCpuMs !== null ? Math.round((f.cpuMs + f.dbCpuMs) * 100) / 100 : null);
 
 /** This service's req/s ÷ the peer's, per compared scenario and connection level. */
 function peerRatios(figures: Figure[], peers: PeerScenario[]): PeerRatio[] {
@@ -385,7 +429,10 @@ function peerRatios(figures: Figure[], peers: PeerScenario[]): PeerRatio[] {
       const rest = ok(figures.find((f) => f.scenario === ps.compare && f.connections === c));
       const gql = ok(figures.find((f) => f.scenario === ps.graphql && f.connections === c));
       const ratio = (f: Figure | undefined) => (f ? Math.round((f.rps / peer.rps) * 100) / 100 : null);
-      rows.push({ scenario: ps.compare, connections: c, rest: rest?.rps ?? null, graphql: gql?.rps ?? null, peer: peer.rps, restRatio: ratio(rest), graphqlRatio: ratio(gql) });
+      rows.push({
+        scenario: ps.compare, connections: c, rest: rest?.rps ?? null, graphql: gql?.rps ?? null, peer: peer.rps, restRatio: ratio(rest), graphqlRatio: ratio(gql),
+        cpu: { rest: cpuTotal(rest), graphql: cpuTotal(gql), peer: cpuTotal(peer) },
+      });
     }
   }
   return rows;
@@ -396,8 +443,10 @@ function printPeerRatios(rows: PeerRatio[], title: string): void {
   const top = Math.max(...LEVELS);
   const fmt = (v: number | null) => (v === null ? 'n/a' : String(v));
   console.log(`\n${title}\n`);
-  console.log(textTable(['scenario', 'conns', 'REST req/s', 'GraphQL req/s', 'peer req/s', 'REST ÷ peer', 'GraphQL ÷ peer'],
-    rows.map((r) => [r.scenario, String(r.connections), fmt(r.rest), fmt(r.graphql), String(r.peer), fmt(r.restRatio), fmt(r.graphqlRatio)])));
+  console.log(textTable(['scenario', 'conns', 'REST req/s', 'GraphQL req/s', 'peer req/s', 'REST ÷ peer', 'GraphQL ÷ peer', 'CPU ms/req REST / GraphQL / peer'],
+    rows.map((r) => [r.scenario, String(r.connections), fmt(r.rest), fmt(r.graphql), String(r.peer), fmt(r.restRatio), fmt(r.graphqlRatio),
+      `${fmt(r.cpu.rest)} / ${fmt(r.cpu.graphql)} / ${fmt(r.cpu.peer)}`])));
+  console.log('  (CPU ms/req: the server process and PostgreSQL together, per request, over the same runs)');
   const atTop = rows.filter((r) => r.connections === top);
   if (atTop.length === 0) return;
   console.log(`\n  At ${top} connections (target ≥ 1.0 for both faces):`);
