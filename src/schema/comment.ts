@@ -33,12 +33,14 @@ builder.prismaObject('CommentEdit', {
 });
 
 /** The parent download, loaded with the comment wherever the domain returned it. */
-const parentOf = async (c: Comment & { download?: any }, ctx: { prisma: any }) =>
-  c.download ?? ctx.prisma.download.findUniqueOrThrow({ where: { id: c.downloadId } });
-
-/** A permission check on a comment and its download: at once when both are at hand (the lists load the download). */
+/**
+ * A permission check on a comment and its download: at once when both are at hand (the lists load the download),
+ * else once the download is read.
+ */
 const onComment = (c: Comment & { download?: any }, ctx: Context, check: (a: Access, c: any, d: any) => boolean) =>
-  (c.download ? ctx.withAccess((a) => check(a, c, c.download)) : parentOf(c, ctx).then((d) => ctx.withAccess((a) => check(a, c, d))));
+  (c.download
+    ? ctx.withAccess((a) => check(a, c, c.download))
+    : ctx.prisma.download.findUniqueOrThrow({ where: { id: c.downloadId } }).then((d) => ctx.withAccess((a) => check(a, c, d))));
 
 export const CommentRef = builder.prismaObject('Comment', {
   description: 'A discussion entry on a download. Reading needs mc_dm_download:read and the viewComments permission in the download\'s category; moderated and deleted comments are shown as CommentState says.',
