@@ -12,7 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { promisify } from 'node:util';
-import { serviceArgs } from './service.js';
+import { SERVICE_ENV, serviceArgs } from './service.js';
 
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -68,7 +68,7 @@ async function main() {
 
   const service: ChildProcess = spawn(process.execPath, serviceArgs(), {
     cwd: root, stdio: ['ignore', 'ignore', 'inherit'],
-    env: { ...process.env, DATA_DIR: path.join(dir, 'data'), PORT: String(PORT), DM_BOOTSTRAP_KEY: KEY, LOG_LEVEL: 'warn', MAX_UPLOAD_BYTES: String(SIZE * 2) },
+    env: { ...process.env, ...SERVICE_ENV, DATA_DIR: path.join(dir, 'data'), PORT: String(PORT), DM_BOOTSTRAP_KEY: KEY, LOG_LEVEL: 'warn', MAX_UPLOAD_BYTES: String(SIZE * 2) },
   });
   try {
     for (let i = 0; ; i++) {

@@ -23,7 +23,7 @@ import pg from 'pg';
 import { openDatabase } from '../src/db/client.js';
 import { seed, grow, sizeFor, type SeedResult, type SeedSize } from './seed.js';
 import { summarize, type CpuProfile } from './cpu-profile.js';
-import { serviceArgs } from './service.js';
+import { SERVICE_ENV, serviceArgs } from './service.js';
 import { peerScenarios, type PeerScenario, type Rows } from './peer-scenarios.js';
 import { routes } from '../rest-adapter/routes.js';
 import { startApp } from '../src/app.js';
@@ -266,7 +266,7 @@ function start(script: 'service' | `bench/${string}`, env: Record<string, string
     : ['--import', 'tsx', script];
   // NODE_ENV=production for every server measured, as they would be deployed (graphql-js skips its development checks).
   const child = spawn(process.execPath, args, {
-    cwd: root, env: { ...process.env, NODE_ENV: 'production', ...env }, stdio: ['ignore', 'ignore', 'inherit'],
+    cwd: root, env: { ...process.env, NODE_ENV: 'production', ...(script === 'service' ? SERVICE_ENV : {}), ...env }, stdio: ['ignore', 'ignore', 'inherit'],
   });
   return child;
 }

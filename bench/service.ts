@@ -15,3 +15,6 @@ export function serviceArgs(nodeFlags: string[] = []): string[] {
   }
   return [...nodeFlags, path.join(root, 'dist/src/main.js')];
 }
+
+/** The environment `npm start` gives the service (package.json): glibc's malloc limited to two arenas. */
+export const SERVICE_ENV: Record<string, string> = { MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2' };

@@ -21,7 +21,7 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { summarize, type CpuProfile } from './cpu-profile.js';
-import { serviceArgs } from './service.js';
+import { SERVICE_ENV, serviceArgs } from './service.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { values: opts } = parseArgs({
@@ -77,7 +77,8 @@ async function gql(query: string, variables: Record<string, unknown> = {}, asUse
 async function memory(): Promise<string> {
   const text = await (await fetch(`${BASE}/metrics`, { headers: { 'Forum-Api-Key': KEY } })).text();
   const mb = (name: string) => (Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN) / 1024 / 1024).toFixed(0);
-  return `heap used ${mb('dcs_nodejs_heap_size_used_bytes')} of ${mb('dcs_nodejs_heap_size_total_bytes')} MB, external ${mb('dcs_nodejs_external_memory_bytes')} MB`;
+  const space = (name: string) => mb(`dcs_nodejs_heap_space_size_total_bytes\\{space="${name}"\\}`);
+  return `heap used ${mb('dcs_nodejs_heap_size_used_bytes')} of ${mb('dcs_nodejs_heap_size_total_bytes')} MB (young ${space('new')}, old ${space('old')}), external ${mb('dcs_nodejs_external_memory_bytes')} MB`;
 }
 
 /** What the attacks got back, by attack and status (or "closed" for a socket the server ended). */
@@ -156,7 +157,7 @@ async function main() {
   const profDir = path.join(dir, 'prof');
   // --gc: the service collects garbage on SIGUSR2, so the end of a round also shows what a full collection leaves.
   const gcHook = ['--expose-gc', '--import', 'data:text/javascript,process.on("SIGUSR2", () => globalThis.gc({ type: "major", execution: "sync", flavor: "last-resort" }))'];
-  const service = spawn(process.execPath, serviceArgs([...(opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), ...(opts.gc ? gcHook : [])]), { cwd: root, stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, ...env } });
+  const service = spawn(process.execPath, serviceArgs([...(opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), ...(opts.gc ? gcHook : [])]), { cwd: root, stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, ...SERVICE_ENV, ...env } });
   try {
     for (let i = 0; ; i++) {
       try { if ((await fetch(`${BASE}/readyz`)).ok) break; } catch { /* starting */ }

@@ -13,6 +13,7 @@ import { createLogger, type Logger } from './log.js';
 import { schema } from './schema/index.js';
 import type { Services } from './schema/context.js';
 import { createRequestHandler } from './http/server.js';
+import { releaseMemoryWhenIdle } from './http/idle-memory.js';
 import { RateLimits } from './http/rate-limit.js';
 import { LocalStorage } from './files/storage/local.js';
 // The S3 SDK is loaded only when STORAGE=s3 (it is a large part of the modules a start would otherwise load).
@@ -125,6 +126,10 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
     const stopPurge = schedulePurge(db.prisma, storage, config.softDeleteRetentionDays, log);
     const stopRevalidation = scheduleRevalidation(db.prisma, storage, config.externalUrlAllowPrivate, log);
     const stopReclaim = scheduleReclaim(db.prisma, storage, log);
+    const stopIdleRelease = releaseMemoryWhenIdle(server, {
+      idleMs: config.memoryReleaseIdleSeconds * 1000,
+      onRelease: (before, after) => log.debug({ heapMb: { before: Math.round(before / 2 ** 20), after: Math.round(after / 2 ** 20) } }, 'memory released while idle'),
+    });
     return {
       url, server, db, services, log, generatedKey,
       async close({ graceMs = 0 } = {}) {
@@ -132,6 +137,7 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
         stopPurge();
         stopRevalidation();
         stopReclaim();
+        stopIdleRelease();
         const drained = new Promise<void>((resolve) => server.close(() => resolve()));
         // Keep-alive connections become idle as their last request ends: close them as they do.
         server.closeIdleConnections?.();

@@ -39,6 +39,8 @@ export interface Config {
   maxConcurrentOperations: number;
   /** Non-file fields of one multipart request. */
   maxMultipartFields: number;
+  /** Seconds without a request after which memory grown under load is given back (src/http/idle-memory.ts); 0: never. */
+  memoryReleaseIdleSeconds: number;
   /** Origins allowed by CORS: empty (CORS off), a list, or ['*'] (any origin, never with credentials). */
   corsOrigins: string[];
   /** HTTP server deadlines, in seconds (see docs/security.md). */
@@ -152,6 +154,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     maxConcurrentUploads: int(env, 'MAX_CONCURRENT_UPLOADS', 16, 1),
     maxConcurrentOperations: int(env, 'MAX_CONCURRENT_OPERATIONS', 8),
     maxMultipartFields: int(env, 'MAX_MULTIPART_FIELDS', 100, 1),
+    memoryReleaseIdleSeconds: int(env, 'MEMORY_RELEASE_IDLE_SECONDS', 10),
     corsOrigins: origins(env),
     http: {
       headersTimeout: int(env, 'HTTP_HEADERS_TIMEOUT_SECONDS', 10, 1),

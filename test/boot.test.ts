@@ -238,6 +238,9 @@ describe('npm start as a process', () => {
       const pids = fs.readFileSync(children, 'utf8').trim().split(/\s+/);
       expect(pids).toHaveLength(1);
       expect(fs.readFileSync(`/proc/${pids[0]}/cmdline`, 'utf8').split('\0').filter(Boolean)).toEqual([expect.stringMatching(/node$/), 'dist/src/main.js']);
+      // glibc's malloc limited to two arenas (docs/deploy.md, Memory), unless the environment chose otherwise.
+      const environ = fs.readFileSync(`/proc/${pids[0]}/environ`, 'utf8').split('\0');
+      expect(environ).toContain(`MALLOC_ARENA_MAX=${process.env.MALLOC_ARENA_MAX ?? 2}`);
     }
     const t0 = Date.now();
     child.kill('SIGTERM');

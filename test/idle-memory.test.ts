@@ -1,0 +1,105 @@
+// Memory given back once load has passed (src/http/idle-memory.ts): never while a request is in flight, once per idle
+// period, only when the heap grew; and the collector it uses really shrinks the heap without exposing `gc`.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import v8 from 'node:v8';
+import { afterEach, describe, expect, it } from 'vitest';
+import { memoryReducingCollector, releaseMemoryWhenIdle } from '../src/http/idle-memory.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const MB = 1024 * 1024;
+
+describe('releasing memory when idle', () => {
+  let server: http.Server;
+  let stop = () => {};
+  afterEach(async () => {
+    stop();
+    server?.closeAllConnections();
+    await new Promise((r) => server?.close(r));
+  });
+
+  /** A server whose /slow requests stay in flight until `finish()`; a fake heap the test sets. */
+  async function harness(idleMs: number) {
+    let finish = () => {};
+    server = http.createServer((req, res) => {
+      if (req.url === '/slow') finish = () => res.end('slow');
+      else res.end('ok');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const heap = { bytes: 100 * MB };
+    const releases: [number, number][] = [];
+    stop = releaseMemoryWhenIdle(server, {
+      idleMs,
+      heapBytes: () => heap.bytes,
+      collect: async () => { heap.bytes = 90 * MB; },
+      onRelease: (before, after) => releases.push([before / MB, after / MB]),
+    });
+    return { url, heap, releases, finish: () => finish() };
+  }
+
+  it('waits for the last request in flight, then releases once per idle period', async () => {
+    const h = await harness(400);
+    h.heap.bytes = 150 * MB; // grown under load
+    const slow = fetch(`${h.url}/slow`);
+    await sleep(900);
+    expect(h.releases).toEqual([]); // a request is still in flight
+    h.finish();
+    await (await slow).text();
+    await sleep(50);
+    expect(h.releases).toEqual([]); // not idle for long enough yet
+    await sleep(1000);
+    expect(h.releases).toEqual([[150, 90]]);
+    await sleep(600);
+    expect(h.releases).toHaveLength(1); // idle, nothing grew: nothing to give back
+  });
+
+  it('does nothing while requests keep coming, and nothing when the heap did not grow', async () => {
+    const h = await harness(500);
+    h.heap.bytes = 300 * MB;
+    for (let i = 0; i < 15; i++) {
+      expect(await (await fetch(h.url)).text()).toBe('ok');
+      await sleep(50);
+    }
+    expect(h.releases).toEqual([]);
+    await sleep(1100);
+    expect(h.releases).toEqual([[300, 90]]);
+    // Grown by less than 16 MB since the last release: not worth a collection.
+    h.heap.bytes = 100 * MB;
+    await (await fetch(h.url)).text();
+    await sleep(1100);
+    expect(h.releases).toHaveLength(1);
+    // Grown by more: released again after the next idle period.
+    h.heap.bytes = 120 * MB;
+    await (await fetch(h.url)).text();
+    await sleep(1100);
+    expect(h.releases).toEqual([[300, 90], [120, 90]]);
+    // V8 shrank the heap on its own: growth counts from there, not from the last release.
+    h.heap.bytes = 60 * MB;
+    await sleep(1100);
+    h.heap.bytes = 80 * MB;
+    await (await fetch(h.url)).text();
+    await sleep(1100);
+    expect(h.releases).toEqual([[300, 90], [120, 90], [80, 90]]);
+  });
+
+  it('0 turns it off', async () => {
+    server = http.createServer((_q, s) => s.end());
+    const off = releaseMemoryWhenIdle(server, { idleMs: 0, collect: async () => { throw new Error('must not run'); } });
+    expect(server.listenerCount('request')).toBe(1); // only the server's own handler
+    off();
+  });
+
+  it('the collector shrinks a heap grown by garbage, and leaves no global gc behind', async () => {
+    const hadGc = typeof (globalThis as { gc?: unknown }).gc === 'function';
+    const collect = memoryReducingCollector();
+    let garbage: unknown[] | null = Array.from({ length: 1_500_000 }, (_, i) => ({ i, s: `row ${i}` }));
+    const grown = v8.getHeapStatistics().total_heap_size;
+    expect((garbage as unknown[]).length).toBe(1_500_000);
+    garbage = null;
+    await collect();
+    const after = v8.getHeapStatistics().total_heap_size;
+    expect(grown - after).toBeGreaterThan(50 * MB);
+    expect(typeof (globalThis as { gc?: unknown }).gc === 'function').toBe(hadGc);
+  });
+});
