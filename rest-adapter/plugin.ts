@@ -4,20 +4,21 @@ import { Readable } from 'node:stream';
 import busboy from 'busboy';
 import { Kind, validate, type DocumentNode, type ExecutionResult, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-// The executor Yoga itself runs on /graphql: both faces execute operations the same way.
-import { normalizedExecutor } from '@graphql-tools/executor';
 import { ApiError, headersOf, toErrorItem, type ErrorBodyItem } from '../src/errors.js';
 import { deadline } from '../src/http/limits.js';
 import { addPairs, Opaque, toVariables, type Raw, type RawFields } from './inputs.js';
 import { envelope, errorBody } from './envelope.js';
 import type { Route } from './routes.js';
 import { enumTree, lowerEnums, type EnumTree } from './enums.js';
+import { beforeDeadline, routeOperation, type RunOperation } from './execute.js';
 
 interface CompiledRoute extends Route {
   pattern: RegExp;
   operation: OperationDefinitionNode;
   rootField: string;
   enums: EnumTree;
+  /** Executes the route's document (compiled on first use). */
+  run: RunOperation;
 }
 
 /**
@@ -31,7 +32,7 @@ export function routeProblems(schema: GraphQLSchema, routes: Route[]): string[] 
 }
 
 /** Parses nothing at request time: the documents are parsed into the route table at build time (codegen). */
-export function compileRoutes(schema: GraphQLSchema, routes: Route[]): CompiledRoute[] {
+export function compileRoutes(schema: GraphQLSchema, routes: Route[], onFallback: (route: Route, reason: unknown) => void = () => {}): CompiledRoute[] {
   return routes.map((route) => {
     const doc = route.document as DocumentNode;
     const operation = doc.definitions.find((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION);
@@ -40,7 +41,8 @@ export function compileRoutes(schema: GraphQLSchema, routes: Route[]): CompiledR
     const source = route.path.replace(/\/+$/, '').replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:([a-z_]+)/g, '(?<$1>[^/]+)');
     const rootField = root.alias?.value ?? root.name.value;
     const enums = (enumTree(schema, doc, operation).get(rootField) as EnumTree | undefined) ?? new Map();
-    return { ...route, pattern: new RegExp(`^${source}/?$`), operation, rootField, enums };
+    const run = routeOperation(schema, doc, (reason) => onFallback(route, reason));
+    return { ...route, pattern: new RegExp(`^${source}/?$`), operation, rootField, enums, run };
   });
 }
 
@@ -272,7 +274,8 @@ function fail(items: ErrorBodyItem[], headers?: Record<string, string>): Respons
 }
 
 export function restAdapter(options: RestAdapterOptions): Plugin {
-  const compiled = compileRoutes(options.schema, options.routes);
+  const compiled = compileRoutes(options.schema, options.routes, (route, reason) => options.onUnexpectedError(
+    new Error(`REST route ${route.method} ${route.path}: graphql-jit cannot compile its document, so it runs on the interpreting executor: ${String((reason as Error)?.message ?? reason)}`)));
 
   const itemOf = (err: unknown): ErrorBodyItem => {
     const item = toErrorItem(err);
@@ -308,12 +311,12 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
       const variableValues = toVariables(options.schema, hit.r.operation, raw);
       const limit = deadline(options.limits.timeoutMs, request.signal);
       let result: ExecutionResult;
-      let admitted: (() => void) | undefined;
       try {
-        admitted = await options.admit?.(contextValue, limit.signal);
-        result = await normalizedExecutor({ schema: options.schema, document: hit.r.document as DocumentNode, variableValues, contextValue, signal: limit.signal }) as ExecutionResult;
+        const admitted = await options.admit?.(contextValue, limit.signal);
+        // The fair-share slot is held until the work ends, even when the answer went out at the deadline.
+        const work = hit.r.run(variableValues, contextValue, limit.signal).finally(() => admitted?.());
+        result = await beforeDeadline(work, limit);
       } finally {
-        admitted?.();
         limit.clear();
       }
       if (result.errors?.length) return fail(result.errors.map(itemOf), headersOf(result.errors[0]));

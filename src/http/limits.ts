@@ -41,6 +41,13 @@ export function operationTimeout(limit: number): ApiError {
 /** graphql-armor reports "…limit of N exceeded, found M." on its rejections: M is the figure of `params.value`. */
 const found = (err: GraphQLError, fallback: number) => Number(/found (\d+)/.exec(err.message)?.[1] ?? fallback);
 
+export interface Deadline {
+  signal: AbortSignal;
+  clear(): void;
+  /** Whether the deadline has passed (reading the clock: the timer may not have had its turn yet) or the client went away. */
+  expired(): boolean;
+}
+
 /**
  * Aborts after `ms` with `operation_timeout`, or with `outer` (the client went away); `clear()` when done.
  * The executor calls `signal.throwIfAborted()` before each field: every 16th call also reads the clock, so an operation
@@ -49,7 +56,7 @@ const found = (err: GraphQLError, fallback: number) => Number(/found (\d+)/.exec
  * microtask, as a timer's would land between two synchronous stretches of the executor: aborting in the middle of
  * one would leave the promises of the fields it already started without a handler.
  */
-export function deadline(ms: number, outer?: AbortSignal | null): { signal: AbortSignal; clear(): void } {
+export function deadline(ms: number, outer?: AbortSignal | null): Deadline {
   const controller = new AbortController();
   const end = performance.now() + ms;
   let queued = false;
@@ -72,7 +79,14 @@ export function deadline(ms: number, outer?: AbortSignal | null): { signal: Abor
     }
     throwIfAborted();
   };
-  return { signal, clear: () => { clearTimeout(timer); outer?.removeEventListener('abort', onOuter); } };
+  return {
+    signal,
+    clear: () => { clearTimeout(timer); outer?.removeEventListener('abort', onOuter); },
+    expired: () => {
+      if (performance.now() >= end) expire();
+      return signal.aborted;
+    },
+  };
 }
 
 export function operationLimitsPlugin(limits: GraphqlLimits): Plugin {
