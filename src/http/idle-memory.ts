@@ -1,9 +1,10 @@
 // Gives memory back once a burst of load has passed. Under load V8 sizes its heap to the allocation rate (the young
 // generation alone grows to 32 MB) and keeps that size until its own memory reducer runs, which it may not do for
 // minutes: RSS stays 100 MB and more above what the service needs once idle. When no request has been in flight
-// for `idleMs`, and the heap has grown by `growthBytes` since the last release, this runs one memory-reducing
-// collection (what V8 does on a low-memory notification: every space compacted, the young generation shrunk). It
-// never runs while a request is in flight, and at most once per idle period.
+// for `idleMs` and V8 holds `slackBytes` or more of heap it does not use, this runs one memory-reducing collection
+// (what V8 does on a low-memory notification: the young generation shrunk back, the old one compacted as far as V8
+// goes in one pass). It never runs while a request is in flight, and at most once per idle period (only after
+// requests were served since the last one).
 import type http from 'node:http';
 import v8 from 'node:v8';
 import vm from 'node:vm';
@@ -30,44 +31,46 @@ export function memoryReducingCollector(): Collect {
 
 export interface IdleMemoryOptions {
   idleMs: number;
-  /** Heap growth since the last release that makes a release worth it (default 16 MB). */
-  growthBytes?: number;
+  /** Heap committed but not in use that makes a release worth it (default 16 MB). */
+  slackBytes?: number;
   collect?: Collect;
-  heapBytes?: () => number;
-  /** After each release: the heap before and after, in bytes. */
+  heap?: () => { total: number; used: number };
+  /** After each release: the heap committed before and after, in bytes. */
   onRelease?(before: number, after: number): void;
 }
 
+const v8Heap = () => {
+  const h = v8.getHeapStatistics();
+  return { total: h.total_heap_size, used: h.used_heap_size };
+};
+
 /** Watches `server`'s requests; returns a function that stops watching. `idleMs` 0 turns it off. */
 export function releaseMemoryWhenIdle(server: http.Server, options: IdleMemoryOptions): () => void {
-  const { idleMs, growthBytes = 16 * 1024 * 1024 } = options;
+  const { idleMs, slackBytes = 16 * 1024 * 1024, heap = v8Heap } = options;
   if (idleMs <= 0) return () => {};
   const collect = options.collect ?? memoryReducingCollector();
-  const heapBytes = options.heapBytes ?? (() => v8.getHeapStatistics().total_heap_size);
   let inFlight = 0;
   let lastActivity = performance.now();
-  let baseline = heapBytes();
+  // Requests since the last release: without any, the heap is as the last release (or V8) left it.
+  let served = 0;
   let collecting = false;
 
   const onRequest = (_req: http.IncomingMessage, res: http.ServerResponse) => {
     inFlight++;
+    served++;
     lastActivity = performance.now();
     res.once('close', () => { inFlight--; lastActivity = performance.now(); });
   };
   server.on('request', onRequest);
 
   const check = () => {
-    if (collecting) return;
-    const now = heapBytes();
-    // Growth counts from the smallest heap since the last release: V8 may have shrunk it on its own meanwhile.
-    baseline = Math.min(baseline, now);
-    if (inFlight > 0 || performance.now() - lastActivity < idleMs || now < baseline + growthBytes) return;
-    const before = now;
+    if (collecting || served === 0 || inFlight > 0 || performance.now() - lastActivity < idleMs) return;
+    const before = heap();
+    // Worth it only when V8 holds memory it does not use: the young generation sized for the load, emptied pages.
+    if (before.total - before.used < slackBytes) return;
+    served = 0;
     collecting = true;
-    collect().then(() => {
-      baseline = heapBytes();
-      options.onRelease?.(before, baseline);
-    }, () => {}).finally(() => { collecting = false; });
+    collect().then(() => options.onRelease?.(before.total, heap().total), () => {}).finally(() => { collecting = false; });
   };
   const timer = setInterval(check, Math.max(50, Math.floor(idleMs / 4)));
   timer.unref();
