@@ -6,6 +6,7 @@
 import type { DocumentNode, ExecutionResult, GraphQLSchema } from 'graphql';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import { normalizedExecutor } from '@graphql-tools/executor';
+import type { Deadline } from '../src/http/limits.js';
 
 export type RunOperation = (variableValues: Record<string, unknown>, contextValue: unknown, signal: AbortSignal) => Promise<ExecutionResult>;
 
@@ -27,13 +28,8 @@ export function routeOperation(schema: GraphQLSchema, document: DocumentNode, on
       return interpreted;
     }
     const query = compiled.query;
-    return (variableValues, contextValue) => {
-      try {
-        return Promise.resolve(query(undefined, contextValue, variableValues));
-      } catch (err) {
-        return Promise.reject(err);
-      }
-    };
+    // async: a synchronous throw becomes a rejection, like the interpreting executor's.
+    return async (variableValues, contextValue) => query(undefined, contextValue, variableValues);
   };
   return (variableValues, contextValue, signal) => (run ??= compile())(variableValues, contextValue, signal);
 }
@@ -44,7 +40,7 @@ export function routeOperation(schema: GraphQLSchema, document: DocumentNode, on
  * embedded database every await of an operation can settle as a microtask, so the deadline's timer never gets a turn
  * before the end.
  */
-export function beforeDeadline<T>(work: Promise<T>, limit: { signal: AbortSignal; expired(): boolean }): Promise<T> {
+export function beforeDeadline<T>(work: Promise<T>, limit: Pick<Deadline, 'signal' | 'expired'>): Promise<T> {
   const { signal } = limit;
   if (limit.expired()) {
     work.catch(() => {}); // finishes in the background; its outcome is no longer anyone's

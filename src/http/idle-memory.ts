@@ -16,8 +16,7 @@ type Collect = () => Promise<unknown>;
  * the function is not a global the application (or a dependency) could call.
  */
 export function memoryReducingCollector(): Collect {
-  const existing = (globalThis as { gc?: (o: object) => unknown }).gc;
-  let gc = existing;
+  let gc = (globalThis as { gc?: (o: object) => unknown }).gc;
   if (typeof gc !== 'function') {
     v8.setFlagsFromString('--expose-gc');
     try {
