@@ -1,17 +1,50 @@
 // The PostgreSQL server's pool never loses a connection: a transaction's connection comes back or is closed whatever
-// ended it, a session the server ended stops counting, and closing (SIGTERM) ends in time with a connection still
-// checked out. The embedded database has no pool. Skipped without a PostgreSQL server (TEST_DATABASE_URL).
+// ended it, a statement still running when its transaction is rolled back is cancelled rather than waited for, a
+// session the server ended stops counting, and closing (SIGTERM) ends in time with a connection still checked out.
+// The embedded database has no pool. Skipped without a PostgreSQL server (TEST_DATABASE_URL), but for the cancel
+// request's own failures.
+import net from 'node:net';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../src/db/client.js';
+import { cancelStatement } from '../src/db/pool.js';
 import { freshPostgres, startTestApp } from './helpers/app.js';
 
 const never = new Promise<never>(() => {});
 /** Resolves to `value` after `ms`, for races. */
 const after = <T,>(ms: number, value: T) => new Promise<T>((resolve) => setTimeout(() => resolve(value), ms));
+
+describe('a cancel request that cannot be sent', () => {
+  it('settles, without an error, when nothing listens or the session has no key', async () => {
+    // A port nothing listens on: taken, then freed.
+    const server = net.createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as net.AddressInfo).port;
+    await new Promise((resolve) => server.close(resolve));
+    const client = { processID: 1234, secretKey: 5678, host: '127.0.0.1', port } as unknown as pg.ClientBase;
+    await expect(cancelStatement(client)).resolves.toBeUndefined();
+    await expect(cancelStatement({ host: '127.0.0.1', port } as unknown as pg.ClientBase)).resolves.toBeUndefined();
+  });
+
+  it('gives up after its time limit on a server that never closes', async () => {
+    const sockets: net.Socket[] = [];
+    const server = net.createServer((socket) => { sockets.push(socket); });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const client = { processID: 1234, secretKey: 5678, host: '127.0.0.1', port: (server.address() as net.AddressInfo).port } as unknown as pg.ClientBase;
+      const t0 = performance.now();
+      await cancelStatement(client);
+      expect(performance.now() - t0).toBeGreaterThan(1500);
+      expect(sockets).toHaveLength(1);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
 
 describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL server: the pool', () => {
   let fresh: Awaited<ReturnType<typeof freshPostgres>>;
@@ -78,6 +111,92 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL server: the pool', (
     await admin.query('SELECT pg_terminate_backend($1)', [pid]);
     await expect(gone).rejects.toThrow();
     expect(await answers(db)).toBe(true);
+    expect(db.connections()).toMatchObject({ total: 1, waiting: 0 });
+  });
+
+  /** Sessions of the test database running `pattern` (pg_stat_activity), polled for up to `ms` until none is. */
+  const running = async (pattern: string, ms = 2000) => {
+    const until = performance.now() + ms;
+    for (;;) {
+      const { rows } = await admin.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND query LIKE $1", [pattern]);
+      if (rows[0]!.n === 0 || performance.now() > until) return rows[0]!.n;
+      await after(50, null);
+    }
+  };
+  /** The server process behind the pool's (one) idle connection. */
+  const backend = async (db: Database) => (await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid'))[0]!.pid;
+
+  it('a transaction that times out during a statement: the caller fails at once, the connection is back, the server stops the statement', async () => {
+    const db = await open(1);
+    const t0 = performance.now();
+    const outcome = await Promise.race([
+      db.prisma.$transaction(async (tx) => { await tx.$executeRawUnsafe('SELECT pg_sleep(30) /* timed-out */'); }, { timeout: 300 })
+        .then(() => 'committed', (err: Error) => err),
+      after(5000, 'hung'),
+    ]);
+    expect(outcome).toBeInstanceOf(Error);
+    expect(String(outcome)).toMatch(/Transaction already closed/);
+    expect(performance.now() - t0).toBeLessThan(1500);
+    // Pool size 1: a query answering means the connection came back (or was replaced).
+    expect(await answers(db)).toBe(true);
+    expect(performance.now() - t0).toBeLessThan(2500);
+    expect(db.connections()).toMatchObject({ total: 1, waiting: 0 });
+    expect(await running('%pg_sleep(30) /* timed-out */%')).toBe(0);
+  });
+
+  it('a transaction that times out waiting for a row lock: the wait ends on the server, the lock holder keeps its lock', async () => {
+    const db = await open(1);
+    await db.query('CREATE TABLE locked_row (n int PRIMARY KEY)');
+    await db.query('INSERT INTO locked_row VALUES (1)');
+    const holder = new pg.Client({ connectionString: fresh.url });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT * FROM locked_row WHERE n = 1 FOR UPDATE');
+      const t0 = performance.now();
+      await expect(db.prisma.$transaction(async (tx) => {
+        await tx.$executeRawUnsafe('UPDATE locked_row SET n = 2 WHERE n = 1 /* lock-wait */');
+      }, { timeout: 300 })).rejects.toThrow(/Transaction already closed/);
+      expect(performance.now() - t0).toBeLessThan(1500);
+      expect(await answers(db)).toBe(true);
+      expect(await running('%/* lock-wait */%')).toBe(0);
+      // The holder's transaction is untouched: it still answers and commits.
+      await holder.query('UPDATE locked_row SET n = 3 WHERE n = 1');
+      await holder.query('COMMIT');
+      expect(await db.query('SELECT n FROM locked_row')).toEqual([{ n: 3 }]);
+    } finally {
+      await holder.end();
+    }
+  });
+
+  it('a rollback with a statement still running elsewhere in the transaction (a failed sibling) does not wait for it', async () => {
+    const db = await open(1);
+    const t0 = performance.now();
+    await expect(db.prisma.$transaction(async (tx) => {
+      await Promise.all([tx.$executeRawUnsafe('SELECT pg_sleep(30) /* sibling */'), after(100, null).then(() => { throw new Error('the other half failed'); })]);
+    }, { timeout: 60_000 })).rejects.toThrow('the other half failed');
+    expect(performance.now() - t0).toBeLessThan(1500);
+    expect(await answers(db)).toBe(true);
+    expect(await running('%pg_sleep(30) /* sibling */%')).toBe(0);
+  });
+
+  it('transactions that commit or roll back with nothing running keep their connection, and cancel nothing', async () => {
+    const db = await open(1);
+    await db.query('CREATE TABLE kept (n int)');
+    const pid = await backend(db);
+    await db.prisma.$transaction(async (tx) => { await tx.$executeRawUnsafe('INSERT INTO kept VALUES (1)'); }, { timeout: 500 });
+    await expect(db.prisma.$transaction(async (tx) => {
+      await tx.$executeRawUnsafe('INSERT INTO kept VALUES (2)');
+      throw new Error('changed my mind');
+    }, { timeout: 500 })).rejects.toThrow('changed my mind');
+    // A transaction that ends close to its timeout, its statement done.
+    await db.prisma.$transaction(async (tx) => { await tx.$executeRawUnsafe('SELECT pg_sleep(0.3)'); }, { timeout: 500 });
+    // Statements on the same connection afterwards run to their end: no cancel was sent for it.
+    expect(await db.query('SELECT 1 AS n FROM pg_sleep(0.5)')).toEqual([{ n: 1 }]);
+    expect(await db.query('SELECT n FROM kept')).toEqual([{ n: 1 }]);
+    // The same server process: the connection was reused, not replaced.
+    expect(await backend(db)).toBe(pid);
     expect(db.connections()).toMatchObject({ total: 1, waiting: 0 });
   });
 

@@ -130,11 +130,11 @@ function statementName(sql: string): string {
 
 async function openPostgres(url: string, poolSize: number): Promise<Database> {
   let statements = 0;
-  const { pool, destroy, end } = openPool(url, poolSize, (client) => {
+  const { pool, destroy, cancel, end } = openPool(url, poolSize, (client) => {
     const query = client.query.bind(client);
     client.query = ((...args: unknown[]) => { statements++; return (query as any)(...args); }) as typeof client.query;
   });
-  const prisma = new PrismaClient({ adapter: withReleasedTransactions(new PrismaPg(pool), destroy) });
+  const prisma = new PrismaClient({ adapter: withReleasedTransactions(new PrismaPg(pool), { destroy, cancel }) });
   return {
     kind: 'postgres',
     connections: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),

@@ -1,6 +1,7 @@
 // The connection pool to a PostgreSQL server, with what the rest of the service relies on: a connection the server
 // ended stops counting at once (even while checked out), and ending the pool takes at most a given time, whatever
 // is still checked out (the service's shutdown grace period bounds it).
+import net from 'node:net';
 import pg from 'pg';
 
 /**
@@ -18,6 +19,11 @@ export interface Pool {
    * needed), and the holder's own release later does nothing. For a connection in a state nobody can vouch for.
    */
   destroy(client: pg.PoolClient, reason: Error): void;
+  /**
+   * Asks the server to stop the statement a connection is running (see cancelStatement): settles once the server
+   * has taken the request, or it failed, or after `CANCEL_TIMEOUT_MS`; never rejects.
+   */
+  cancel(client: pg.PoolClient): Promise<void>;
   /**
    * Ends the pool (once; later calls share the first): connections still checked out after `deadlineMs` are
    * destroyed, and it returns without waiting for them.
@@ -52,6 +58,7 @@ export function openPool(url: string, size: number, onConnect: (client: pg.PoolC
   return {
     pool,
     destroy,
+    cancel: cancelStatement,
     end(deadlineMs) {
       return (ending ??= (async () => {
         const ended = pool.end();
@@ -63,4 +70,37 @@ export function openPool(url: string, size: number, onConnect: (client: pg.PoolC
       })());
     },
   };
+}
+
+/** How long sending a cancel request may take (connecting included) before it is given up. */
+export const CANCEL_TIMEOUT_MS = 2_000;
+
+/**
+ * Sends PostgreSQL's cancel request for `client`'s server process: a short connection of its own (no pool slot, no
+ * login) carrying the process id and secret key the server gave the session, after which the server interrupts the
+ * statement that session runs, if any, as pg_cancel_backend would. The server answers nothing and closes the
+ * connection; a failure (server unreachable) is ignored: the caller has already given up on the statement. The request
+ * is sent unencrypted, as libpq and node-postgres do: it carries only the key, which is worth nothing once the
+ * session has ended. node-postgres has `Client#cancel`, but it needs the query object (a deprecated accessor) and its
+ * connection's errors have no listener; the message is 16 bytes.
+ */
+export function cancelStatement(client: pg.ClientBase): Promise<void> {
+  const { processID, secretKey, host, port } = client as pg.ClientBase & { processID?: number; secretKey?: number; host: string; port: number };
+  if (processID == null || secretKey == null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const socket = host?.startsWith('/') ? net.connect(`${host}/.s.PGSQL.${port}`) : net.connect(port, host);
+    const done = () => { clearTimeout(timer); socket.destroy(); resolve(); };
+    const timer = setTimeout(done, CANCEL_TIMEOUT_MS);
+    socket.on('error', done);
+    socket.on('close', done);
+    socket.on('connect', () => {
+      const message = Buffer.alloc(16);
+      message.writeInt32BE(16, 0); // length
+      message.writeInt32BE(80877102, 4); // the CancelRequest code: 1234 << 16 | 5678
+      message.writeInt32BE(processID, 8);
+      message.writeInt32BE(secretKey, 12);
+      // The server closes its end once it has signalled the session: waiting for that makes the cancel done.
+      socket.end(message);
+    });
+  });
 }
