@@ -13,25 +13,39 @@ for (const [name, model] of Object.entries(getDatamodel().datamodel.models)) {
 
 const built = new Map<string, string>();
 
+/** The scalar and enum columns of `model`, in the datamodel's order. */
+export function columnsOf(model: string): readonly string[] {
+  const spec = models.get(model);
+  if (!spec) throw new Error(`No model ${model} in the Prisma datamodel`);
+  return spec.columns;
+}
+
 /**
  * SQL for row `alias` of `model` as JSON, in the form `revive` reads: BigInt columns are sent as text, so values past
- * 2^53 stay exact (JSON numbers would round them). Built once per model and alias.
+ * 2^53 stay exact (JSON numbers would round them). `columns` (some of the model's, in the datamodel's order) limits
+ * the object to those; every column when absent. Built once per model, alias and column set.
  */
-export function jsonOf(model: string, alias: string): string {
-  const key = `${model} ${alias}`;
+export function jsonOf(model: string, alias: string, columns?: readonly string[]): string {
+  const key = columns ? `${model} ${alias} ${columns.join(',')}` : `${model} ${alias}`;
   let sql = built.get(key);
-  if (sql === undefined) built.set(key, sql = buildJsonOf(model, alias));
+  if (sql === undefined) {
+    sql = buildJsonOf(model, alias, columns);
+    // Column sets come from the operations' selections, which are few; the bound only guards against a flood.
+    if (built.size < 1000) built.set(key, sql);
+  }
   return sql;
 }
 
-function buildJsonOf(model: string, alias: string): string {
+function buildJsonOf(model: string, alias: string, columns?: readonly string[]): string {
   const spec = models.get(model);
   if (!spec) throw new Error(`No model ${model} in the Prisma datamodel`);
+  const names = columns ?? spec.columns;
+  for (const f of names) if (!spec.columns.includes(f)) throw new Error(`No column ${f} in model ${model}`);
   // json_build_object over the named columns: cheaper for the server than row_to_json or to_jsonb with the bigints
   // merged in, and BigInt columns go as text. It takes at most 100 arguments (50 columns).
-  if (spec.columns.length > 50) throw new Error(`Model ${model} has more than 50 columns: jsonOf cannot build it`);
+  if (names.length > 50) throw new Error(`Model ${model} has more than 50 columns: jsonOf cannot build it`);
   const big = new Set(spec.bigints);
-  return `json_build_object(${spec.columns.map((f) => `'${f}', ${alias}."${f}"${big.has(f) ? '::text' : ''}`).join(', ')})`;
+  return `json_build_object(${names.map((f) => `'${f}', ${alias}."${f}"${big.has(f) ? '::text' : ''}`).join(', ')})`;
 }
 
 /**

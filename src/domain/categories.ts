@@ -8,6 +8,7 @@ import { hardDeleteDownloads } from './purge.js';
 import { isWholeNumberIn, wholeNumberRange } from './numbers.js';
 import type { KeysetSpec } from './keyset.js';
 import type { Reads } from '../db/reads.js';
+import type { CategoryRead } from '../db/resource-reads.js';
 
 type Db = PrismaClient | Prisma.TransactionClient;
 
@@ -22,10 +23,13 @@ export function categoryOrderSpec(order: CategoryOrder | null | undefined, direc
   return { list: 'categories', order: o, direction: direction ?? 'desc', column: { name: CATEGORY_ORDERS[o], kind: o === 'title' ? 'string' : 'int' } };
 }
 
-/** A page of every category, read with its total in one statement; the caller drops those the visitor may not view. */
-export async function listCategories(reads: Reads, access: Access, args: CategoryListArgs, withParent = false): Promise<Page<Category>> {
+/**
+ * A page of every category, read with its total in one statement, without those the visitor may not view; `read`
+ * says whether to load each parent and which columns the caller's fields need (src/db/resource-reads.ts).
+ */
+export async function listCategories(reads: Reads, access: Access, args: CategoryListArgs, read: CategoryRead = {}): Promise<Page<Category>> {
   const w = pageWindow(args);
-  const { total, rows } = await reads.categoryPage({ spec: categoryOrderSpec(args.order, args.direction), skip: w.skip, take: w.take }, withParent);
+  const { total, rows } = await reads.categoryPage({ spec: categoryOrderSpec(args.order, args.direction), skip: w.skip, take: w.take }, read);
   return { nodes: rows.filter((c) => access.canViewCategory(c)), pagination: paginationOf(w, total) };
 }
 

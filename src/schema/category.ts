@@ -1,8 +1,8 @@
 // Category: the tree that groups downloads. Queries need mc_dm_category:read; writes need
 // mc_dm_category:write and admin rights; delete also mc_dm_category:delete_hard.
-import { queryFromInfo } from '@pothos/plugin-prisma';
 import type { Category } from '../generated/prisma/client.js';
-import { categoryParentOf } from '../db/resource-reads.js';
+import { categoryParentOf, categoryReadOf } from '../db/resource-reads.js';
+import { selectedFields } from './selected-fields.js';
 import { builder, type Types } from './builder.js';
 import { listOf, orderEnum, pageArgs } from './pagination.js';
 import { deletePayloadOf, payloadOf } from './payloads.js';
@@ -78,8 +78,8 @@ builder.queryFields((t) => ({
     description: 'Every category the visitor may view (the view permission), one page at a time, default order DISPLAY_ORDER, DESC. Needs mc_dm_category:read. The tree comes flat: use parentCategoryId or parent to rebuild it.',
     authScopes: { scope: READ },
     args: { ...pageArgs(t.arg), order: t.arg({ type: CategoryOrderEnum, required: false, description: 'Sort field (default DISPLAY_ORDER).' }) },
-    resolve: async (_r, args, ctx, info) => listCategories(ctx.reads, await ctx.access(), args,
-      categoryParentOf(queryFromInfo({ context: ctx, info, typeName: 'Category', path: ['nodes'] }) as never)),
+    // Only the columns the selected fields read: with=full's knobs are most of a row.
+    resolve: async (_r, args, ctx, info) => listCategories(ctx.reads, await ctx.access(), args, categoryReadOf(selectedFields(info, ['nodes']))),
   }),
   category: t.prismaField({
     type: 'Category',
