@@ -105,6 +105,17 @@ export function commentRelationsOf(query: Query): { user: CommentUser } | null {
   return { user };
 }
 
+/**
+ * Whether a query argument for comments selects their download (the `download` field): without it the download is
+ * read only for the permission checks, so its permission columns (DOWNLOAD_PERMISSION_COLUMNS) are enough.
+ */
+export function commentDownloadOf(query: Query): boolean {
+  return includeOf(query)?.download === true;
+}
+
+/** The download columns the permission checks read (src/permissions/access.ts, DownloadRow). */
+const DOWNLOAD_PERMISSION_COLUMNS = ['id', 'categoryId', 'userId', 'state'] as const;
+
 /** Whether these reads load what a query argument for files asks for (the version and its download are always loaded). */
 export function fileQueryCovered(query: Query): boolean {
   const include = includeOf(query);
@@ -229,14 +240,19 @@ export class ResourceReads {
     return r ? commentRow(r, user, undefined) : null;
   }
 
-  /** A page of comments, each with its download, and with `filter.downloadId` that download as the parent. */
-  async commentPage(filter: CommentFilter, slice: Slice, user: CommentUser): Promise<ListRead<CommentRow, Download>> {
+  /**
+   * A page of comments, each with its download, and with `filter.downloadId` that download as the parent. Unless
+   * `wholeDownload`, the download holds only the columns the permission checks read (typed as a whole row: the
+   * caller resolves no field that reads another).
+   */
+  async commentPage(filter: CommentFilter, slice: Slice, user: CommentUser, wholeDownload = true): Promise<ListRead<CommentRow, Download>> {
     const params: unknown[] = [];
     const param: Param = (v) => { params.push(v); return `$${params.length}`; };
     const byParent = filter.downloadId !== undefined;
-    const parent = byParent ? `(SELECT ${jsonOf('Download', 'd')} FROM download d WHERE d.id = ${param(filter.downloadId)}::int)` : 'NULL';
+    const downloadJson = jsonOf('Download', 'd', wholeDownload ? undefined : DOWNLOAD_PERMISSION_COLUMNS);
+    const parent = byParent ? `(SELECT ${downloadJson} FROM download d WHERE d.id = ${param(filter.downloadId)}::int)` : 'NULL';
     // Every row of a download's list has that download: it is read once, as the parent.
-    const download = byParent ? '' : `, 'd', (SELECT ${jsonOf('Download', 'd')} FROM download d WHERE d.id = t."downloadId")`;
+    const download = byParent ? '' : `, 'd', (SELECT ${downloadJson} FROM download d WHERE d.id = t."downloadId")`;
     const rowJson = `json_build_object('c', ${jsonOf('Comment', 't')}, 'u', ${userSql(user, 't')}${download})`;
     const r = (await this.one(
       `SELECT ${parent} AS parent, ${commentTotalSql(filter, param)} AS total, ${pageSql('comment', commentWhere(filter, 't', param), rowJson, slice, param)} AS rows`,

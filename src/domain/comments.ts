@@ -7,7 +7,7 @@ import { ApiError, noPermission, notFound, requiredMissing } from '../errors.js'
 import { pageWindow, paginationOf, type Direction, type Page, type PageRequest } from './lists.js';
 import { prismaAfter, prismaOrderBy, type KeysetSpec } from './keyset.js';
 import type { Reads } from '../db/reads.js';
-import { commentRelationsOf, type CommentFilter, type Slice } from '../db/resource-reads.js';
+import { commentDownloadOf, commentRelationsOf, type CommentFilter, type Slice } from '../db/resource-reads.js';
 import { countComments } from '../db/totals.js';
 
 export const COMMENT_ORDERS = { comment_date: 'commentDate', last_edit_date: 'lastEditDate' } as const;
@@ -62,7 +62,7 @@ export async function commentSlice(
     if (args.downloadId != null) filter.downloadId = args.downloadId;
     if (!access.isSuper) filter.state = 'visible';
     if (args.since) filter.since = args.since;
-    const page = await db.reads.commentPage(filter, slice, rel.user);
+    const page = await db.reads.commentPage(filter, slice, rel.user, commentDownloadOf(query as never));
     if (args.downloadId != null) mayViewComments(access, args.downloadId, page.parent ?? null);
     return page;
   }

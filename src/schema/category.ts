@@ -1,7 +1,10 @@
 // Category: the tree that groups downloads. Queries need mc_dm_category:read; writes need
 // mc_dm_category:write and admin rights; delete also mc_dm_category:delete_hard.
 import type { Category } from '../generated/prisma/client.js';
-import { categoryParentOf, categoryReadOf } from '../db/resource-reads.js';
+import { queryFromInfo } from '@pothos/plugin-prisma';
+import type { GraphQLResolveInfo } from 'graphql';
+import { categoryParentOf, categoryReadOf, type CategoryRead } from '../db/resource-reads.js';
+import type { Context } from './context.js';
 import { selectedFields } from './selected-fields.js';
 import { builder, type Types } from './builder.js';
 import { listOf, orderEnum, pageArgs } from './pagination.js';
@@ -54,6 +57,18 @@ builder.prismaObjectField(CategoryRef, 'parent', (t) => t.field({
   },
 }));
 
+/**
+ * What the categories list reads for the operation: only the columns its selected fields need (with=full's knobs
+ * are most of a row), and the parents when `parent` is selected. Pothos learns that the parents are loaded only from
+ * queryFromInfo (otherwise each `parent` costs a statement), so that is asked only then.
+ */
+function categoryListRead(ctx: Context, info: GraphQLResolveInfo): CategoryRead {
+  const fields = selectedFields(info, ['nodes']);
+  const read = categoryReadOf(fields);
+  if (fields && !fields.has('parent')) return read;
+  return { ...read, parent: categoryParentOf(queryFromInfo({ context: ctx, info, typeName: 'Category', path: ['nodes'] }) as never) };
+}
+
 export function categoryUrl(baseUrl: string, c: Pick<Category, 'id'>): string {
   return `${baseUrl}/downloads/categories/${c.id}/`;
 }
@@ -78,8 +93,7 @@ builder.queryFields((t) => ({
     description: 'Every category the visitor may view (the view permission), one page at a time, default order DISPLAY_ORDER, DESC. Needs mc_dm_category:read. The tree comes flat: use parentCategoryId or parent to rebuild it.',
     authScopes: { scope: READ },
     args: { ...pageArgs(t.arg), order: t.arg({ type: CategoryOrderEnum, required: false, description: 'Sort field (default DISPLAY_ORDER).' }) },
-    // Only the columns the selected fields read: with=full's knobs are most of a row.
-    resolve: async (_r, args, ctx, info) => listCategories(ctx.reads, await ctx.access(), args, categoryReadOf(selectedFields(info, ['nodes']))),
+    resolve: async (_r, args, ctx, info) => listCategories(ctx.reads, await ctx.access(), args, categoryListRead(ctx, info)),
   }),
   category: t.prismaField({
     type: 'Category',

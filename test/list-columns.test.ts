@@ -1,7 +1,8 @@
 // The categories list reads only the columns its selected fields need (src/schema/selected-fields.ts,
-// categoryReadOf in src/db/resource-reads.ts). Its answers must be byte-identical to those of a read of every column,
-// through REST (with and without with=full) and GraphQL (every field of Category, through fragments and @include),
-// for every visitor; and the narrow read must really be narrower.
+// categoryReadOf in src/db/resource-reads.ts), and the comments list only the permission columns of the download
+// unless the operation selects the download. Their answers must be byte-identical to those of a read of every
+// column, through REST (with and without with=full) and GraphQL (every field, through fragments and @include), for
+// every visitor; and the narrow read must really be narrower.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parse, type FragmentDefinitionNode, type OperationDefinitionNode, type FieldNode } from 'graphql';
 import { forEachDatabase, startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';
@@ -37,6 +38,8 @@ const EVERY_FIELD = `fragment All on Category {
 forEachDatabase((kind) => {
   let t: TestApp;
   let guestKey: string;
+  let userKey: string;
+  let downloadId: number;
   beforeAll(async () => {
     t = await startTestApp(kind);
     const p = t.prisma;
@@ -50,8 +53,34 @@ forEachDatabase((kind) => {
       } });
     }
     guestKey = await t.key('GUEST', ['mc_dm_category:read', 'mc_dm_download:read']);
+    const group = (await p.group.findFirstOrThrow()).id;
+    const users = [];
+    for (const username of ['ann', 'bob «ü»']) users.push((await p.user.create({ data: { username, primaryGroupId: group } })).id);
+    userKey = await t.key('USER', ['all'], users[1]);
+    const d = await p.download.create({ data: { categoryId: root.id, userId: users[0]!, title: 'D «x»', description: 'long '.repeat(50), tagLine: 't' } });
+    downloadId = d.id;
+    const states = ['visible', 'moderated', 'deleted'] as const;
+    for (let c = 0; c < 7; c++) {
+      await p.comment.create({ data: {
+        downloadId: d.id, userId: users[c % 2]!, message: `m ${c} «\\» "q"`, state: states[c % 3],
+        commentDate: new Date(Date.UTC(2026, 0, 1) + c * 60_000), lastEditDate: c % 2 ? new Date(Date.UTC(2026, 0, 2) + c) : null, editCount: c % 3,
+      } });
+    }
   });
   afterAll(async () => { await t?.close(); });
+
+  /** Raw comments-list response bodies, read once as the service reads them and once with the whole download. */
+  async function commentsBothWays(request: () => Promise<string>): Promise<{ narrow: string; wide: string; whole: boolean[] }> {
+    const reads = t.app.services.reads as ResourceReads;
+    const whole: boolean[] = [];
+    const original = reads.commentPage.bind(reads);
+    const spy = vi.spyOn(reads, 'commentPage').mockImplementation((filter, slice, user, w) => { whole.push(w ?? true); return original(filter, slice, user, w); });
+    const narrow = await request();
+    spy.mockImplementation((filter, slice, user) => original(filter, slice, user, true));
+    const wide = await request();
+    spy.mockRestore();
+    return { narrow, wide, whole };
+  }
 
   /** Raw response bodies, read once as the service reads them and once with every column. */
   async function bothWays(request: () => Promise<string>): Promise<{ narrow: string; wide: string; reads: CategoryRead[] }> {
@@ -107,5 +136,39 @@ forEachDatabase((kind) => {
     // The knobs are really read (a test against a read that returned nothing for them would pass otherwise).
     expect(narrow).toContain('"maxVersionSize":4398046511104');
     expect(narrow).toContain('"allowedFileTypes":"zip,rar"');
+  });
+
+  const restComments = (query: string, key = SUPER_KEY) => async () => (await fetch(`${t.url}/api/mc-dm-comments/?download_id=${downloadId}${query}`, { headers: { 'Forum-Api-Key': key } })).text();
+
+  it(`comments: REST and GraphQL answers are the same as with the whole download read (${kind})`, async () => {
+    for (const query of ['', '&with=full', '&order=last_edit_date&direction=asc&per_page=2&page=2']) {
+      for (const key of [SUPER_KEY, userKey, guestKey]) {
+        const { narrow, wide, whole } = await commentsBothWays(restComments(query, key));
+        expect(narrow).toBe(wide);
+        expect(whole).toEqual([false]);
+      }
+    }
+    // The permission checks ran on the narrow download: a user sees the visible comments, a super-user key all of them.
+    const user = JSON.parse((await commentsBothWays(restComments('&with=full', userKey))).narrow);
+    expect(user.comments.map((c: any) => c.comment_state)).toEqual(['visible', 'visible', 'visible']);
+    const all = JSON.parse((await commentsBothWays(restComments('&with=full'))).narrow);
+    expect(all.comments).toHaveLength(7);
+    expect(all.comments.every((c: any) => c.can_edit && c.can_delete)).toBe(true);
+    const every = `commentId downloadId userId username commentDate message commentState lastEditDate editCount isVisible canView canEdit canDelete id __typename`;
+    const queries: [string, boolean][] = [
+      [`{ comments(downloadId: ${downloadId}) { nodes { ${every} author { username } } pagination { total } } }`, false],
+      [`{ comments(downloadId: ${downloadId}) { nodes { ${every} download { title description tagLine downloadId } } } }`, true],
+      [`{ comments { nodes { commentId canEdit download { title } } } }`, true],
+      [`{ comments { nodes { commentId canEdit canDelete } } }`, false],
+    ];
+    for (const [query, selectsDownload] of queries) {
+      for (const key of [SUPER_KEY, userKey]) {
+        if (key !== SUPER_KEY && !query.includes('downloadId:')) continue; // only super-user keys list every download's comments
+        const { narrow, wide, whole } = await commentsBothWays(gql(query, key));
+        expect(narrow).toBe(wide);
+        expect(JSON.parse(narrow).errors, narrow).toBeUndefined();
+        expect(whole, query).toEqual([selectsDownload]);
+      }
+    }
   });
 });
