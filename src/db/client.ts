@@ -1,7 +1,6 @@
 // The database: PGlite in-process by default, a PostgreSQL server when a URL is given.
 // Both are driven through Prisma (driver adapters) and expose a raw session for the migrator.
 import { StartError } from '../errors.js';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
@@ -12,6 +11,8 @@ import type { Config } from '../config.js';
 import { readTemplate } from './template.js';
 import { openPool } from './pool.js';
 import { withReleasedTransactions } from './transactions.js';
+import { statementName } from './statement-names.js';
+import { LiteStatements } from './lite-statements.js';
 
 /** One connection's worth of raw SQL, for work that must stay on a single session (advisory locks). */
 export interface Session {
@@ -70,6 +71,8 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
   lite.query = ((...args: Parameters<typeof query>) => { statements++; return query(...args); }) as typeof lite.query;
   // pglite-prisma-adapter pins an older @prisma/driver-adapter-utils: the runtime contract matches, the types differ.
   const prisma = new PrismaClient({ adapter: new PrismaPGlite(lite) as unknown as PrismaPg });
+  // The hand-written reads as named prepared statements, parsed and planned once (src/db/lite-statements.ts).
+  const prepared = new LiteStatements(lite);
   const session: Session = {
     exec: async (sql) => { await lite.exec(sql); },
     query: async <R,>(sql: string, params?: unknown[]) => (await lite.query<R>(sql, params as any[])).rows,
@@ -79,7 +82,7 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
     // The embedded database is one connection inside this process, open for its whole life.
     connections: () => ({ total: 1, idle: 0, waiting: 0 }),
     prisma,
-    query: async <R,>(sql: string, params?: unknown[]) => (await lite.query<R>(sql, params as any[])).rows,
+    query: <R,>(sql: string, params?: unknown[]) => { statements++; return prepared.query<R>(sql, params); },
     session: (fn) => fn(session),
     ping: async () => { await lite.query('SELECT 1'); },
     statements: () => statements,
@@ -113,20 +116,6 @@ function lockDirectory(dir: string): () => void {
 
 /** How long close() waits for connections in use by default (the service passes what remains of its grace). */
 const CLOSE_DEADLINE_MS = 5_000;
-
-const statementNames = new Map<string, string>();
-/**
- * The name a hand-written statement is prepared under on each connection, from its text: the server parses and
- * plans it once per connection instead of on every request (the texts are a small fixed set: src/db/reads.ts).
- */
-function statementName(sql: string): string {
-  let name = statementNames.get(sql);
-  if (!name) {
-    name = `dcs_${crypto.createHash('sha1').update(sql).digest('hex').slice(0, 16)}`;
-    if (statementNames.size < 10_000) statementNames.set(sql, name);
-  }
-  return name;
-}
 
 async function openPostgres(url: string, poolSize: number): Promise<Database> {
   let statements = 0;
