@@ -58,7 +58,6 @@ export class LiteStatements {
         this.#prepared.delete(sql);
         // Inside a failed transaction block nothing more can run: the next call, after the rollback, prepares anew.
         if (lite.isInTransaction()) throw withQuery(err, sql, params);
-        await this.#close(statementName(sql));
         try {
           rows = await this.#run<R>(await this.#prepare(sql), params);
         } catch (again) {
@@ -85,8 +84,10 @@ export class LiteStatements {
     }
     const name = statementName(sql);
     this.prepares++;
-    // Parse is not transactional: a statement prepared inside a transaction block outlives its rollback.
-    const messages = await this.#exec(serialize.parse({ name, text: sql }), serialize.describe({ type: 'S', name }));
+    // A statement of that name may be left from before (one found stale inside a transaction block, which could not
+    // be closed then): Close first. Close and Parse are not transactional, so a statement prepared inside a
+    // transaction block outlives its rollback.
+    const messages = await this.#exec(serialize.close({ type: 'S', name }), serialize.parse({ name, text: sql }), serialize.describe({ type: 'S', name }));
     const params = messages.find((m): m is wire.ParameterDescriptionMessage => m.name === 'parameterDescription');
     const row = messages.find((m): m is wire.RowDescriptionMessage => m.name === 'rowDescription');
     const prepared: Prepared = {

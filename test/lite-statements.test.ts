@@ -1,0 +1,146 @@
+// The embedded database runs the hand-written reads as named prepared statements (src/db/lite-statements.ts):
+// each text is parsed once and reused, answers exactly what PGlite's query() answers, survives errors, schema
+// changes and transactions as query() does, and keeps a bounded number of statements prepared.
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { PGlite } from '@electric-sql/pglite';
+import { openDatabase, type Database } from '../src/db/client.js';
+import { LiteStatements } from '../src/db/lite-statements.js';
+
+let lite: PGlite;
+let st: LiteStatements;
+beforeAll(async () => { lite = new PGlite(); await lite.waitReady; });
+afterAll(async () => { await lite.close(); });
+beforeEach(async () => {
+  await lite.exec('DEALLOCATE ALL; DROP TABLE IF EXISTS t; CREATE TABLE t (id int PRIMARY KEY, name text); INSERT INTO t VALUES (1, \'one\'), (2, \'two\')');
+  st = new LiteStatements(lite, 3);
+});
+
+const ours = async () => (await lite.query<{ name: string; statement: string }>('SELECT name, statement FROM pg_prepared_statements ORDER BY prepare_time')).rows;
+
+describe('named prepared statements on the embedded database', () => {
+  it('prepares a statement once and reuses it', async () => {
+    const sql = 'SELECT name FROM t WHERE id = $1';
+    expect(await st.query(sql, [1])).toEqual([{ name: 'one' }]);
+    expect(await st.query(sql, [2])).toEqual([{ name: 'two' }]);
+    expect(await st.query(sql, [3])).toEqual([]);
+    expect(st.prepares).toBe(1);
+    const prepared = await ours();
+    expect(prepared).toHaveLength(1);
+    expect(prepared[0]).toMatchObject({ statement: sql, name: expect.stringMatching(/^dcs_[0-9a-f]{16}$/) });
+  });
+
+  it('answers what query() answers: the same parsers for the columns and serializers for the parameters', async () => {
+    const sql = `SELECT $1::int AS i, $2::bigint AS b, $3::numeric AS n, $4::timestamp AS ts, $5::timestamptz AS tz, $6::json AS j,
+      $7::jsonb AS jb, $8::bool AS t, $9::text AS nul, $10::int[] AS a, $11::bytea AS bytes, 'x' AS x, 2.5::float8 AS f`;
+    const params = [7, 2n ** 40n, '1.50', new Date('2026-01-02T03:04:05.678Z'), new Date('2026-01-02T03:04:05.678Z'), { a: [1, 'é'] },
+      { b: null }, true, null, [1, 2, 3], new Uint8Array([0, 255])];
+    const expected = (await lite.query(sql, params)).rows;
+    expect(await st.query(sql, params)).toEqual(expected);
+    expect(await st.query(sql, params)).toEqual(expected);
+    expect(expected[0]).toMatchObject({ i: 7, b: 2 ** 40, j: { a: [1, 'é'] }, t: true, nul: null, a: [1, 2, 3] });
+  });
+
+  it('a statement failing in the middle leaves the connection usable and the statement prepared', async () => {
+    const sql = 'SELECT 10 / $1::int AS n';
+    expect(await st.query(sql, [2])).toEqual([{ n: 5 }]);
+    await expect(st.query(sql, [0])).rejects.toMatchObject({ code: '22012', query: sql, params: [0] }); // division by zero, in Execute
+    await expect(st.query(sql, ['nope'])).rejects.toMatchObject({ code: '22P02' }); // a bad parameter, in Bind
+    expect(await st.query(sql, [5])).toEqual([{ n: 2 }]);
+    expect(st.prepares).toBe(1);
+    // A statement that does not parse is not kept, and nothing else is disturbed.
+    await expect(st.query('SELEC 1', [])).rejects.toMatchObject({ code: '42601' });
+    expect(st.size).toBe(1);
+    expect(await st.query('SELECT count(*)::int AS n FROM t', [])).toEqual([{ n: 2 }]);
+    expect(lite.isInTransaction()).toBe(false);
+  });
+
+  it('runs inside the transaction block the connection is in, and the statement outlives its rollback', async () => {
+    const sql = 'SELECT count(*)::int AS n FROM t';
+    await lite.exec('BEGIN; INSERT INTO t VALUES (3, \'three\')');
+    expect(await st.query(sql)).toEqual([{ n: 3 }]); // prepared inside the block, sees its uncommitted row
+    expect(lite.isInTransaction()).toBe(true); // a Sync inside a block does not commit it
+    await lite.exec('ROLLBACK');
+    expect(await st.query(sql)).toEqual([{ n: 2 }]);
+    expect(st.prepares).toBe(1);
+    // An error inside a block aborts the block, as any statement's would; after the rollback all is well.
+    await lite.exec('BEGIN');
+    await expect(st.query('SELECT 1 / $1::int AS n', [0])).rejects.toMatchObject({ code: '22012' });
+    await expect(st.query(sql)).rejects.toMatchObject({ code: '25P02' });
+    await lite.exec('ROLLBACK');
+    expect(await st.query(sql)).toEqual([{ n: 2 }]);
+  });
+
+  it('waits for an open PGlite transaction (Prisma\'s) and then runs outside it, as query() does', async () => {
+    const order: string[] = [];
+    let read: Promise<unknown> | undefined;
+    await lite.transaction(async (tx) => {
+      await tx.query('INSERT INTO t VALUES (3, \'three\')');
+      read = st.query<{ n: number }>('SELECT count(*)::int AS n FROM t').then((r) => { order.push('read'); return r; });
+      await new Promise((r) => setTimeout(r, 20));
+      order.push('commit');
+    });
+    expect(await read).toEqual([{ n: 3 }]);
+    expect(order).toEqual(['commit', 'read']);
+  });
+
+  it('prepares again when a schema change alters the result (cached plan must not change result type)', async () => {
+    const sql = 'SELECT * FROM t WHERE id = $1';
+    expect(await st.query(sql, [1])).toEqual([{ id: 1, name: 'one' }]);
+    await lite.exec('ALTER TABLE t ADD COLUMN extra int DEFAULT 9');
+    expect(await st.query(sql, [1])).toEqual([{ id: 1, name: 'one', extra: 9 }]);
+    expect(st.prepares).toBe(2);
+    // Also when the statement was deallocated under it.
+    await lite.exec('DEALLOCATE ALL');
+    expect(await st.query(sql, [2])).toEqual([{ id: 2, name: 'two', extra: 9 }]);
+    expect(st.prepares).toBe(3);
+    // Inside a transaction block the error stands (the block is aborted); the next call after it prepares anew.
+    await lite.exec('ALTER TABLE t DROP COLUMN extra');
+    await lite.exec('BEGIN');
+    await expect(st.query(sql, [1])).rejects.toMatchObject({ code: '0A000' });
+    await lite.exec('ROLLBACK');
+    expect(await st.query(sql, [1])).toEqual([{ id: 1, name: 'one' }]);
+    expect(st.prepares).toBe(4);
+    expect(await ours()).toHaveLength(1);
+  });
+
+  it('keeps at most its limit of statements, closing the least recently used', async () => {
+    const q = (n: number) => `SELECT ${n} AS n`;
+    for (const n of [1, 2, 3]) await st.query(q(n));
+    await st.query(q(1)); // 1 is now the most recently used, 2 the least
+    await st.query(q(4));
+    expect(st.size).toBe(3);
+    expect((await ours()).map((p) => p.statement).sort()).toEqual([q(1), q(3), q(4)]);
+    expect(st.prepares).toBe(4);
+    expect(await st.query(q(2))).toEqual([{ n: 2 }]);
+    expect(st.prepares).toBe(5);
+  });
+});
+
+describe('the embedded database\'s query()', () => {
+  let db: Database;
+  beforeAll(async () => { db = await openDatabase({ memory: true }); });
+  afterAll(async () => { await db.close(); });
+  afterEach(async () => { await db.session((s) => s.exec('DROP TABLE IF EXISTS u')); });
+
+  it('goes through the prepared statements and counts each statement', async () => {
+    const sql = 'SELECT $1::int + 1 AS n';
+    const before = db.statements();
+    expect(await db.query(sql, [1])).toEqual([{ n: 2 }]);
+    expect(await db.query(sql, [41])).toEqual([{ n: 42 }]);
+    expect(db.statements() - before).toBe(2);
+    const prepared = await db.session((s) => s.query<{ statement: string }>('SELECT statement FROM pg_prepared_statements'));
+    expect(prepared.filter((p) => p.statement === sql)).toHaveLength(1);
+  });
+
+  it('waits for a Prisma transaction, then sees what it committed', async () => {
+    await db.session((s) => s.exec('CREATE TABLE u (id int)'));
+    let read: Promise<unknown> | undefined;
+    await db.prisma.$transaction(async (tx) => {
+      await tx.$executeRawUnsafe('INSERT INTO u VALUES (1)');
+      read = db.query('SELECT count(*)::int AS n FROM u');
+      await new Promise((r) => setTimeout(r, 20));
+      await tx.$executeRawUnsafe('INSERT INTO u VALUES (2)');
+    });
+    expect(await read).toEqual([{ n: 2 }]);
+  });
+});
