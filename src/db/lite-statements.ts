@@ -51,10 +51,12 @@ export class LiteStatements {
     await lite._checkReady();
     return lite._runExclusiveTransaction(() => lite._runExclusiveQuery(async () => {
       let rows: R[];
+      const cached = this.#statement(sql);
       try {
-        rows = await this.#run<R>(this.#statement(sql) ?? await this.#prepare(sql), params);
+        rows = await this.#run<R>(cached ?? await this.#prepare(sql), params);
       } catch (err) {
-        if (!STALE.has((err as wire.DatabaseError).code ?? '')) throw withQuery(err, sql, params);
+        // Only a statement prepared earlier can have gone stale; one prepared just now failed for its own reasons.
+        if (!cached || !STALE.has((err as wire.DatabaseError).code ?? '')) throw withQuery(err, sql, params);
         this.#prepared.delete(sql);
         // Inside a failed transaction block nothing more can run: the next call, after the rollback, prepares anew.
         if (lite.isInTransaction()) throw withQuery(err, sql, params);
