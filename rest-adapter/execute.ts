@@ -1,12 +1,11 @@
 // How a REST route's fixed document is executed. Each document is compiled with graphql-jit the first time its
 // route is called (one JavaScript function per document: no per-field interpretation of the AST on each request) and
-// the compiled query is kept. A document graphql-jit cannot compile runs on @graphql-tools/executor, the executor
-// Yoga runs on /graphql. graphql-jit takes no abort signal, so the deadline is kept by racing the result against it
-// (see beforeDeadline): REST documents are fixed and their pages bounded, so work that outlives its deadline ends soon.
+// the compiled query is kept. A document graphql-jit cannot compile runs on @graphql-tools/executor, the interpreting
+// executor. graphql-jit takes no abort signal, so the deadline is kept by racing the result against it (beforeDeadline
+// in src/http/limits.ts): REST documents are fixed and their pages bounded, so work that outlives its deadline ends soon.
 import type { DocumentNode, ExecutionResult, GraphQLSchema } from 'graphql';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import { normalizedExecutor } from '@graphql-tools/executor';
-import type { Deadline } from '../src/http/limits.js';
 
 export type RunOperation = (variableValues: Record<string, unknown>, contextValue: unknown, signal: AbortSignal) => Promise<ExecutionResult>;
 
@@ -32,26 +31,4 @@ export function routeOperation(schema: GraphQLSchema, document: DocumentNode, on
     return async (variableValues, contextValue) => query(undefined, contextValue, variableValues);
   };
   return (variableValues, contextValue, signal) => (run ??= compile())(variableValues, contextValue, signal);
-}
-
-/**
- * The operation's result if it settles before the deadline, else the deadline's reason (operation_timeout, or the
- * client having gone away). An operation that settles with the deadline already past answers the timeout too: on the
- * embedded database every await of an operation can settle as a microtask, so the deadline's timer never gets a turn
- * before the end.
- */
-export function beforeDeadline<T>(work: Promise<T>, limit: Pick<Deadline, 'signal' | 'expired'>): Promise<T> {
-  const { signal } = limit;
-  if (limit.expired()) {
-    work.catch(() => {}); // finishes in the background; its outcome is no longer anyone's
-    return Promise.reject(signal.reason);
-  }
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(
-      (value) => { signal.removeEventListener('abort', onAbort); if (limit.expired()) reject(signal.reason); else resolve(value); },
-      (err) => { signal.removeEventListener('abort', onAbort); reject(err); },
-    );
-  });
 }

@@ -5,12 +5,12 @@ import busboy from 'busboy';
 import { Kind, validate, type DocumentNode, type ExecutionResult, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { ApiError, headersOf, toErrorItem, type ErrorBodyItem } from '../src/errors.js';
-import { deadline } from '../src/http/limits.js';
+import { beforeDeadline, deadline } from '../src/http/limits.js';
 import { addPairs, Opaque, toVariables, type Raw, type RawFields } from './inputs.js';
 import { envelope, errorBody } from './envelope.js';
 import type { Route } from './routes.js';
 import { enumTree, lowerEnums, type EnumTree } from './enums.js';
-import { beforeDeadline, routeOperation, type RunOperation } from './execute.js';
+import { routeOperation, type RunOperation } from './execute.js';
 
 interface CompiledRoute extends Route {
   pattern: RegExp;

@@ -6,9 +6,9 @@ import { GraphQLObjectType, GraphQLSchema, GraphQLString, parse } from 'graphql'
 import { compileQuery, isCompiledQuery } from 'graphql-jit';
 import { schema } from '../src/schema/index.js';
 import { routes } from '../rest-adapter/routes.js';
-import { beforeDeadline, routeOperation } from '../rest-adapter/execute.js';
+import { routeOperation } from '../rest-adapter/execute.js';
 import { ApiError, toErrorItem } from '../src/errors.js';
-import { deadline } from '../src/http/limits.js';
+import { beforeDeadline, deadline } from '../src/http/limits.js';
 
 const tiny = new GraphQLSchema({
   query: new GraphQLObjectType({

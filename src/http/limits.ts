@@ -89,6 +89,28 @@ export function deadline(ms: number, outer?: AbortSignal | null): Deadline {
   };
 }
 
+/**
+ * The operation's result if it settles before the deadline, else the deadline's reason (operation_timeout, or the
+ * client having gone away). An operation that settles with the deadline already past answers the timeout too: on the
+ * embedded database every await of an operation can settle as a microtask, so the deadline's timer never gets a turn
+ * before the end.
+ */
+export function beforeDeadline<T>(work: Promise<T>, limit: Pick<Deadline, 'signal' | 'expired'>): Promise<T> {
+  const { signal } = limit;
+  if (limit.expired()) {
+    work.catch(() => {}); // finishes in the background; its outcome is no longer anyone's
+    return Promise.reject(signal.reason);
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => { signal.removeEventListener('abort', onAbort); if (limit.expired()) reject(signal.reason); else resolve(value); },
+      (err) => { signal.removeEventListener('abort', onAbort); reject(err); },
+    );
+  });
+}
+
 export function operationLimitsPlugin(limits: GraphqlLimits): Plugin {
   // Aliases and depth are checked before graphql-js's own validation, whose rules would first walk the whole of a
   // refused document (1000 aliases take tens of milliseconds there): the first rule over its limit stops the walk.
@@ -135,14 +157,16 @@ export function operationLimitsPlugin(limits: GraphqlLimits): Plugin {
       const request = (args.contextValue as { request?: Request } | undefined)?.request;
       setExecuteFn((execArgs) => {
         const limit = deadline(limits.timeoutMs, request?.signal);
-        let result;
+        let work;
         try {
-          result = executeFn({ ...execArgs, signal: limit.signal } as typeof execArgs);
+          work = Promise.resolve(executeFn({ ...execArgs, signal: limit.signal } as typeof execArgs));
         } catch (err) {
           limit.clear();
           throw err;
         }
-        return Promise.resolve(result).finally(limit.clear);
+        // A race, as compiled runs take no signal (src/http/compiled.ts). The work wrapped here holds its fair-share
+        // slot until it really ends (fairSharePlugin releases in its own finally), whenever the answer goes out.
+        return beforeDeadline(work, limit).finally(limit.clear);
       });
     },
   };

@@ -29,6 +29,8 @@ export interface MetricsOptions {
   db: Pick<Database, 'connections'>;
   /** Operations executing and waiting for their turn (src/http/fair-share.ts). */
   operations: { readonly inFlight: number; readonly queued: number };
+  /** /graphql executions by how they ran (src/http/compiled.ts). */
+  executions?: { readonly compiled: number; readonly interpreted: number };
   /** Resolves the request's key (throws 401/403 ApiErrors); metrics then need a super-user key. */
   isSuperKey(request: Request): Promise<boolean>;
 }
@@ -77,6 +79,15 @@ export function metricsPlugin(opts: MetricsOptions): Plugin {
     collect() {
       this.set({ state: 'running' }, opts.operations.inFlight);
       this.set({ state: 'queued' }, opts.operations.queued);
+    },
+  });
+
+  new Counter({
+    name: 'dcs_graphql_executions_total', help: '/graphql executions by how they ran: compiled (graphql-jit) or interpreted.',
+    labelNames: ['mode'], registers: [registry],
+    collect() {
+      this.reset();
+      for (const mode of ['compiled', 'interpreted'] as const) this.inc({ mode }, opts.executions?.[mode] ?? 0);
     },
   });
 

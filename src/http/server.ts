@@ -24,6 +24,7 @@ import { UploadSlots } from './upload-slots.js';
 import { uploadPrecheck } from './upload-precheck.js';
 import { requireScopes } from '../auth/scopes.js';
 import { operationLimitsPlugin } from './limits.js';
+import { CompiledOperations, compiledExecutionPlugin } from './compiled.js';
 import { FairShare, clientOf, fairSharePlugin } from './fair-share.js';
 import { graphqlStatusPlugin } from './statuses.js';
 import { trustedDocumentsPlugin, type TrustedDocuments } from './trusted-documents.js';
@@ -67,6 +68,8 @@ export function createRequestHandler({ schema, services, ping, db, log, rateLimi
   const slots = new UploadSlots(config.maxConcurrentUploads);
   // The embedded database runs operations on the event loop itself: one at a time, a turn each (fair-share.ts).
   const shares = new FairShare(config.maxConcurrentOperations, { serial: db.kind === 'pglite' });
+  const compiled = new CompiledOperations(undefined, (reason, operationName) =>
+    log.warn({ reason: reason instanceof Error ? reason.message : reason, operationName }, 'a /graphql operation runs interpreted: graphql-jit cannot compile it'));
   const yoga = createYoga({
     cors: false, // httpPolicyPlugin answers CORS (CORS_ORIGINS)
     schema,
@@ -121,6 +124,7 @@ export function createRequestHandler({ schema, services, ping, db, log, rateLimi
       healthPlugin(ping),
       pagesPlugin({ schema, routes }),
       trustedDocumentsPlugin(trustedDocuments, services.config.graphql.trustedDocumentsOnly),
+      compiledExecutionPlugin(compiled), // first of the execution wrappers: it replaces the executor itself
       fairSharePlugin(shares), // before operationLimitsPlugin: its deadline covers the wait for a slot
       operationLimitsPlugin(services.config.graphql),
       contractCodesPlugin(),
@@ -129,7 +133,7 @@ export function createRequestHandler({ schema, services, ping, db, log, rateLimi
       textInputPlugin(),
       // After contractCodesPlugin (errors are counted by their final code), before the plugins that answer routes.
       metricsPlugin({
-        access: config.metrics, routes, db, operations: shares,
+        access: config.metrics, routes, db, operations: shares, executions: compiled.runs,
         isSuperKey: async (request) => (await visitorFromHeaders(services.prisma, request.headers, services.groups, services.auth)).isSuper,
       }),
       graphqlUploadPlugin({ maxUploadBytes: config.maxUploadBytes, maxFieldBytes: config.maxBodyBytes, contextFor, slots }),
