@@ -1,10 +1,13 @@
 // /graphql runs queries and mutations compiled (graphql-jit) from a document's second use: the answers are those of
 // the interpreting executor, word for word (data, errors, paths, locations, codes, statuses); variables it refuses are
 // refused as before; the deadline still answers operation_timeout; a document graphql-jit cannot compile, and a
-// subscription, stay interpreted; the cache of compiled documents is bounded.
+// subscription, stay interpreted; the cache of compiled documents is bounded; an operation answered at its deadline
+// keeps its fair-share slot until its work ends.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GraphQLObjectType, GraphQLSchema, GraphQLString, GraphQLInt, GraphQLNonNull, parse, type ExecutionResult } from 'graphql';
 import { CompiledOperations, compiledExecutionPlugin } from '../src/http/compiled.js';
+import { FairShare, fairSharePlugin } from '../src/http/fair-share.js';
+import { operationLimitsPlugin } from '../src/http/limits.js';
 import { forEachDatabase, startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';
 
 const GRAPHQL_RESPONSE = { accept: 'application/graphql-response+json' };
@@ -182,5 +185,22 @@ describe('the compiled operations cache', () => {
     expect(await run(vars, { n: 21 })).toEqual({ data: { twice: 42 } });
     expect(await run(vars, { n: 'x' })).toEqual({ data: { interpreted: true } });
     expect(await run(vars, {})).toEqual({ data: { interpreted: true } });
+  });
+
+  it('an operation answered at its deadline keeps its fair-share slot until its work really ends', async () => {
+    const share = new FairShare(1);
+    let finish!: (r: ExecutionResult) => void;
+    const work = new Promise<ExecutionResult>((resolve) => { finish = resolve; });
+    // The plugins wrap the executor in the order the server registers them: the fair share, then the deadline.
+    let execute: (args: unknown) => Promise<ExecutionResult> = () => work;
+    const args = { schema, document: parse('{ hello }'), contextValue: {} };
+    const hook = { args, setExecuteFn: (fn: typeof execute) => { execute = fn; } };
+    fairSharePlugin(share).onExecute!({ ...hook, executeFn: execute } as never);
+    operationLimitsPlugin({ maxCost: 100, maxDepth: 10, maxAliases: 10, maxTokens: 1000, timeoutMs: 5 }).onExecute!({ ...hook, executeFn: execute } as never);
+    await expect(execute(args)).rejects.toMatchObject({ code: 'operation_timeout', params: { limit: 5 } });
+    expect(share.inFlight).toBe(1); // answered, still working: the slot is held
+    finish({ data: { hello: 'late' } });
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(share.inFlight).toBe(0);
   });
 });
