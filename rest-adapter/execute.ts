@@ -4,8 +4,8 @@
 // executor. graphql-jit takes no abort signal, so the deadline is kept by racing the result against it (beforeDeadline
 // in src/http/limits.ts): REST documents are fixed and their pages bounded, so work that outlives its deadline ends soon.
 import type { DocumentNode, ExecutionResult, GraphQLSchema } from 'graphql';
-import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import { normalizedExecutor } from '@graphql-tools/executor';
+import { compileOperation } from '../src/http/compiled.js';
 
 export type RunOperation = (variableValues: Record<string, unknown>, contextValue: unknown, signal: AbortSignal) => Promise<ExecutionResult>;
 
@@ -15,18 +15,8 @@ export function routeOperation(schema: GraphQLSchema, document: DocumentNode, on
     normalizedExecutor({ schema, document, variableValues, contextValue, signal }) as ExecutionResult;
   let run: RunOperation | undefined;
   const compile = (): RunOperation => {
-    let compiled: CompiledQuery | ExecutionResult;
-    try {
-      compiled = compileQuery(schema, document);
-    } catch (err) {
-      onFallback(err);
-      return interpreted;
-    }
-    if (!isCompiledQuery(compiled)) {
-      onFallback(compiled.errors?.[0] ?? compiled);
-      return interpreted;
-    }
-    const query = compiled.query;
+    const query = compileOperation(schema, document, undefined, onFallback);
+    if (!query) return interpreted;
     // async: a synchronous throw becomes a rejection, like the interpreting executor's.
     return async (variableValues, contextValue) => query(undefined, contextValue, variableValues);
   };

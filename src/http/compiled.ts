@@ -76,19 +76,29 @@ export class CompiledOperations {
   }
 
   private compile(schema: GraphQLSchema, document: DocumentNode, operationName: string | undefined): CompiledQuery['query'] | null {
-    let compiled: CompiledQuery | ExecutionResult;
-    try {
-      compiled = compileQuery(schema, document, operationName);
-    } catch (err) {
-      this.onFallback(err, operationName);
-      return null;
-    }
-    if (!isCompiledQuery(compiled)) {
-      this.onFallback(compiled.errors?.[0] ?? compiled, operationName);
-      return null;
-    }
-    return compiled.query;
+    return compileOperation(schema, document, operationName, (reason) => this.onFallback(reason, operationName));
   }
+}
+
+/**
+ * graphql-jit's compiled function for an operation of `document`, or null (after telling `onFallback` why) when it
+ * cannot compile it. REST route documents (rest-adapter/execute.ts) and /graphql documents both compile through here.
+ */
+export function compileOperation(
+  schema: GraphQLSchema, document: DocumentNode, operationName: string | undefined, onFallback: (reason: unknown) => void,
+): CompiledQuery['query'] | null {
+  let compiled: CompiledQuery | ExecutionResult;
+  try {
+    compiled = compileQuery(schema, document, operationName);
+  } catch (err) {
+    onFallback(err);
+    return null;
+  }
+  if (!isCompiledQuery(compiled)) {
+    onFallback(compiled.errors?.[0] ?? compiled);
+    return null;
+  }
+  return compiled.query;
 }
 
 /** Offset in `body` of a 1-based line and column. */
