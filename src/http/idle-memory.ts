@@ -1,10 +1,12 @@
 // Gives memory back once a burst of load has passed. Under load V8 sizes its heap to the allocation rate (the young
 // generation alone grows to 32 MB) and keeps that size until its own memory reducer runs, which it may not do for
-// minutes: RSS stays 100 MB and more above what the service needs once idle. When no request has been in flight
+// minutes: RSS stays 100 MB and more above what the service needs once idle. When no request has started or ended
 // for `idleMs` and V8 holds `slackBytes` or more of heap it does not use, this runs one memory-reducing collection
 // (what V8 does on a low-memory notification: the young generation shrunk back, the old one compacted as far as V8
-// goes in one pass). It never runs while a request is in flight, and at most once per idle period (only after
-// requests were served since the last one).
+// goes in one pass), at most once per idle period (only after requests were served since the last one).
+// A request merely held open does not count as activity: a slow client dripping its body (kept up to the body
+// timeout), a long file download or a subscription stream would otherwise keep the memory for as long as it lasts,
+// and a pause of about 10 ms is nothing to such a request.
 import type http from 'node:http';
 import v8 from 'node:v8';
 import vm from 'node:vm';
@@ -48,22 +50,20 @@ export function releaseMemoryWhenIdle(server: http.Server, options: IdleMemoryOp
   const { idleMs, slackBytes = 16 * 1024 * 1024, heap = v8Heap } = options;
   if (idleMs <= 0) return () => {};
   const collect = options.collect ?? memoryReducingCollector();
-  let inFlight = 0;
   let lastActivity = performance.now();
   // Requests since the last release: without any, the heap is as the last release (or V8) left it.
   let served = 0;
   let collecting = false;
 
   const onRequest = (_req: http.IncomingMessage, res: http.ServerResponse) => {
-    inFlight++;
     served++;
     lastActivity = performance.now();
-    res.once('close', () => { inFlight--; lastActivity = performance.now(); });
+    res.once('close', () => { lastActivity = performance.now(); });
   };
   server.on('request', onRequest);
 
   const check = () => {
-    if (collecting || served === 0 || inFlight > 0 || performance.now() - lastActivity < idleMs) return;
+    if (collecting || served === 0 || performance.now() - lastActivity < idleMs) return;
     const before = heap();
     // Worth it only when V8 holds memory it does not use: the young generation sized for the load, emptied pages.
     if (before.total - before.used < slackBytes) return;
