@@ -64,6 +64,19 @@ describe('releasing memory when idle', () => {
     expect(h.releases).toHaveLength(1); // its end is activity, but nothing was served since the release
   });
 
+  it('a connection dropped unanswered is not activity (a slow body cut off at its timeout)', async () => {
+    const h = await harness(1000);
+    h.heap.total = 150;
+    const client = new AbortController();
+    const slow = fetch(`${h.url}/slow`, { signal: client.signal }).catch(() => 'dropped');
+    await sleep(900);
+    client.abort();
+    expect(await slow).toBe('dropped');
+    await sleep(600);
+    // 1.5 s after the request started and 0.6 s after the drop: released, counting from the start.
+    expect(h.releases).toEqual([[150, 70]]);
+  });
+
   it('does nothing while requests keep coming, nor when V8 holds little it does not use', async () => {
     const h = await harness(500);
     h.heap.total = 300;
