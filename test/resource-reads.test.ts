@@ -110,7 +110,7 @@ forEachDatabase((kind) => {
           for (const parent of [false, true]) {
             const q = prismaSlice(s);
             const expected = await t.prisma.category.findMany({ where: q.after, orderBy: q.orderBy, skip: q.skip, take: q.take, ...(parent ? { include: { parent: true } } : {}) });
-            const got = await reads().categoryPage(s, parent);
+            const got = await reads().categoryPage(s, { parent });
             expect(got.rows, JSON.stringify({ order, direction, s })).toStrictEqual(expected);
             expect(got.total).toBe(total);
             compared++;

@@ -224,8 +224,7 @@ export class ResourceReads {
    * A page of categories, each with its parent category when `read.parent`. With `read.columns` the rows hold only
    * those columns (typed as whole rows: the caller resolves no field that reads another).
    */
-  async categoryPage(slice: Slice, read: boolean | CategoryRead = false): Promise<ListRead<CategoryRow, never>> {
-    const { parent = false, columns } = typeof read === 'boolean' ? { parent: read } : read;
+  async categoryPage(slice: Slice, { parent = false, columns }: CategoryRead = {}): Promise<ListRead<CategoryRow, never>> {
     const params: unknown[] = [];
     const param: Param = (v) => { params.push(v); return `$${params.length}`; };
     const r = (await this.one(`SELECT ${categoryTotalSql()} AS total, ${pageSql('category', ['TRUE'], categoryJson('t', parent, columns), slice, param)} AS rows`, params))!;

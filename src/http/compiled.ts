@@ -71,12 +71,11 @@ export class CompiledOperations {
       }
       return undefined; // first use: interpreted
     }
-    if (op.query === undefined) op.query = this.compile(schema, document, operationName ?? undefined);
+    if (op.query === undefined) {
+      const named = operationName ?? undefined;
+      op.query = compileOperation(schema, document, named, (reason) => this.onFallback(reason, named));
+    }
     return op.query ? op : undefined;
-  }
-
-  private compile(schema: GraphQLSchema, document: DocumentNode, operationName: string | undefined): CompiledQuery['query'] | null {
-    return compileOperation(schema, document, operationName, (reason) => this.onFallback(reason, operationName));
   }
 }
 
@@ -151,15 +150,8 @@ export function compiledExecutionPlugin(operations: CompiledOperations): Plugin 
       setExecuteFn((args) => {
         const a = args as unknown as ExecuteArgs;
         const op = operations.compiled(a.schema, a.document, a.operationName);
-        if (op && op.variables.length > 0) {
-          // The same coercion the interpreter starts with: input it refuses is refused by it, word for word.
-          const coerced = getVariableValues(a.schema, op.variables, a.variableValues ?? {}, { maxErrors: 50 });
-          if ('errors' in coerced && coerced.errors) {
-            operations.runs.interpreted++;
-            return executeFn(args);
-          }
-        }
-        if (!op) {
+        // Variables the interpreter's own coercion refuses are refused by it, word for word.
+        if (!op || (op.variables.length > 0 && refusesVariables(a, op.variables))) {
           operations.runs.interpreted++;
           return executeFn(args);
         }
@@ -168,6 +160,11 @@ export function compiledExecutionPlugin(operations: CompiledOperations): Plugin 
       });
     },
   };
+}
+
+function refusesVariables(a: ExecuteArgs, variables: readonly VariableDefinitionNode[]): boolean {
+  const coerced = getVariableValues(a.schema, variables, a.variableValues ?? {}, { maxErrors: 50 });
+  return 'errors' in coerced && Boolean(coerced.errors);
 }
 
 async function run(query: CompiledQuery['query'], a: ExecuteArgs): Promise<ExecutionResult> {

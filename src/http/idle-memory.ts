@@ -1,9 +1,9 @@
 // Gives memory back once a burst of load has passed. Under load V8 sizes its heap to the allocation rate (the young
 // generation alone grows to 32 MB) and keeps that size until its own memory reducer runs, which it may not do for
 // minutes: RSS stays 100 MB and more above what the service needs once idle. When no request has started or been
-// answered for `idleMs` and V8 holds `slackBytes` or more of heap it does not use, this runs one memory-reducing collection
-// (what V8 does on a low-memory notification: the young generation shrunk back, the old one compacted as far as V8
-// goes in one pass), at most once per idle period (only after requests were served since the last one).
+// answered for `idleMs` and V8 holds `slackBytes` or more of heap it does not use, this runs one memory-reducing
+// collection (what V8 does on a low-memory notification: the young generation shrunk back, the old one compacted as
+// far as V8 goes in one pass), at most once per idle period (only after requests were served since the last one).
 // A request merely held open does not count as activity: a slow client dripping its body (kept up to the body
 // timeout), a long file download or a subscription stream would otherwise keep the memory for as long as it lasts,
 // and a pause of about 10 ms is nothing to such a request.

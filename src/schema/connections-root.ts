@@ -66,7 +66,7 @@ builder.queryFields((t) => ({
       const spec = keysetOf('categoriesConnection', CATEGORY_KEYS, args.order, args.direction, 'display_order');
       const w = windowOf(spec, args);
       const access = await ctx.access();
-      const { total, rows } = await ctx.reads.categoryPage({ spec, window: w, take: w.size + 1 }, categoryParentOf(rowQuery(ctx, info, 'Category')));
+      const { total, rows } = await ctx.reads.categoryPage({ spec, window: w, take: w.size + 1 }, { parent: categoryParentOf(rowQuery(ctx, info, 'Category')) });
       return connectionFrom(spec, w, rows, total, (c) => access.canViewCategory(c));
     },
   }),
