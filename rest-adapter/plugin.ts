@@ -19,6 +19,8 @@ interface CompiledRoute extends Route {
   enums: EnumTree;
   /** Executes the route's document (compiled on first use). */
   run: RunOperation;
+  /** A GET route whose operation is a query: its answers may be kept (options.readCache). */
+  cacheable: boolean;
 }
 
 /**
@@ -42,7 +44,8 @@ export function compileRoutes(schema: GraphQLSchema, routes: Route[], onFallback
     const rootField = root.alias?.value ?? root.name.value;
     const enums = (enumTree(schema, doc, operation).get(rootField) as EnumTree | undefined) ?? new Map();
     const run = routeOperation(schema, doc, (reason) => onFallback(route, reason));
-    return { ...route, pattern: new RegExp(`^${source}/?$`), operation, rootField, enums, run };
+    const cacheable = route.method === 'GET' && operation.operation === 'query' && !route.upload;
+    return { ...route, pattern: new RegExp(`^${source}/?$`), operation, rootField, enums, run, cacheable };
   });
 }
 
@@ -65,6 +68,11 @@ export interface RestAdapterOptions {
    * signal's reason if the deadline passes first. Returns the slot's release.
    */
   admit?(context: unknown, signal: AbortSignal): Promise<() => void>;
+  /**
+   * Answers of GET routes kept while the database is unchanged (src/http/read-cache.ts): `key` names the route and
+   * its variables; the lookup adds who asks.
+   */
+  readCache?: { lookup(context: unknown, key: string): Promise<{ value: string } | { store(value: string, bytes: number): void }> };
   /** Execution deadline in ms (GRAPHQL_TIMEOUT_MS), read on each request: past it the route answers 503 operation_timeout. */
   limits: { timeoutMs: number };
   /**
@@ -264,8 +272,12 @@ async function requestFields(
  */
 let ResponseImpl: typeof Response = Response;
 
+function jsonText(status: number, text: string, headers: Record<string, string> = {}): Response {
+  return new ResponseImpl(text, { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } });
+}
+
 function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
-  return new ResponseImpl(JSON.stringify(body), { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } });
+  return jsonText(status, JSON.stringify(body), headers);
 }
 
 function fail(items: ErrorBodyItem[], headers?: Record<string, string>): Response {
@@ -309,6 +321,10 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
       const raw = await requestFields(request, url, { ...hit.m!.groups }, { maxBodyBytes: options.maxBodyBytes, maxFields: options.maxFields }, upload);
       bodyRead = true;
       const variableValues = toVariables(options.schema, hit.r.operation, raw);
+      const kept = hit.r.cacheable && options.readCache
+        ? await options.readCache.lookup(contextValue, `rest\0${hit.r.method} ${hit.r.path}\0${JSON.stringify(variableValues)}`)
+        : undefined;
+      if (kept && 'value' in kept) return jsonText(200, kept.value);
       const limit = deadline(options.limits.timeoutMs, request.signal);
       let result: ExecutionResult;
       try {
@@ -320,7 +336,9 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
         limit.clear();
       }
       if (result.errors?.length) return fail(result.errors.map(itemOf), headersOf(result.errors[0]));
-      return json(200, envelope(hit.r.envelope, lowerEnums(result.data?.[hit.r.rootField], hit.r.enums)));
+      const body = JSON.stringify(envelope(hit.r.envelope, lowerEnums(result.data?.[hit.r.rootField], hit.r.enums)));
+      kept?.store(body, body.length);
+      return jsonText(200, body);
     } catch (err) {
       // A body refused or cut short is drained a little (so the client reads the answer), else not kept.
       const close: Record<string, string> = bodyRead || await linger(request) ? {} : { connection: 'close' };

@@ -12,6 +12,7 @@ import { bootstrap } from './db/bootstrap.js';
 import { createLogger, type Logger } from './log.js';
 import { schema } from './schema/index.js';
 import type { Services } from './schema/context.js';
+import { ReadCache } from './http/read-cache.js';
 import { createRequestHandler } from './http/server.js';
 import { releaseMemoryWhenIdle } from './http/idle-memory.js';
 import { RateLimits } from './http/rate-limit.js';
@@ -39,6 +40,8 @@ export interface App {
   log: Logger;
   /** The generated bootstrap key, when this start created one. */
   generatedKey?: string;
+  /** Answers to reads kept while the database is unchanged (src/http/read-cache.ts). */
+  readCache: ReadCache;
   /**
    * Stops accepting connections, lets requests in flight finish for up to `graceMs` (uploads included), then closes
    * what is left, the jobs, the database (releasing the embedded database's lock) and the other connections. The
@@ -120,7 +123,10 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
     };
     const rateLimits = new RateLimits({ perMinute: config.rateLimitPerMinute, superPerMinute: config.rateLimitSuperPerMinute, redisUrl: config.redisUrl }, log);
     closers.push(() => rateLimits.close());
-    handler = createRequestHandler({ schema, services, ping: db.ping, db, log, rateLimits, trustedDocuments });
+    // Emptied by any change announced on the feed: the key and permission caches it would otherwise outlive.
+    const readCache = new ReadCache({ maxBytes: config.readCacheMb * 2 ** 20, ttlMs: cacheMs, snapshot: db.snapshot });
+    feed.onChange(() => readCache.clear());
+    handler = createRequestHandler({ schema, services, ping: db.ping, db, log, rateLimits, trustedDocuments, readCache });
     mark('ready');
     log.info({ url, database: db.kind, startup }, 'listening');
     const stopPurge = schedulePurge(db.prisma, storage, config.softDeleteRetentionDays, log);
@@ -131,7 +137,7 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
       onRelease: (before, after) => log.debug({ heapMb: { before: Math.round(before / 2 ** 20), after: Math.round(after / 2 ** 20) } }, 'memory released while idle'),
     });
     return {
-      url, server, db, services, log, generatedKey,
+      url, server, db, services, log, generatedKey, readCache,
       async close({ graceMs = 0 } = {}) {
         const deadline = Date.now() + graceMs;
         stopPurge();

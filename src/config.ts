@@ -25,6 +25,8 @@ export interface Config {
   logLevel: string;
   /** How long keys, users and permission tables are cached in-process (0 disables). */
   cacheSeconds: number;
+  /** Megabytes of read answers kept while the database is unchanged (src/http/read-cache.ts); 0 turns it off. */
+  readCacheMb: number;
   /** Requests a minute per guest or user key (0: no limit). */
   rateLimitPerMinute: number;
   /** Requests a minute per super-user key (0: no limit, the default). */
@@ -147,6 +149,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     externalUrlAllowPrivate: flag(env, 'EXTERNAL_URL_ALLOW_PRIVATE'),
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
     cacheSeconds: int(env, 'CACHE_SECONDS', 5),
+    readCacheMb: int(env, 'READ_CACHE_MB', 64),
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 600),
     rateLimitSuperPerMinute: int(env, 'RATE_LIMIT_SUPER_PER_MINUTE', 0),
     redisUrl: env.REDIS_URL || undefined,

@@ -55,20 +55,20 @@ describe('configuration', () => {
   it('reads the hardening settings: limits, deadlines, CORS, split storage', () => {
     expect(loadConfig({})).toMatchObject({
       maxConcurrentUploads: 16, maxConcurrentOperations: 8, maxMultipartFields: 100, memoryReleaseIdleSeconds: 10, corsOrigins: [], allowSplitStorage: false, failedProbesPerMinute: 10,
-      externalUrlIdleSeconds: 10, externalUrlDeadlineSeconds: 300,
+      readCacheMb: 64, externalUrlIdleSeconds: 10, externalUrlDeadlineSeconds: 300,
       http: { headersTimeout: 10, bodyTimeout: 30, requestTimeout: 3600, idleTimeout: 30, keepAliveTimeout: 5 },
     });
     expect(loadConfig({
-      MAX_CONCURRENT_UPLOADS: '4', MAX_CONCURRENT_OPERATIONS: '0', MAX_MULTIPART_FIELDS: '20', MEMORY_RELEASE_IDLE_SECONDS: '0', CORS_ORIGINS: 'https://a.example', ALLOW_SPLIT_STORAGE: '1',
+      MAX_CONCURRENT_UPLOADS: '4', MAX_CONCURRENT_OPERATIONS: '0', MAX_MULTIPART_FIELDS: '20', MEMORY_RELEASE_IDLE_SECONDS: '0', READ_CACHE_MB: '0', CORS_ORIGINS: 'https://a.example', ALLOW_SPLIT_STORAGE: '1',
       EXTERNAL_URL_FAILED_PROBES_PER_MINUTE: '3', EXTERNAL_URL_IDLE_SECONDS: '5', EXTERNAL_URL_DEADLINE_SECONDS: '60',
       HTTP_HEADERS_TIMEOUT_SECONDS: '5', HTTP_BODY_TIMEOUT_SECONDS: '6', HTTP_REQUEST_TIMEOUT_SECONDS: '7', HTTP_IDLE_TIMEOUT_SECONDS: '8', HTTP_KEEP_ALIVE_SECONDS: '9',
     })).toMatchObject({
       maxConcurrentUploads: 4, maxConcurrentOperations: 0, maxMultipartFields: 20, memoryReleaseIdleSeconds: 0, corsOrigins: ['https://a.example'], allowSplitStorage: true, failedProbesPerMinute: 3,
-      externalUrlIdleSeconds: 5, externalUrlDeadlineSeconds: 60,
+      readCacheMb: 0, externalUrlIdleSeconds: 5, externalUrlDeadlineSeconds: 60,
       http: { headersTimeout: 5, bodyTimeout: 6, requestTimeout: 7, idleTimeout: 8, keepAliveTimeout: 9 },
     });
     for (const [env, name] of [
-      [{ MAX_CONCURRENT_UPLOADS: '0' }, 'MAX_CONCURRENT_UPLOADS'], [{ MAX_CONCURRENT_OPERATIONS: '-1' }, 'MAX_CONCURRENT_OPERATIONS'], [{ MEMORY_RELEASE_IDLE_SECONDS: 'soon' }, 'MEMORY_RELEASE_IDLE_SECONDS'], [{ CORS_ORIGINS: 'example.com' }, 'CORS_ORIGINS'],
+      [{ MAX_CONCURRENT_UPLOADS: '0' }, 'MAX_CONCURRENT_UPLOADS'], [{ MAX_CONCURRENT_OPERATIONS: '-1' }, 'MAX_CONCURRENT_OPERATIONS'], [{ MEMORY_RELEASE_IDLE_SECONDS: 'soon' }, 'MEMORY_RELEASE_IDLE_SECONDS'], [{ READ_CACHE_MB: '-1' }, 'READ_CACHE_MB'], [{ CORS_ORIGINS: 'example.com' }, 'CORS_ORIGINS'],
       [{ ALLOW_SPLIT_STORAGE: 'maybe' }, 'ALLOW_SPLIT_STORAGE'], [{ HTTP_IDLE_TIMEOUT_SECONDS: '0' }, 'HTTP_IDLE_TIMEOUT_SECONDS'],
       [{ HTTP_HEADERS_TIMEOUT_SECONDS: '100', HTTP_REQUEST_TIMEOUT_SECONDS: '10' }, 'HTTP_HEADERS_TIMEOUT_SECONDS'],
     ] as [Record<string, string>, string][]) {

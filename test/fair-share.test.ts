@@ -121,8 +121,9 @@ forEachDatabase((kind) => {
     let busy: Record<string, string>;
     let otherKey: string;
     beforeAll(async () => {
-      // Key and user caches long enough to stay warm while the database is held (holdDownloads).
-      t = await startTestApp(kind, { maxConcurrentOperations: 1, cacheSeconds: 600 });
+      // Key and user caches long enough to stay warm while the database is held (holdDownloads); the
+      // read cache off, since these tests repeat one read to watch it queue.
+      t = await startTestApp(kind, { maxConcurrentOperations: 1, cacheSeconds: 600, readCacheMb: 0 });
       const { categoryId } = (await t.gqlOk('mutation { createCategory(input: { title: "Fair" }) { category { categoryId } } }')).createCategory.category;
       const user = await t.user('busy');
       for (let i = 0; i < 40; i++) {

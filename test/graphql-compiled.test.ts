@@ -35,7 +35,8 @@ forEachDatabase((kind) => {
   let downloadId: number;
   let member: { userId: number; key: string };
   beforeAll(async () => {
-    t = await startTestApp(kind);
+    // Off: these tests repeat one document to watch how it is executed, which the read cache would answer.
+    t = await startTestApp(kind, { readCacheMb: 0 });
     member = await t.user('member');
     categoryId = (await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Main' } })).body.category.category_id;
     await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Child', parent_category_id: categoryId } });

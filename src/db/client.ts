@@ -36,6 +36,11 @@ export interface Database {
   ping(): Promise<void>;
   /** Connections to the database: the pool's (PostgreSQL server), or the one in-process connection (embedded). */
   connections(): { total: number; idle: number; waiting: number };
+  /**
+   * The current transaction snapshot (`pg_current_snapshot()` as text): equal snapshots mean nothing was committed
+   * in between (src/http/read-cache.ts). Not counted by statements().
+   */
+  snapshot(): Promise<string>;
   /** SQL statements sent since the database was opened (outside transactions): for tests that bound query counts. */
   statements(): number;
   /**
@@ -83,6 +88,7 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
     connections: () => ({ total: 1, idle: 0, waiting: 0 }),
     prisma,
     query: <R,>(sql: string, params?: unknown[]) => { statements++; return prepared.query<R>(sql, params); },
+    snapshot: async () => (await prepared.query<{ s: string }>(SNAPSHOT_SQL))[0]!.s,
     session: (fn) => fn(session),
     ping: async () => { await lite.query('SELECT 1'); },
     statements: () => statements,
@@ -114,6 +120,9 @@ function lockDirectory(dir: string): () => void {
   throw new StartError(`Could not lock the embedded database at ${dir}.`);
 }
 
+const SNAPSHOT_SQL = 'SELECT pg_current_snapshot()::text AS s';
+const SNAPSHOT_NAME = statementName(SNAPSHOT_SQL);
+
 /** How long close() waits for connections in use by default (the service passes what remains of its grace). */
 const CLOSE_DEADLINE_MS = 5_000;
 
@@ -121,7 +130,10 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
   let statements = 0;
   const { pool, destroy, cancel, end } = openPool(url, poolSize, (client) => {
     const query = client.query.bind(client);
-    client.query = ((...args: unknown[]) => { statements++; return (query as any)(...args); }) as typeof client.query;
+    client.query = ((...args: unknown[]) => {
+      if ((args[0] as { name?: string } | undefined)?.name !== SNAPSHOT_NAME) statements++;
+      return (query as any)(...args);
+    }) as typeof client.query;
   });
   const prisma = new PrismaClient({ adapter: withReleasedTransactions(new PrismaPg(pool), { destroy, cancel }) });
   return {
@@ -142,6 +154,7 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
       }
     },
     ping: async () => { await pool.query('SELECT 1'); },
+    snapshot: async () => (await pool.query<{ s: string }>({ name: SNAPSHOT_NAME, text: SNAPSHOT_SQL })).rows[0]!.s,
     statements: () => statements,
     async close({ deadlineMs = CLOSE_DEADLINE_MS } = {}) {
       // Prisma rolls back its transactions first; one whose statement runs past the deadline is cut by end().

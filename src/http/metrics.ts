@@ -31,6 +31,8 @@ export interface MetricsOptions {
   operations: { readonly inFlight: number; readonly queued: number };
   /** /graphql executions by how they ran (src/http/compiled.ts). */
   executions?: { readonly compiled: number; readonly interpreted: number };
+  /** Reads answered from the read cache, and looked up there in vain (src/http/read-cache.ts). */
+  readCache?: { readonly hit: number; readonly miss: number };
   /** Resolves the request's key (throws 401/403 ApiErrors); metrics then need a super-user key. */
   isSuperKey(request: Request): Promise<boolean>;
 }
@@ -88,6 +90,14 @@ export function metricsPlugin(opts: MetricsOptions): Plugin {
     collect() {
       this.reset();
       for (const mode of ['compiled', 'interpreted'] as const) this.inc({ mode }, opts.executions?.[mode] ?? 0);
+    },
+  });
+  new Counter({
+    name: 'dcs_read_cache_total', help: 'Reads (GET routes and /graphql queries) looked up in the read cache: answered from it (hit) or run (miss).',
+    labelNames: ['result'], registers: [registry],
+    collect() {
+      this.reset();
+      for (const result of ['hit', 'miss'] as const) this.inc({ result }, opts.readCache?.[result] ?? 0);
     },
   });
 

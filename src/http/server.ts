@@ -29,6 +29,7 @@ import { FairShare, clientOf, fairSharePlugin } from './fair-share.js';
 import { graphqlStatusPlugin } from './statuses.js';
 import { trustedDocumentsPlugin, type TrustedDocuments } from './trusted-documents.js';
 import { subscriptionTransportPlugin } from './subscriptions.js';
+import { readCachePlugin, visitorKey, type ReadCache } from './read-cache.js';
 
 const SERVER_ERROR = 'An unexpected error occurred. It has been logged.';
 
@@ -53,10 +54,12 @@ export interface HttpOptions {
   rateLimits: RateLimits;
   /** Persisted documents by SHA-256 (src/http/trusted-documents.ts). */
   trustedDocuments?: TrustedDocuments;
+  /** Answers to reads, given again while the database is unchanged (src/http/read-cache.ts). */
+  readCache: ReadCache;
 }
 
 /** The request handler of the service (the server that listens is made by app.ts, before the database is touched). */
-export function createRequestHandler({ schema, services, ping, db, log, rateLimits, trustedDocuments = new Map() }: HttpOptions): http.RequestListener {
+export function createRequestHandler({ schema, services, ping, db, log, rateLimits, trustedDocuments = new Map(), readCache }: HttpOptions): http.RequestListener {
   const contextFor = async (request: Request) => {
     const visitor = await visitorFromHeaders(services.prisma, request.headers, services.groups, services.auth);
     await rateLimits.consume(request, visitor, hashKey(request.headers.get('forum-api-key') ?? ''));
@@ -127,13 +130,14 @@ export function createRequestHandler({ schema, services, ping, db, log, rateLimi
       compiledExecutionPlugin(compiled), // first of the execution wrappers: it replaces the executor itself
       fairSharePlugin(shares), // before operationLimitsPlugin: its deadline covers the wait for a slot
       operationLimitsPlugin(services.config.graphql),
+      readCachePlugin(readCache), // after the limits: a query refused for its cost is refused, kept or not
       contractCodesPlugin(),
       graphqlStatusPlugin(),
       subscriptionTransportPlugin(),
       textInputPlugin(),
       // After contractCodesPlugin (errors are counted by their final code), before the plugins that answer routes.
       metricsPlugin({
-        access: config.metrics, routes, db, operations: shares, executions: compiled.runs,
+        access: config.metrics, routes, db, operations: shares, executions: compiled.runs, readCache: readCache.counts,
         isSuperKey: async (request) => (await visitorFromHeaders(services.prisma, request.headers, services.groups, services.auth)).isSuper,
       }),
       graphqlUploadPlugin({ maxUploadBytes: config.maxUploadBytes, maxFieldBytes: config.maxBodyBytes, contextFor, slots }),
@@ -146,6 +150,9 @@ export function createRequestHandler({ schema, services, ping, db, log, rateLimi
         beforeUpload: uploadPrecheck, acquireUploadSlot: () => slots.acquire(),
         admit: (ctx, signal) => shares.acquire(clientOf(ctx), signal),
         limits: config.graphql,
+        readCache: readCache.enabled
+          ? { lookup: (ctx, key) => readCache.lookup<string>(`${key}\0${visitorKey((ctx as { visitor: Parameters<typeof visitorKey>[0] }).visitor)}`) }
+          : undefined,
         receiveUpload: uploadReceiver(services.storage, services.config.maxUploadBytes),
         onUnexpectedError,
       }),
