@@ -32,7 +32,8 @@ if (server) {
 }
 const db = await openDatabase(dbUrl ? { url: dbUrl } : { memory: true });
 const s = await seed(db, KEY, { users: 100, downloads: 5000, filesPerDownload: 2, commentsPerDownload: 4 });
-const app = await startApp(loadConfig({}, { port: 0, logLevel: 'silent', bootstrapKey: KEY }), { db, log: createLogger('silent') });
+// The read cache off: every request here repeats one read, which it would answer without computing anything.
+const app = await startApp(loadConfig({}, { port: 0, logLevel: 'silent', bootstrapKey: KEY, readCacheMb: 0 }), { db, log: createLogger('silent') });
 const get = async (path: string) => {
   if (!path.startsWith('{')) return (await fetch(app.url + path, { headers: { 'Forum-Api-Key': KEY } })).text();
   // A GraphQL operation, given as its JSON body.

@@ -225,11 +225,13 @@ async function measure(sc: Scenario, connections: number, pid: number, url = BAS
 
 /**
  * SQL statements per request for a page of 5 and of 100 downloads (with=full), counted at the driver in an
- * in-process instance on the same database (the service has stopped): the target is that they are equal.
+ * in-process instance on the same database (the service has stopped), with the read cache off: the target is that
+ * they are equal.
  */
 async function statementsPerRequest(target: { url: string } | { pgliteDir: string }, dataDir: string): Promise<Record<string, number>> {
   const db = await openDatabase(target);
-  const app = await startApp(loadConfig({}, { port: 0, host: '127.0.0.1', dataDir, logLevel: 'silent', bootstrapKey: KEY }), { db, log: createLogger('silent') });
+  // The read cache off: the second request would be answered from it, with no statement at all.
+  const app = await startApp(loadConfig({}, { port: 0, host: '127.0.0.1', dataDir, logLevel: 'silent', bootstrapKey: KEY, readCacheMb: 0 }), { db, log: createLogger('silent') });
   const counts: Record<string, number> = {};
   try {
     for (const route of ['/api/mc-dm-downloads/?per_page=5&with=full', '/api/mc-dm-downloads/?per_page=100&with=full', '/api/mc-dm-downloads/?per_page=100']) {
@@ -380,6 +382,11 @@ async function checkSameRows(peers: PeerScenario[], service: Scenario[], peerUrl
   }
 }
 
+/** The same read measured on a service started with the read cache off (READ_CACHE_MB=0). */
+const computedName = (name: string) => `${name} (cache off)`;
+const computed = (sc: Scenario): Scenario => ({ ...sc, name: computedName(sc.name), ...(sc.compare ? { compare: computedName(sc.compare) } : {}) });
+const computedPeer = (ps: PeerScenario): PeerScenario => ({ ...ps, compare: computedName(ps.compare), graphql: computedName(ps.graphql) });
+
 const peerRequest = (ps: PeerScenario): autocannon.Request => ({ method: 'POST', path: '/graphql', body: ps.body, headers: { 'content-type': 'application/json' } });
 const peerScenario = (ps: PeerScenario): Scenario => ({ name: ps.name, kind: 'peer', compare: ps.compare, requests: [peerRequest(ps)] });
 
@@ -511,15 +518,21 @@ async function growth(dataDir: string, db: Awaited<ReturnType<typeof createDatab
     const figures: Figure[] = [];
     console.log(`Service (REST and GraphQL), ${size.downloads.toLocaleString('en')} downloads:`);
     await measureServiceAndPeer(figures, serviceEnv(db.databaseUrl, dataDir), db.databaseUrl, reads, db.databaseUrl ? peers : [], []);
+    console.log(`Service with the read cache off (READ_CACHE_MB=0: every answer computed), ${size.downloads.toLocaleString('en')} downloads:`);
+    await measureServiceAndPeer(figures, { ...serviceEnv(db.databaseUrl, dataDir), READ_CACHE_MB: '0' }, undefined, reads.map(computed), [], []);
     phases.push({ size, seedSeconds, figures });
-    if (db.databaseUrl) printPeerRatios(peerRatios(figures, peers), `This service ÷ the peer, ${size.downloads.toLocaleString('en')} downloads:`);
+    if (db.databaseUrl) {
+      printPeerRatios(peerRatios(figures, peers), `This service ÷ the peer, ${size.downloads.toLocaleString('en')} downloads, read cache on (as deployed; each run repeats one read, so all but the first are answered from it):`);
+      printPeerRatios(peerRatios(figures, peers.map(computedPeer)), `This service ÷ the peer, ${size.downloads.toLocaleString('en')} downloads, read cache off (every answer computed):`);
+    }
   }
   if (!db.databaseUrl) console.log(PEER_SKIPPED);
   const [a, b] = phases as [typeof phases[0], typeof phases[0]];
   const top = Math.max(...LEVELS);
   // One row per scenario and face (REST, the service's GraphQL, the peer), in the order of the peer's scenarios.
   const faces = peerScenarios(seeded!).filter((ps) => selected(peerScenario(ps)))
-    .flatMap((ps) => [['REST', ps.compare, ps.compare], ['GraphQL', ps.compare, ps.graphql], ['peer', ps.compare, ps.name]] as const);
+    .flatMap((ps) => [['REST', ps.compare, ps.compare], ['GraphQL', ps.compare, ps.graphql],
+      ['REST, cache off', ps.compare, computedName(ps.compare)], ['GraphQL, cache off', ps.compare, computedName(ps.graphql)], ['peer', ps.compare, ps.name]] as const);
   const rows: { scenario: string; face: string; small: number; big: number; ratio: number | null; list: boolean }[] = [];
   for (const [face, scenario, name] of faces) {
     const f = a.figures.find((x) => x.scenario === name && x.connections === top);
@@ -533,16 +546,21 @@ async function growth(dataDir: string, db: Awaited<ReturnType<typeof createDatab
     rows.map((r) => [r.scenario, r.face, String(r.small), String(r.big), String(r.ratio ?? 'n/a'),
       r.face === 'peer' || !r.list ? '' : r.ratio === null ? '(not measured)' : r.ratio >= 0.8 ? 'met' : 'NOT met'])));
   if (db.databaseUrl) {
-    const [ra, rb] = [peerRatios(a.figures, peerScenarios(seeded!)), peerRatios(b.figures, peerScenarios(seeded!))];
-    const both = ra.filter((r) => r.connections === top).map((r) => [r, rb.find((x) => x.scenario === r.scenario && x.connections === top)] as const);
-    const fmt = (v: number | null | undefined) => String(v ?? 'n/a');
-    console.log(`\nThis service ÷ the peer at ${top} connections, REST / GraphQL (target ≥ 1.0 at both sizes):\n`);
-    console.log(textTable(['scenario', `${small.downloads.toLocaleString('en')} downloads`, `${big.downloads.toLocaleString('en')} downloads`],
-      both.map(([r, q]) => [r.scenario, `${fmt(r.restRatio)} / ${fmt(r.graphqlRatio)}`, `${fmt(q?.restRatio)} / ${fmt(q?.graphqlRatio)}`])));
+    for (const [label, peers] of [['read cache on', peerScenarios(seeded!)], ['read cache off', peerScenarios(seeded!).map(computedPeer)]] as const) {
+      const [ra, rb] = [peerRatios(a.figures, peers), peerRatios(b.figures, peers)];
+      const both = ra.filter((r) => r.connections === top).map((r) => [r, rb.find((x) => x.scenario === r.scenario && x.connections === top)] as const);
+      const fmt = (v: number | null | undefined) => String(v ?? 'n/a');
+      console.log(`\nThis service ÷ the peer at ${top} connections, ${label}, REST / GraphQL (target ≥ 1.0 at both sizes):\n`);
+      console.log(textTable(['scenario', `${small.downloads.toLocaleString('en')} downloads`, `${big.downloads.toLocaleString('en')} downloads`],
+        both.map(([r, q]) => [r.scenario, `${fmt(r.restRatio)} / ${fmt(r.graphqlRatio)}`, `${fmt(q?.restRatio)} / ${fmt(q?.graphqlRatio)}`])));
+    }
   }
   writeResults(db.databaseUrl, '-growth', {
     growth: { sizes: [small, big], seedSeconds: phases.map((p) => p.seedSeconds), rows },
-    phases: phases.map((p) => ({ size: p.size, figures: p.figures, peerRatios: peerRatios(p.figures, peerScenarios(seeded!)) })),
+    phases: phases.map((p) => ({
+      size: p.size, figures: p.figures, peerRatios: peerRatios(p.figures, peerScenarios(seeded!)),
+      peerRatiosCacheOff: peerRatios(p.figures, peerScenarios(seeded!).map(computedPeer)),
+    })),
   });
 }
 
