@@ -72,7 +72,7 @@ export interface RestAdapterOptions {
    * Answers of GET routes kept while the database is unchanged (src/http/read-cache.ts): `key` names the route and
    * its variables; the lookup adds who asks.
    */
-  readCache?: { lookup(context: unknown, key: string): Promise<{ value: string } | { store(value: string, bytes: number): void }> };
+  readCache?: { lookup(context: unknown, key: string): Promise<{ value: Uint8Array } | { store(value: Uint8Array, bytes: number): void }> };
   /** Execution deadline in ms (GRAPHQL_TIMEOUT_MS), read on each request: past it the route answers 503 operation_timeout. */
   limits: { timeoutMs: number };
   /**
@@ -272,8 +272,8 @@ async function requestFields(
  */
 let ResponseImpl: typeof Response = Response;
 
-function jsonText(status: number, text: string, headers: Record<string, string> = {}): Response {
-  return new ResponseImpl(text, { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } });
+function jsonText(status: number, text: string | Uint8Array, headers: Record<string, string> = {}): Response {
+  return new ResponseImpl(text as BodyInit, { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } });
 }
 
 function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
@@ -337,8 +337,11 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
       }
       if (result.errors?.length) return fail(result.errors.map(itemOf), headersOf(result.errors[0]));
       const body = JSON.stringify(envelope(hit.r.envelope, lowerEnums(result.data?.[hit.r.rootField], hit.r.enums)));
-      kept?.store(body, body.length);
-      return jsonText(200, body);
+      if (!kept) return jsonText(200, body);
+      // Kept as UTF-8 bytes, written as they are on every hit (a string would be encoded again each time).
+      const bytes = Buffer.from(body);
+      kept.store(bytes, bytes.length);
+      return jsonText(200, bytes);
     } catch (err) {
       // A body refused or cut short is drained a little (so the client reads the answer), else not kept.
       const close: Record<string, string> = bodyRead || await linger(request) ? {} : { connection: 'close' };

@@ -13,7 +13,7 @@
 // cache change feed (a key revoked, permissions edited) empties the cache, and an answer is given again for at most
 // CACHE_SECONDS after it was computed, as long as the key and permission tables may be served from memory.
 //
-// Bounded by READ_CACHE_MB (REST answers by their JSON text, GraphQL answers, kept as objects, by twice theirs), least
+// Bounded by READ_CACHE_MB (REST answers by their bytes (kept as UTF-8), GraphQL answers, kept as objects, by twice theirs), least
 // recently used first out. 0 turns it off.
 import { getOperationAST, type DocumentNode, type ExecutionResult } from 'graphql';
 import type { Plugin } from 'graphql-yoga';

@@ -151,7 +151,7 @@ export function createRequestHandler({ schema, services, ping, db, log, rateLimi
         admit: (ctx, signal) => shares.acquire(clientOf(ctx), signal),
         limits: config.graphql,
         readCache: readCache.enabled
-          ? { lookup: (ctx, key) => readCache.lookup<string>(`${key}\0${visitorKey((ctx as { visitor: Parameters<typeof visitorKey>[0] }).visitor)}`) }
+          ? { lookup: (ctx, key) => readCache.lookup<Uint8Array>(`${key}\0${visitorKey((ctx as { visitor: Parameters<typeof visitorKey>[0] }).visitor)}`) }
           : undefined,
         receiveUpload: uploadReceiver(services.storage, services.config.maxUploadBytes),
         onUnexpectedError,
