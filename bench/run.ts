@@ -145,7 +145,7 @@ const baselineScenarios = (s: SeedResult): Scenario[] => [
   { name: 'baseline download get', kind: 'baseline', compare: 'download get', requests: [{ method: 'GET', path: `/api/mc-dm-downloads/${s.downloadId}/` }] },
 ];
 
-interface Figure { scenario: string; kind: string; connections: number; rps: number; p50: number; p99: number; p99Established: number; errors: number; non2xx: number; peakRssMb: number; cpuMs: number | null; dbCpuMs: number | null }
+interface Figure { scenario: string; kind: string; connections: number; rps: number; p50: number; p99: number; p99Established: number; errors: number; non2xx: number; peakRssMb: number; cpuMs: number | null; dbCpuMs: number | null; cacheHitPct?: number | null }
 
 /** CPU time (user + system) a process has used, in ms, from /proc/<pid>/stat; null where there is no /proc. */
 function cpuMs(pid: number): number | null {
@@ -183,6 +183,18 @@ function rssMb(pid: number): number {
   }
 }
 
+/** The service's read cache counters (hits, misses) from /metrics; null from a server that has none (the peer, the baseline). */
+async function readCacheCounts(url: string): Promise<{ hit: number; miss: number } | null> {
+  try {
+    const text = await (await fetch(`${url}/metrics`, { headers: { 'forum-api-key': KEY } })).text();
+    const count = (result: string) => Number(new RegExp(`^dcs_read_cache_total\\{result="${result}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? NaN);
+    const counts = { hit: count('hit'), miss: count('miss') };
+    return Number.isNaN(counts.hit) || Number.isNaN(counts.miss) ? null : counts;
+  } catch {
+    return null;
+  }
+}
+
 async function measure(sc: Scenario, connections: number, pid: number, url = BASE): Promise<Figure> {
   let peak = rssMb(pid);
   const sampler = setInterval(() => { peak = Math.max(peak, rssMb(pid)); }, 50);
@@ -200,10 +212,15 @@ async function measure(sc: Scenario, connections: number, pid: number, url = BAS
   });
   const cpu0 = cpuMs(pid);
   const db0 = opts['database-url'] ? postgresCpuMs() : null;
+  const cache0 = await readCacheCounts(url);
   const result = await instance;
   const cpu1 = cpuMs(pid);
   const db1 = opts['database-url'] ? postgresCpuMs() : null;
   clearInterval(sampler);
+  // The share of the run's answers the read cache gave (it is off, or the server is not the service: null).
+  const cache1 = cache0 && await readCacheCounts(url);
+  const answered = cache0 && cache1 ? (cache1.hit - cache0.hit) + (cache1.miss - cache0.miss) : 0;
+  const cacheHitPct = cache0 && cache1 && answered > 0 ? Math.round(((cache1.hit - cache0.hit) / answered) * 1000) / 10 : null;
   // CPU per request: what throughput on a shared 2-core machine hides. A PostgreSQL server's share is counted apart
   // (a server that has the database build its JSON moves work there); backends that ended during the run are missed.
   // A count over a large table runs in parallel workers that end before the run does, taking their CPU time with them:
@@ -219,7 +236,7 @@ async function measure(sc: Scenario, connections: number, pid: number, url = BAS
     rps: Math.round((result.duration > 0 ? result.requests.total / result.duration : result.requests.average) * 10) / 10,
     p50: result.latency.p50, p99: result.latency.p99, p99Established,
     errors: result.errors + result.timeouts, non2xx: result.non2xx, peakRssMb: Math.round(peak),
-    cpuMs: perRequest(cpu0, cpu1), dbCpuMs: perRequest(db0, db1),
+    cpuMs: perRequest(cpu0, cpu1), dbCpuMs: perRequest(db0, db1), cacheHitPct,
   };
 }
 
@@ -341,7 +358,7 @@ async function runAll(figures: Figure[], list: Scenario[], pid: number, url = BA
       const f = await measure(sc, c, pid, url);
       figures.push(f);
       const cpu = f.cpuMs === null ? '' : `  CPU/req ${f.cpuMs} ms${f.dbCpuMs === null ? '' : ` + PostgreSQL ${f.dbCpuMs} ms`}`;
-      console.log(`  ${sc.name.padEnd(40)} c=${String(c).padStart(2)}  ${String(f.rps).padStart(8)} req/s  p50 ${f.p50} ms  p99 ${f.p99} ms (open connections ${f.p99Established} ms)${cpu}${f.errors + f.non2xx ? `  (${f.errors + f.non2xx} errors)` : ''}`);
+      console.log(`  ${sc.name.padEnd(40)} c=${String(c).padStart(2)}  ${String(f.rps).padStart(8)} req/s  p50 ${f.p50} ms  p99 ${f.p99} ms (open connections ${f.p99Established} ms)${cpu}${f.cacheHitPct == null ? '' : `  read cache hits ${f.cacheHitPct}%`}${f.errors + f.non2xx ? `  (${f.errors + f.non2xx} errors)` : ''}`);
     }
   }
 }
