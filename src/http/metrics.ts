@@ -56,14 +56,16 @@ export function metricsPlugin(opts: MetricsOptions): Plugin {
   const gqlSeconds = new Histogram({ name: 'dcs_graphql_request_duration_seconds', help: 'GraphQL latency until the response starts, by operation name.', labelNames: ['operation'], buckets, registers: [registry] });
   const otherRequests = new Counter({ name: 'dcs_http_other_requests_total', help: 'Other requests (pages, health, metrics) by path and status.', labelNames: ['path', 'status'], registers: [registry] });
   const errors = new Counter({ name: 'dcs_errors_total', help: 'Errors answered, by face and the service\'s error code.', labelNames: ['face', 'code'], registers: [registry] });
-  new Counter({
-    name: 'dcs_upload_bytes_total', help: 'Bytes received by file ingestion in this process: client uploads (both faces) and fetched external URLs.',
-    labelNames: ['source'], registers: [registry],
+  // Counters kept elsewhere in the process, read at each scrape: one series per key.
+  const countsOf = (name: string, help: string, label: string, read: () => Record<string, number>) => new Counter({
+    name, help, labelNames: [label], registers: [registry],
     collect() {
       this.reset();
-      for (const [source, bytes] of Object.entries(ingestedBytes)) this.inc({ source }, bytes);
+      for (const [value, count] of Object.entries(read())) this.inc({ [label]: value }, count);
     },
   });
+  countsOf('dcs_upload_bytes_total', 'Bytes received by file ingestion in this process: client uploads (both faces) and fetched external URLs.',
+    'source', () => ingestedBytes);
   new Gauge({
     name: 'dcs_db_connections', help: 'Database connections: in_use, idle, and requests waiting for one (the embedded database is one connection, in use).',
     labelNames: ['state'], registers: [registry],
@@ -84,22 +86,10 @@ export function metricsPlugin(opts: MetricsOptions): Plugin {
     },
   });
 
-  new Counter({
-    name: 'dcs_graphql_executions_total', help: '/graphql executions by how they ran: compiled (graphql-jit) or interpreted.',
-    labelNames: ['mode'], registers: [registry],
-    collect() {
-      this.reset();
-      for (const mode of ['compiled', 'interpreted'] as const) this.inc({ mode }, opts.executions?.[mode] ?? 0);
-    },
-  });
-  new Counter({
-    name: 'dcs_read_cache_total', help: 'Reads (GET routes and /graphql queries) looked up in the read cache: answered from it (hit) or run (miss).',
-    labelNames: ['result'], registers: [registry],
-    collect() {
-      this.reset();
-      for (const result of ['hit', 'miss'] as const) this.inc({ result }, opts.readCache?.[result] ?? 0);
-    },
-  });
+  countsOf('dcs_graphql_executions_total', '/graphql executions by how they ran: compiled (graphql-jit) or interpreted.',
+    'mode', () => ({ compiled: opts.executions?.compiled ?? 0, interpreted: opts.executions?.interpreted ?? 0 }));
+  countsOf('dcs_read_cache_total', 'Reads (GET routes and /graphql queries) looked up in the read cache: answered from it (hit) or run (miss).',
+    'result', () => ({ hit: opts.readCache?.hit ?? 0, miss: opts.readCache?.miss ?? 0 }));
 
   const matchers = routeMatchers(opts.routes);
   const started = new WeakMap<Request, number>();

@@ -13,8 +13,8 @@
 // cache change feed (a key revoked, permissions edited) empties the cache, and an answer is given again for at most
 // CACHE_SECONDS after it was computed, as long as the key and permission tables may be served from memory.
 //
-// Bounded by READ_CACHE_MB (REST answers by their bytes (kept as UTF-8), GraphQL answers, kept as objects, by twice theirs), least
-// recently used first out. 0 turns it off.
+// Bounded by READ_CACHE_MB, least recently used first out: REST answers count their UTF-8 bytes, GraphQL answers (kept
+// as objects) twice their JSON length. 0 turns it off.
 import { getOperationAST, type DocumentNode, type ExecutionResult } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { Visitor } from '../permissions/access.js';
@@ -22,13 +22,16 @@ import type { Visitor } from '../permissions/access.js';
 interface Entry<V> { value: V; snapshot: string; bytes: number; expires: number }
 
 export interface ReadCacheOptions {
-  /** Bytes of answers kept (their JSON length). */
+  /** Bytes of answers kept, as their callers count them (lookup's `store`). */
   maxBytes: number;
   /** How long an answer may be given again at most. */
   ttlMs: number;
   /** The database's current transaction snapshot (src/db/client.ts). */
   snapshot(): Promise<string>;
 }
+
+/** A kept answer, or how to keep the one about to be computed. */
+export type Lookup<V> = { value: V } | { store(value: V, bytes: number): void };
 
 /** How answers were served, for /metrics. */
 export interface ReadCacheCounts { hit: number; miss: number }
@@ -72,7 +75,7 @@ export class ReadCache {
    * Looks `key` up: `value` when an answer computed at the current snapshot is kept; else `store`, to call with the
    * answer once it is computed (it was computed after the snapshot this lookup took).
    */
-  async lookup<V>(key: string): Promise<{ value: V } | { store(value: V, bytes: number): void }> {
+  async lookup<V>(key: string): Promise<Lookup<V>> {
     const snapshot = await this.snapshot();
     const entry = this.entries.get(key) as Entry<V> | undefined;
     if (entry && entry.snapshot === snapshot && entry.expires > Date.now()) {
@@ -84,6 +87,11 @@ export class ReadCache {
     this.counts.miss++;
     const started = Date.now();
     return { store: (value, bytes) => this.put(key, { value, snapshot, bytes, expires: started + this.options.ttlMs }) };
+  }
+
+  /** lookup() of `key` as `visitor` asks it: answers are never shared between visitors. */
+  lookupFor<V>(key: string, visitor: Visitor): Promise<Lookup<V>> {
+    return this.lookup<V>(`${key}\0${visitorKey(visitor)}`);
   }
 
   private put(key: string, entry: Entry<unknown>): void {
@@ -113,7 +121,7 @@ export class ReadCache {
 function noop(): void {}
 
 /** Everything about the visitor an answer can depend on. */
-export function visitorKey(v: Visitor): string {
+function visitorKey(v: Visitor): string {
   return `${v.apiKeyId}:${v.userId}:${v.isSuper ? 1 : 0}${v.isAdmin ? 1 : 0}${v.isModerator ? 1 : 0}:${[...v.scopes].join(',')}:${v.groupIds.join(',')}`;
 }
 
@@ -145,8 +153,8 @@ export function readCachePlugin(cache: ReadCache): Plugin {
       const visitor = (args.contextValue as { visitor?: Visitor } | undefined)?.visitor;
       const id = visitor ? isQuery(args.document, args.operationName) : null;
       if (id === null || !visitor) return;
-      const key = `graphql\0${id}\0${args.operationName ?? ''}\0${JSON.stringify(args.variableValues ?? {})}\0${visitorKey(visitor)}`;
-      const found = await cache.lookup<ExecutionResult>(key);
+      const key = `graphql\0${id}\0${args.operationName ?? ''}\0${JSON.stringify(args.variableValues ?? {})}`;
+      const found = await cache.lookupFor<ExecutionResult>(key, visitor);
       if ('value' in found) {
         setResultAndStopExecution(found.value);
         return;

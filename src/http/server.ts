@@ -4,7 +4,7 @@ import http from 'node:http';
 import { createYoga } from 'graphql-yoga';
 import { GraphQLError, type GraphQLSchema } from 'graphql';
 import type { Logger } from '../log.js';
-import type { Services } from '../schema/context.js';
+import type { Context, Services } from '../schema/context.js';
 import { createContext } from '../schema/context.js';
 import { visitorFromHeaders } from '../auth/visitor.js';
 import { hashKey } from '../auth/keys.js';
@@ -29,7 +29,7 @@ import { FairShare, clientOf, fairSharePlugin } from './fair-share.js';
 import { graphqlStatusPlugin } from './statuses.js';
 import { trustedDocumentsPlugin, type TrustedDocuments } from './trusted-documents.js';
 import { subscriptionTransportPlugin } from './subscriptions.js';
-import { readCachePlugin, visitorKey, type ReadCache } from './read-cache.js';
+import { readCachePlugin, type ReadCache } from './read-cache.js';
 
 const SERVER_ERROR = 'An unexpected error occurred. It has been logged.';
 
@@ -151,7 +151,7 @@ export function createRequestHandler({ schema, services, ping, db, log, rateLimi
         admit: (ctx, signal) => shares.acquire(clientOf(ctx), signal),
         limits: config.graphql,
         readCache: readCache.enabled
-          ? { lookup: (ctx, key) => readCache.lookup<Uint8Array>(`${key}\0${visitorKey((ctx as { visitor: Parameters<typeof visitorKey>[0] }).visitor)}`) }
+          ? { lookup: (ctx, key) => readCache.lookupFor<Uint8Array>(key, (ctx as Context).visitor) }
           : undefined,
         receiveUpload: uploadReceiver(services.storage, services.config.maxUploadBytes),
         onUnexpectedError,
