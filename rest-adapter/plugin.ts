@@ -1,11 +1,15 @@
 // The REST adapter as a Yoga plugin: requests under /api/ are matched against the route table, turned into
 // variables, executed in-process against the schema (no HTTP hop), and answered in the spec's envelopes.
 import { Readable } from 'node:stream';
+import type { IncomingMessage } from 'node:http';
 import busboy from 'busboy';
 import { Kind, validate, type DocumentNode, type ExecutionResult, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { ApiError, headersOf, toErrorItem, type ErrorBodyItem } from '../src/errors.js';
 import { beforeDeadline, deadline } from '../src/http/limits.js';
+import { startResponseBudget } from '../src/http/response-size.js';
+import { boundTo } from '../src/db/operation-scope.js';
+import { drainRefusedBody } from '../src/http/drain.js';
 import { addPairs, Opaque, toVariables, type Raw, type RawFields } from './inputs.js';
 import { envelope, errorBody } from './envelope.js';
 import type { Route } from './routes.js';
@@ -57,6 +61,8 @@ export interface RestAdapterOptions {
   maxBodyBytes: number;
   /** Most non-file fields one multipart request may carry. */
   maxFields: number;
+  /** How much of a refused request's unread body is dropped so that its sender reads the answer (REFUSED_BODY_DRAIN_BYTES). */
+  drainBytes?: number;
   /** Refuses (throws ApiError 403) a context lacking a route's `scopes`, before the body is read. */
   requireScopes(context: unknown, scopes: readonly string[]): void;
   /** For upload routes: decides from the fields before the file part whether the file may be stored. */
@@ -74,7 +80,7 @@ export interface RestAdapterOptions {
    */
   readCache?: { lookup(context: unknown, key: string): Promise<{ value: Uint8Array } | { store(value: Uint8Array, bytes: number): void }> };
   /** Execution deadline in ms (GRAPHQL_TIMEOUT_MS), read on each request: past it the route answers 503 operation_timeout. */
-  limits: { timeoutMs: number };
+  limits: { timeoutMs: number; maxResponseBytes?: number };
   /**
    * Receives the file part of an upload route while the request streams in; returns the variable value and a
    * cleanup run after the operation (whatever its outcome).
@@ -131,10 +137,13 @@ function streamMultipart(request: Request, source: Readable, raw: RawFields, upl
   return new Promise((resolve, reject) => {
     const bb = multipartParser(request, { fieldSize: maxFieldBytes, fields: maxFields, files: 1, parts: maxFields + 1 });
     let failed = false;
+    /** The file part being received: a refusal ends it, so that its temporary file is removed at once. */
+    let receiving: Readable | undefined;
     const fail = (err: unknown) => {
       if (failed) return;
       failed = true;
       source.unpipe(bb); // the rest of the body is the caller's to drain or drop (see linger)
+      receiving?.destroy(err instanceof Error ? err : new Error(String(err)));
       reject(err);
     };
     const pending: Promise<void>[] = [];
@@ -158,7 +167,12 @@ function streamMultipart(request: Request, source: Readable, raw: RawFields, upl
           throw new ApiError('required_input_missing', `Please provide: ${early.join(', ')} (before the ${name} part of the form).`, { missing: early });
         }
         await upload.check(raw);
+        receiving = stream;
         const r = await upload.receive(stream, { filename: info.filename ?? '', mimeType: info.mimeType });
+        receiving = undefined;
+        // Received whole, but the request was refused meanwhile (a malformed part after the file): nobody else
+        // will remove it.
+        if (failed) return void await r.cleanup();
         upload.cleanups.push(r.cleanup);
         raw.set(name, new Opaque(r.value));
       })();
@@ -295,7 +309,7 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
     return item;
   };
 
-  async function handle(request: Request, url: URL): Promise<Response> {
+  async function handle(request: Request, url: URL, nodeRequest?: IncomingMessage): Promise<Response> {
     const candidates = compiled.map((r) => ({ r, m: r.pattern.exec(url.pathname) })).filter((c) => c.m);
     if (candidates.length === 0) {
       return fail([{ code: 'endpoint_not_found', message: `No API endpoint at ${url.pathname}.`, params: {} }]);
@@ -326,11 +340,14 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
         : undefined;
       if (kept && 'value' in kept) return jsonText(200, kept.value);
       const limit = deadline(options.limits.timeoutMs, request.signal);
+      // GRAPHQL_MAX_RESPONSE_BYTES, as on /graphql: past it the route answers 400 operation_too_expensive (response_size).
+      if (options.limits.maxResponseBytes) startResponseBudget(contextValue, options.limits.maxResponseBytes, (refusal) => limit.abort(refusal));
       let result: ExecutionResult;
       try {
         const admitted = await options.admit?.(contextValue, limit.signal);
         // The fair-share slot is held until the work ends, even when the answer went out at the deadline.
-        const work = hit.r.run(variableValues, contextValue, limit.signal).finally(() => admitted?.());
+        // Its statements are cancelled in the server when the deadline passes (src/db/operation-scope.ts).
+        const work = boundTo(limit.signal, () => hit.r.run(variableValues, contextValue, limit.signal)).finally(() => admitted?.());
         result = await beforeDeadline(work, limit);
       } finally {
         limit.clear();
@@ -343,7 +360,12 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
       kept.store(bytes, bytes.length);
       return jsonText(200, bytes);
     } catch (err) {
-      // A body refused or cut short is drained a little (so the client reads the answer), else not kept.
+      // A body refused before any of it was read is dropped after the answer, up to REFUSED_BODY_DRAIN_BYTES
+      // (src/http/drain.ts); one refused while it was being read is drained a little first, else closed.
+      if (!bodyRead && nodeRequest && !sources.has(request)) {
+        setImmediate(() => drainRefusedBody(nodeRequest, options.drainBytes ?? LINGER_BYTES));
+        return fail([itemOf(err)], headersOf(err));
+      }
       const close: Record<string, string> = bodyRead || await linger(request) ? {} : { connection: 'close' };
       return fail([itemOf(err)], { ...headersOf(err), ...close });
     } finally {
@@ -353,10 +375,10 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
   }
 
   return {
-    async onRequest({ request, url, endResponse, fetchAPI }) {
+    async onRequest({ request, url, endResponse, fetchAPI, serverContext }) {
       if (url.pathname !== '/api' && !url.pathname.startsWith('/api/')) return;
       ResponseImpl = fetchAPI.Response;
-      endResponse(await handle(request, url));
+      endResponse(await handle(request, url, (serverContext as { req?: IncomingMessage } | undefined)?.req));
     },
   };
 }

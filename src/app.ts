@@ -9,6 +9,8 @@ import { openDatabase, targetOf, type Database } from './db/client.js';
 import { Reads } from './db/reads.js';
 import { migrate } from './db/migrate.js';
 import { bootstrap } from './db/bootstrap.js';
+import { sharedSecret } from './db/secrets.js';
+import { CursorSeal } from './domain/keyset.js';
 import { createLogger, type Logger } from './log.js';
 import { schema } from './schema/index.js';
 import type { Services } from './schema/context.js';
@@ -116,10 +118,12 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
       : new LocalChangeFeed();
     closers.push(() => feed.close());
     if (feed instanceof PostgresChangeFeed) await feed.whenListening();
+    const cursors = new CursorSeal(config.cursorSecret ?? await sharedSecret(db, 'cursor'));
     const services: Services = {
       prisma: db.prisma, reads: new Reads(db), config, groups, storage,
       permissions: new PermissionCache(db.prisma, cacheMs, feed), auth: new AuthCache(cacheMs, feed),
       events: createEvents({ url: config.redisUrl, prefix: config.redisChannelPrefix }, log),
+      cursors,
     };
     const rateLimits = new RateLimits({ perMinute: config.rateLimitPerMinute, superPerMinute: config.rateLimitSuperPerMinute, redisUrl: config.redisUrl }, log);
     closers.push(() => rateLimits.close());

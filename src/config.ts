@@ -41,6 +41,8 @@ export interface Config {
   maxConcurrentOperations: number;
   /** Non-file fields of one multipart request. */
   maxMultipartFields: number;
+  /** REFUSED_BODY_DRAIN_BYTES: how much of a refused request's body is read and dropped so the sender reads the answer (src/http/drain.ts). */
+  refusedBodyDrainBytes: number;
   /** Seconds without a request after which memory grown under load is given back (src/http/idle-memory.ts); 0: never. */
   memoryReleaseIdleSeconds: number;
   /** Origins allowed by CORS: empty (CORS off), a list, or ['*'] (any origin, never with credentials). */
@@ -52,6 +54,14 @@ export interface Config {
   externalUrlIdleSeconds: number;
   /** Failed external-URL probes one API key may cause per minute; more answer 429 rate_limited. */
   failedProbesPerMinute: number;
+  /**
+   * CURSOR_SECRET: what cursors are sealed with (at least 32 characters), the same on every instance; unset, a secret
+   * generated once and kept in the database (server_secrets) is used.
+   */
+  cursorSecret?: string;
+  /** Open subscription streams per API key, and per instance; past either a new one answers 429 rate_limited. */
+  subscriptionsPerKey: number;
+  subscriptionsMax: number;
   /** Lets instances with different local storage directories share one database (STORAGE=local). */
   allowSplitStorage: boolean;
   /** METRICS: who may read GET /metrics. */
@@ -72,6 +82,8 @@ export interface GraphqlLimits {
   maxTokens: number;
   /** Execution deadline in milliseconds. */
   timeoutMs: number;
+  /** The most bytes one operation's result may grow to (counted as its values resolve); past it the operation stops. Unset: no limit. */
+  maxResponseBytes?: number;
 }
 
 export class ConfigError extends Error {}
@@ -157,6 +169,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     maxConcurrentUploads: int(env, 'MAX_CONCURRENT_UPLOADS', 16, 1),
     maxConcurrentOperations: int(env, 'MAX_CONCURRENT_OPERATIONS', 8),
     maxMultipartFields: int(env, 'MAX_MULTIPART_FIELDS', 100, 1),
+    refusedBodyDrainBytes: int(env, 'REFUSED_BODY_DRAIN_BYTES', 16 * 1024 * 1024, 0),
     memoryReleaseIdleSeconds: int(env, 'MEMORY_RELEASE_IDLE_SECONDS', 10),
     corsOrigins: origins(env),
     http: {
@@ -170,6 +183,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     externalUrlIdleSeconds: int(env, 'EXTERNAL_URL_IDLE_SECONDS', 10, 1),
     failedProbesPerMinute: int(env, 'EXTERNAL_URL_FAILED_PROBES_PER_MINUTE', 10, 1),
     allowSplitStorage: flag(env, 'ALLOW_SPLIT_STORAGE'),
+    cursorSecret: env.CURSOR_SECRET || undefined,
+    subscriptionsPerKey: int(env, 'SUBSCRIPTIONS_PER_KEY', 20, 1),
+    subscriptionsMax: int(env, 'SUBSCRIPTIONS_MAX', 10000, 1),
     metrics: metricsAccess(env),
     graphql: {
       maxCost: int(env, 'GRAPHQL_MAX_COST', 10000, 1),
@@ -177,6 +193,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       maxAliases: int(env, 'GRAPHQL_MAX_ALIASES', 30, 0),
       maxTokens: int(env, 'GRAPHQL_MAX_TOKENS', 10000, 1),
       timeoutMs: int(env, 'GRAPHQL_TIMEOUT_MS', 10000, 1),
+      maxResponseBytes: int(env, 'GRAPHQL_MAX_RESPONSE_BYTES', 16 * 1024 * 1024, 1024),
       persistedDocumentsPath: env.GRAPHQL_PERSISTED_DOCUMENTS ? path.resolve(env.GRAPHQL_PERSISTED_DOCUMENTS) : undefined,
       trustedDocumentsOnly: flag(env, 'GRAPHQL_TRUSTED_DOCUMENTS_ONLY'),
     },
@@ -206,5 +223,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     throw new ConfigError('DATABASE_URL must start with postgres:// or postgresql://');
   }
   if (config.redisUrl && !/^rediss?:\/\//.test(config.redisUrl)) throw new ConfigError('REDIS_URL must start with redis:// or rediss://');
+  if (config.cursorSecret !== undefined && config.cursorSecret.length < 32) {
+    throw new ConfigError('CURSOR_SECRET must be at least 32 characters (for example the output of `openssl rand -hex 32`), the same on every instance.');
+  }
   return config;
 }

@@ -22,6 +22,7 @@ export const ERROR_CODES: Record<string, string> = {
   server_error: 'anything unexpected; it is logged',
   server_busy: 'too many uploads at once, or a write the database gave up on because another change to the same rows came at the same moment (nothing was changed); retry after Retry-After seconds',
   server_starting: 'the service is starting; retry in a moment',
+  service_unavailable: 'the database cannot be reached right now; retry after Retry-After seconds',
   'mc_dm_api_error.rate_limited': 'too many requests, comments or failed URL probes; retry after Retry-After seconds',
   'mc_dm_api_error.category_not_found': 'no category has this id',
   'mc_dm_api_error.download_not_found': 'no download has this id',

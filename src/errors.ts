@@ -22,6 +22,7 @@ const STATUS: Record<string, number> = {
   server_error: 500,
   server_busy: 503,
   server_starting: 503,
+  service_unavailable: 503,
 };
 
 /** Status for a code: the table above, 404 for `*_not_found`, 422 for every other mc_dm_api_error. */
@@ -95,8 +96,47 @@ export function databaseConflict(err: unknown): ApiError | null {
     { retry_after: 1 }, { 'Retry-After': '1' });
 }
 
+/** Seconds a client is asked to wait (Retry-After) when the database cannot be reached. */
+export const OUTAGE_RETRY_AFTER_SECONDS = 5;
+
+/** Node socket errors meaning the database server cannot be reached (or went away under a statement). */
+const UNREACHABLE_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ECONNABORTED']);
+/** Driver-adapter error kinds (@prisma/adapter-pg) of the same meaning. */
+const UNREACHABLE_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections']);
+/** Prisma's codes: server unreachable, connect timeout, operation timeout, server closed the connection, no pool slot in time. */
+const UNREACHABLE_PRISMA = new Set(['P1001', 'P1002', 'P1008', 'P1017']);
+/** node-postgres and PostgreSQL messages of a connection lost or refused (node-postgres throws plain Errors for some). */
+const UNREACHABLE_MESSAGE = /Connection terminated|Client has encountered a connection error|Can't reach database server|Server has closed the connection|timeout exceeded when trying to connect|^timeout expired$|connection timeout|not currently accepting connections|the database system is (starting up|shutting down|in recovery|not yet accepting connections)|terminating connection due to administrator command|The database server ended this connection/i;
+
+/** Whether `sqlstate` means the server is unreachable or refusing sessions: class 08, admin/crash shutdown, cannot connect now, too many connections. */
+const unreachableState = (sqlstate: unknown) => typeof sqlstate === 'string'
+  && (sqlstate.startsWith('08') || sqlstate === '57P01' || sqlstate === '57P02' || sqlstate === '57P03' || sqlstate === '53300');
+
+/** Whether `err` (or what it wraps) says the database cannot be reached, as opposed to a defect or bad input. */
+export function isDatabaseUnreachable(err: unknown, depth = 0): boolean {
+  if (!err || typeof err !== 'object' || depth > 6) return false;
+  const e = err as { code?: unknown; kind?: unknown; originalCode?: unknown; message?: unknown; cause?: unknown; originalError?: unknown; errors?: unknown; meta?: { driverAdapterError?: unknown } };
+  if (typeof e.code === 'string' && (UNREACHABLE_ERRNOS.has(e.code) || UNREACHABLE_PRISMA.has(e.code) || unreachableState(e.code))) return true;
+  if (typeof e.kind === 'string' && UNREACHABLE_KINDS.has(e.kind)) return true;
+  if (unreachableState(e.originalCode)) return true;
+  if (typeof e.message === 'string' && UNREACHABLE_MESSAGE.test(e.message)) return true;
+  const inner = [e.cause, e.originalError, e.meta?.driverAdapterError, ...(Array.isArray(e.errors) ? e.errors : [])];
+  return inner.some((i) => i !== err && isDatabaseUnreachable(i, depth + 1));
+}
+
+/**
+ * The answer to a request that needed the database while it could not be reached: 503 `service_unavailable` with
+ * Retry-After (never a 500: nothing is wrong with the request, and the service recovers by itself when the database
+ * returns). The message names no host, port or credential. Null for any other error.
+ */
+export function databaseUnavailable(err: unknown): ApiError | null {
+  if (err instanceof ApiError || !isDatabaseUnreachable(err)) return null;
+  return new ApiError('service_unavailable', 'The database cannot be reached right now; try again in a moment.',
+    { retry_after: OUTAGE_RETRY_AFTER_SECONDS }, { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) });
+}
+
 export function toErrorItem(err: unknown): ErrorBodyItem {
-  const busy = databaseConflict(err);
+  const busy = databaseConflict(err) ?? databaseUnavailable(err);
   if (busy) return toErrorItem(busy);
   if (err instanceof GraphQLError) {
     const ext = err.extensions ?? {};
@@ -111,6 +151,28 @@ export function toErrorItem(err: unknown): ErrorBodyItem {
   return { code: 'server_error', message: 'An unexpected error occurred. It has been logged.', params: {} };
 }
 
+/**
+ * What an operation stops with when its client went away (the request's signal aborted): nobody reads the answer, so
+ * it is the deadline's code, and it is no defect: it is logged at info, in one line, without a stack.
+ */
+export class ClientGone extends ApiError {
+  constructor() {
+    super('operation_timeout', 'The client went away before the answer was ready; the operation was stopped.', {});
+  }
+}
+
+/**
+ * Whether `err` (or what it wraps) is a client going away: ClientGone, or the AbortError (a DOMException) the HTTP
+ * layer aborts a request's signal with when its connection closes.
+ */
+export function isClientGone(err: unknown, depth = 0): boolean {
+  if (!err || typeof err !== 'object' || depth > 4) return false;
+  if (err instanceof ClientGone) return true;
+  const e = err as { name?: unknown; originalError?: unknown; cause?: unknown };
+  if (e.name === 'AbortError') return true;
+  return [e.originalError, e.cause].some((i) => i !== err && isClientGone(i, depth + 1));
+}
+
 /** Why the service could not start, in one line an operator can act on (printed without a stack trace). */
 export class StartError extends Error {}
 
@@ -119,6 +181,7 @@ export function headersOf(err: unknown): Record<string, string> | undefined {
   const ext = (err as { extensions?: { http?: { headers?: Record<string, string> } } } | null)?.extensions;
   if (ext?.http?.headers) return ext.http.headers;
   // An error raised inside a resolver comes wrapped: a database conflict under it still asks for Retry-After.
-  const busy = databaseConflict((err as { originalError?: unknown } | null)?.originalError ?? err);
+  const inner = (err as { originalError?: unknown } | null)?.originalError ?? err;
+  const busy = databaseConflict(inner) ?? databaseUnavailable(inner);
   return busy ? headersOf(busy) : undefined;
 }

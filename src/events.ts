@@ -45,18 +45,92 @@ function counted(target: Target, prefix: string): { target: Target; count(): num
   };
 }
 
+/** Publications kept while Redis is unreachable (see PublishBuffer); the oldest are dropped beyond this. */
+export const PUBLISH_BUFFER = 10_000;
+
+/**
+ * Publications made while the publishing connection is not ready (Redis unreachable, or not yet connected) wait here,
+ * in order, and are sent in that order as soon as it is ready again, before any later one. At most `limit` wait:
+ * past it the oldest is dropped, with a warning (once per outage, and a count when the buffer empties). A publication
+ * already written when the connection broke is sent again by ioredis on reconnection (its unfulfilled commands go
+ * first); ioredis's own offline queue, which would drop everything after its retries, is not used.
+ */
+export class PublishBuffer {
+  private pending: [channel: string, message: string][] = [];
+  private dropped = 0;
+
+  constructor(
+    private readonly client: Pick<Redis, 'status' | 'publish' | 'on'>, private readonly log: Logger, private readonly limit = PUBLISH_BUFFER,
+  ) {
+    client.on('ready', () => this.flush());
+  }
+
+  /** Publications waiting for Redis. */
+  get size(): number { return this.pending.length; }
+
+  publish(channel: string, message: string): void {
+    if (this.client.status === 'ready') {
+      this.flush(); // any kept before (normally sent at 'ready' already)
+      return this.send(channel, message);
+    }
+    if (this.pending.length === 0) this.log.warn({ status: this.client.status }, 'events: Redis not connected; publications are kept until it is');
+    this.pending.push([channel, message]);
+    if (this.pending.length > this.limit) {
+      this.pending.shift();
+      if (this.dropped++ === 0) this.log.warn({ limit: this.limit }, 'events: the buffer of publications waiting for Redis is full; the oldest are dropped');
+    }
+  }
+
+  private send(channel: string, message: string): void {
+    this.client.publish(channel, message).catch((err: unknown) => {
+      if (this.client.status === 'ready') {
+        // Redis itself refused it (not a lost connection): sending it again would fail the same way.
+        this.log.warn({ err }, 'events: Redis refused a publication; it is dropped');
+        return;
+      }
+      // Refused before it was written (the connection went down in between): it waits with the others.
+      this.log.warn({ err }, 'events: Redis publish failed; kept until Redis returns');
+      this.pending.unshift([channel, message]);
+      if (this.pending.length > this.limit) this.pending.pop();
+    });
+  }
+
+  private flush(): void {
+    if (this.pending.length === 0) return;
+    const waiting = this.pending;
+    this.pending = [];
+    const sent = waiting.length;
+    // Written in order on the one connection, before any publication made after this turn.
+    for (const [channel, message] of waiting) this.send(channel, message);
+    this.log.info({ sent, dropped: this.dropped }, 'events: publications kept during the Redis outage sent');
+    this.dropped = 0;
+  }
+
+  /** Publications still waiting when the service closes are lost: said in the log. */
+  discard(): void {
+    if (this.pending.length > 0) this.log.warn({ lost: this.pending.length }, 'events: publications waiting for Redis were dropped at shutdown');
+    this.pending = [];
+  }
+}
+
 /**
  * Two connections (Redis wants a connection of its own for subscribing). ioredis reconnects by itself with a growing
  * delay (at most 2 s) and subscribes to its channels again; each loss and recovery is logged. Events published
- * while Redis is unreachable wait in ioredis's offline queue and go out on reconnection, or are dropped (and logged)
- * after its retries; events Redis sends while a subscriber is disconnected are lost (pub/sub keeps nothing).
+ * while Redis is unreachable wait in a bounded buffer (PublishBuffer, PUBLISH_BUFFER events) and go out in order on
+ * reconnection, however long the outage; events Redis sends while a subscriber is disconnected are lost (pub/sub keeps
+ * nothing).
  */
 function redisTarget(url: string, prefix: string, log: Logger): { target: Target; close(): Promise<void> } {
   const connect = (role: string) => {
     // Named after the prefix, so an operator (or a test) can tell deployments apart in CLIENT LIST.
     // ioredis is loaded only when REDIS_URL is set: a start without Redis does not pay for it.
     const { Redis } = createRequire(import.meta.url)('ioredis') as typeof import('ioredis');
-    const client = new Redis(url, { connectionName: `${prefix}events-${role}`.replace(/[^\w:.-]/g, '_') });
+    const client = new Redis(url, {
+      connectionName: `${prefix}events-${role}`.replace(/[^\w:.-]/g, '_'),
+      // The publisher keeps its own buffer (PublishBuffer); a command written before a loss is sent again, never
+      // failed after a number of retries.
+      ...(role === 'publish' ? { enableOfflineQueue: false, maxRetriesPerRequest: null } : {}),
+    });
     let down = false;
     // A refused connection says 'error'; a connection the server closed only says 'reconnecting'. Once per outage.
     const lost = (err?: unknown) => {
@@ -76,7 +150,8 @@ function redisTarget(url: string, prefix: string, log: Logger): { target: Target
   const failed = (what: string) => (err: unknown) => log.warn({ err }, `events: Redis ${what} failed`);
   // createRedisEventTarget neither awaits nor catches these promises: a Redis outage must not become an unhandled
   // rejection, so the calls it makes go through these thin wrappers.
-  const publishClient = { publish: (channel: string, message: string) => pub.publish(channel, message).catch(failed('publish')) };
+  const buffer = new PublishBuffer(pub, log);
+  const publishClient = { publish: (channel: string, message: string) => buffer.publish(channel, message) };
   const subscribeClient = {
     on: (event: string, listener: (...args: any[]) => void) => sub.on(event, listener),
     subscribe: (channel: string) => sub.subscribe(channel).catch(failed('subscribe')),
@@ -85,6 +160,7 @@ function redisTarget(url: string, prefix: string, log: Logger): { target: Target
   return {
     target: createRedisEventTarget({ publishClient: publishClient as unknown as Redis, subscribeClient: subscribeClient as unknown as Redis }),
     async close() {
+      buffer.discard();
       // QUIT flushes what was sent; a connection that is down would queue it until Redis returns, so it is dropped.
       await Promise.allSettled([pub, sub].map((c) => (c.status === 'ready' ? c.quit() : c.disconnect())));
     },

@@ -9,7 +9,7 @@ describe('configuration', () => {
       port: 3000, host: '127.0.0.1', baseUrl: 'http://localhost:3000', storage: 'local', categoryDeletePolicy: 'reassign',
       softDeleteRetentionDays: 30, commentFloodSeconds: 10, maxUploadBytes: 2 * 1024 ** 3, externalUrlAllowPrivate: false, cacheSeconds: 5,
     });
-    expect(c.graphql).toEqual({ maxCost: 10000, maxDepth: 15, maxAliases: 30, maxTokens: 10000, timeoutMs: 10000, persistedDocumentsPath: undefined, trustedDocumentsOnly: false });
+    expect(c.graphql).toEqual({ maxCost: 10000, maxDepth: 15, maxAliases: 30, maxTokens: 10000, timeoutMs: 10000, maxResponseBytes: 16777216, persistedDocumentsPath: undefined, trustedDocumentsOnly: false });
     expect(c.databaseUrl).toBeUndefined();
     expect(c.dataDir.endsWith('data')).toBe(true);
   });
@@ -46,6 +46,8 @@ describe('configuration', () => {
       [{ GRAPHQL_MAX_COST: '0' }, 'GRAPHQL_MAX_COST'], [{ GRAPHQL_MAX_DEPTH: 'deep' }, 'GRAPHQL_MAX_DEPTH'],
       [{ GRAPHQL_MAX_ALIASES: '-1' }, 'GRAPHQL_MAX_ALIASES'], [{ GRAPHQL_MAX_TOKENS: '1e4' }, 'GRAPHQL_MAX_TOKENS'],
       [{ GRAPHQL_TIMEOUT_MS: '0' }, 'GRAPHQL_TIMEOUT_MS'], [{ GRAPHQL_TRUSTED_DOCUMENTS_ONLY: '1' }, 'GRAPHQL_PERSISTED_DOCUMENTS'],
+      [{ CURSOR_SECRET: 'too short' }, 'CURSOR_SECRET'],
+      [{ SUBSCRIPTIONS_PER_KEY: '0' }, 'SUBSCRIPTIONS_PER_KEY'], [{ SUBSCRIPTIONS_MAX: 'many' }, 'SUBSCRIPTIONS_MAX'],
     ] as [Record<string, string>, string][]) {
       expect(() => loadConfig(env), name).toThrow(ConfigError);
       expect(() => loadConfig(env), name).toThrow(name);

@@ -54,53 +54,54 @@ describe('the cost model', () => {
   const c = (query: string, variables?: Record<string, unknown>, operationName?: string) =>
     operationCost(sdl, parse(query), variables, operationName);
 
-  it('costs scalars 0, objects 1, lists their size times their selection plus 1', () => {
-    expect(c('{ tags }')).toBe(1);
+  it('costs scalars 0, objects 1, lists their size times (1 + their selection) plus 1', () => {
+    // a list of scalars counts each item 1 (20 without a page size or bound)
+    expect(c('{ tags }')).toBe(1 + 20);
     expect(c('{ item(id: 1) { id name } }')).toBe(1);
     expect(c('{ item(id: 1) { parent { parent { name } } } }')).toBe(3);
-    // an unpaged list of objects counts the default page size (20)
-    expect(c('{ all { name } }')).toBe(1);
-    expect(c('{ all { parent { name } } }')).toBe(1 + 20 * 1);
-    expect(c('{ item(id: 1) { children { parent { name } children { name } } } }')).toBe(1 + 1 + 20 * (1 + 1));
+    // an unpaged list of objects counts the default page size (20), each object at least 1 (scalars only: 1)
+    expect(c('{ all { name } }')).toBe(1 + 20 * 1);
+    expect(c('{ all { parent { name } } }')).toBe(1 + 20 * (1 + 1));
+    expect(c('{ item(id: 1) { children { parent { name } children { name } } } }')).toBe(1 + 1 + 20 * (1 + 1 + (1 + 20 * 1)));
     // a list fetched by ids counts the ids
-    expect(c('{ nodes(ids: [1, 2, 3]) { parent { name } } }')).toBe(1 + 3);
-    expect(c('query($ids: [ID!]!) { nodes(ids: $ids) { parent { name } } }', { ids: Array(100).fill('x') })).toBe(101);
+    expect(c('{ nodes(ids: [1, 2, 3]) { parent { name } } }')).toBe(1 + 3 * 2);
+    expect(c('query($ids: [ID!]!) { nodes(ids: $ids) { parent { name } } }', { ids: Array(100).fill('x') })).toBe(1 + 100 * 2);
   });
 
   it('multiplies a page by its page size: a connection its edges, a page object its nodes, not their page information', () => {
-    // items 1 + edges (1 + 10 × node (1 + parent 1)) + pageInfo 1
-    expect(c('{ items(first: 10) { edges { cursor node { parent { name } } } pageInfo { hasNextPage } totalCount } }')).toBe(1 + 1 + 10 * 2 + 1);
-    expect(c('{ items(last: 3) { edges { node { name } } } }')).toBe(1 + 1 + 3 * 1);
-    // page 1 + nodes (1 + 5 (the argument's default) × parent 1) + pagination 1
-    expect(c('{ page { nodes { parent { name } } pagination { total } } }')).toBe(1 + 1 + 5 + 1);
-    expect(c('{ page(perPage: 50) { nodes { parent { name } } } }')).toBe(1 + 1 + 50);
+    // items 1 + edges (1 + 10 × (edge 1 + node (1 + parent 1))) + pageInfo 1
+    expect(c('{ items(first: 10) { edges { cursor node { parent { name } } } pageInfo { hasNextPage } totalCount } }')).toBe(1 + 1 + 10 * 3 + 1);
+    expect(c('{ items(last: 3) { edges { node { name } } } }')).toBe(1 + 1 + 3 * 2);
+    // page 1 + nodes (1 + 5 (the argument's default) × (node 1 + parent 1)) + pagination 1
+    expect(c('{ page { nodes { parent { name } } pagination { total } } }')).toBe(1 + 1 + 5 * 2 + 1);
+    expect(c('{ page(perPage: 50) { nodes { parent { name } } } }')).toBe(1 + 1 + 50 * 2);
     // a paged field that is itself a list
-    expect(c('{ top(first: 7) { parent { name } } }')).toBe(1 + 7);
+    expect(c('{ top(first: 7) { parent { name } } }')).toBe(1 + 7 * 2);
     // no page size sent and no default: 20
-    expect(c('{ items { edges { node { parent { name } } } } }')).toBe(1 + 1 + 20 * 2);
+    expect(c('{ items { edges { node { parent { name } } } } }')).toBe(1 + 1 + 20 * 3);
   });
 
   it('takes page sizes from variables and operation defaults; sizes over 100 count as 100', () => {
     const q = 'query($n: Int) { items(first: $n) { edges { node { name } } } }';
-    expect(c(q, { n: 50 })).toBe(1 + 1 + 50);
-    expect(c(q, {})).toBe(1 + 1 + 20);
-    expect(c(q, { n: 1e9 })).toBe(1 + 1 + 100);
-    expect(c('query($n: Int = 7) { items(first: $n) { edges { node { name } } } }', {})).toBe(1 + 1 + 7);
+    expect(c(q, { n: 50 })).toBe(1 + 1 + 50 * 2);
+    expect(c(q, {})).toBe(1 + 1 + 20 * 2);
+    expect(c(q, { n: 1e9 })).toBe(1 + 1 + 100 * 2);
+    expect(c('query($n: Int = 7) { items(first: $n) { edges { node { name } } } }', {})).toBe(1 + 1 + 7 * 2);
   });
 
   it('multiplies nested pages', () => {
     const q = '{ items(first: 100) { edges { node { related(first: 50) { edges { node { parent { name } } } } } } } }';
-    // 1 + edges (1 + 100 × node (1 + related (1 + edges (1 + 50 × node (1 + parent 1)))))
-    expect(c(q)).toBe(1 + 1 + 100 * (1 + 1 + 1 + 50 * 2));
+    // 1 + edges (1 + 100 × (edge 1 + node (1 + related (1 + edges (1 + 50 × (edge 1 + node (1 + parent 1)))))))
+    expect(c(q)).toBe(1 + 1 + 100 * (1 + 1 + 1 + 1 + 50 * 3));
   });
 
   it('counts fragments where they are spread, adds every type condition, and picks the named operation', () => {
     const inline = c('{ items(first: 10) { edges { node { parent { name } children { name } } } } }');
     const spread = c('query A { items(first: 10) { ...Page } } fragment Page on ItemConnection { edges { node { ...I } } } fragment I on Item { parent { name } children { name } }');
     expect(spread).toBe(inline);
-    expect(inline).toBe(1 + 1 + 10 * (1 + 1 + 1));
+    expect(inline).toBe(1 + 1 + 10 * (1 + 1 + 1 + (1 + 20 * 1)));
     expect(c('{ thing { name ... on Item { parent { name } } ... on Other { item { name } } } }')).toBe(3);
-    expect(c('query A { tags } query B { top(first: 5) { parent { name } } }', {}, 'B')).toBe(6);
+    expect(c('query A { tags } query B { top(first: 5) { parent { name } } }', {}, 'B')).toBe(1 + 5 * 2);
     expect(c('query A { tags } query B { tags }')).toBe(0); // no operation chosen: execution refuses it
   });
 
@@ -163,9 +164,9 @@ forEachDatabase((kind) => {
 
   describe('refusals before execution', () => {
     it('refuses an operation over the cost limit with its figures, under both media types', async () => {
-      // 20 pages of 100 downloads, each selecting 10 objects: 20 × (1 + 1 + 100 × 10)
+      // 20 pages of 100 downloads, each selecting 10 objects: 20 × (1 + 1 + 100 × (1 + 10))
       const q = aliased(20, `downloads(perPage: 100) { nodes { ${'category { title } '.repeat(10)} } }`);
-      expect(cost(q)).toBe(20 * (2 + 100 * 10));
+      expect(cost(q)).toBe(20 * (2 + 100 * 11));
       for (const headers of [{}, GRAPHQL_RESPONSE]) {
         const r = await t.gql(q, {}, undefined, headers);
         refusedAs(r, 'cost', 10000);
@@ -217,6 +218,36 @@ forEachDatabase((kind) => {
       refusedAs(r, 'tokens', 10000);
       expect(r.errors![0].extensions.params.value).toBe(10001);
       expect(r.errors![0].message).toContain('more than 10000');
+    });
+
+    it('refuses 5000-deep nesting of selections, inline fragments and list values in the parser (never 500)', async () => {
+      const n = 5000;
+      const attacks = {
+        selections: `{ ${'viewer { '.repeat(n)}userId${' }'.repeat(n)} }`,
+        inlineFragments: `{ ${'... on Query { '.repeat(n)}viewer { userId }${' }'.repeat(n)} }`,
+        lists: `{ node(id: ${'['.repeat(n)}1${']'.repeat(n)}) { id } }`,
+        objects: `{ downloads(perPage: 1, filter: ${'{ a: '.repeat(n)}1${' }'.repeat(n)}) { nodes { downloadId } } }`,
+        // deep but short: under the token limit
+        shortSelections: `{${'a{'.repeat(3000)}b${'}'.repeat(3000)}}`,
+      };
+      for (const [name, q] of Object.entries(attacks)) {
+        for (const headers of [{}, GRAPHQL_RESPONSE]) {
+          const r = await t.gql(q, {}, undefined, headers);
+          expect(r.status, `${name}: ${JSON.stringify(r.errors)}`).toBe(400);
+          expect(r.data, name).toBeUndefined();
+          expect(r.errors![0].extensions.code, name).toBe('operation_too_expensive');
+          expect(['tokens', 'depth'], name).toContain(r.errors![0].extensions.params.kind);
+          expect(r.errors![0].extensions.params.value).toBeGreaterThan(r.errors![0].extensions.params.limit);
+        }
+      }
+      // a long chain of fragments spreading each other (no nesting in the text) is refused or answered, never a 500
+      const chain = Array.from({ length: 1400 }, (_, i) => `fragment F${i} on Query { ...F${i + 1} }`).join(' ');
+      const r = await t.gql(`{ ...F0 } ${chain} fragment F1400 on Query { viewer { userId } }`);
+      expect([200, 400]).toContain(r.status);
+      // the limit itself parses and runs: 15 levels through inline fragments and list values
+      const ok = await t.gql(`{ ${'... on Query { '.repeat(20)}viewer { userId }${' }'.repeat(20)} }`);
+      expect(ok.status, JSON.stringify(ok.errors)).toBe(200);
+      expect(typeof ok.data.viewer.userId).toBe('number');
     });
 
     it('answers the standard introspection query', async () => {

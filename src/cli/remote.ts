@@ -2,9 +2,11 @@
 // by the running service, or the database is out of reach. The key's own rights apply, as for any client.
 import { CliError, type Explained, type KeyRow, type ListPage, type Operator, type PrefixRow, type UserRow } from './operator.js';
 
+// Lists inside objects are bounded (first: default 20, at most 100): a user's groups are few (the default), a
+// prefix's categories may be many (100, on pages of 50 prefixes, within the cost limit).
 const USER = 'userId username isAdmin isModerator groups';
 const KEY = 'apiKeyId type userId title scopes isActive createdAt lastUsedAt';
-const PREFIX = 'prefixId title categoryIds';
+const PREFIX = 'prefixId title categoryIds(first: 100)';
 const RULE = 'groupId groupName level categoryId value';
 
 type Json = any;
@@ -94,7 +96,7 @@ export function openRemote(url: string, key: string): Operator {
       throw new CliError('keys recover works on the database itself, for when no key is left: run it without --url and --key (stop the service first on the embedded database). With a super-user key, use keys create --type super --scopes all.');
     },
     async explain(userId, categoryId): Promise<Explained> {
-      const d = await gql(`query($u: Int!, $c: Int) { effectivePermissions(userId: $u, categoryId: $c) { permission granted decidedBy { ${RULE} } rules { ${RULE} } } }`, { u: userId, c: categoryId });
+      const d = await gql(`query($u: Int!, $c: Int) { effectivePermissions(userId: $u, categoryId: $c) { permission granted decidedBy { ${RULE} } rules(first: 100) { ${RULE} } } }`, { u: userId, c: categoryId });
       const user = userId === 0 ? { id: 0, username: 'Guest', isAdmin: false, isModerator: false } : await this.findUser(String(userId));
       return {
         user: { id: user.id, username: user.username, isAdmin: user.isAdmin, isModerator: user.isModerator },
@@ -106,7 +108,12 @@ export function openRemote(url: string, key: string): Operator {
       };
     },
     async listPrefixes() {
-      return (await gql(`{ prefixes { ${PREFIX} } }`)).prefixes.map(prefixRow);
+      const rows: PrefixRow[] = [];
+      for (let p = 1; ; p++) {
+        const page = (await gql(`query($p: Int) { prefixes(page: $p, perPage: 50) { ${PREFIX} } }`, { p })).prefixes as Json[];
+        rows.push(...page.map(prefixRow));
+        if (page.length < 50) return rows;
+      }
     },
     async createPrefix(title) {
       return prefixRow((await gql(`mutation($t: String!) { createPrefix(input: { title: $t }) { prefix { ${PREFIX} } } }`, { t: title })).createPrefix.prefix);

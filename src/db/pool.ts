@@ -3,6 +3,7 @@
 // is still checked out (the service's shutdown grace period bounds it).
 import net from 'node:net';
 import pg from 'pg';
+import { bindStatementsToOperations, operationSignal } from './operation-scope.js';
 
 /**
  * The server ends a session left idle inside a transaction for this long (ms). Prisma ends every transaction of ours
@@ -31,8 +32,23 @@ export interface Pool {
   end(deadlineMs: number): Promise<void>;
 }
 
+/**
+ * How long opening a connection may take (TCP and login) before it fails (ms): a server that does not answer at all (a
+ * network partition, a host gone) then answers 503 service_unavailable instead of holding requests for as long as the
+ * operating system keeps trying. A wait for a free connection of the pool is not bounded by it.
+ */
+export const CONNECT_TIMEOUT_MS = 5_000;
+
+/** node-postgres's client, with CONNECT_TIMEOUT_MS unless the configuration gives a timeout of its own. */
+class BoundedClient extends pg.Client {
+  constructor(config?: pg.ClientConfig) {
+    super({ ...config, connectionTimeoutMillis: config?.connectionTimeoutMillis || CONNECT_TIMEOUT_MS });
+  }
+}
+
 export function openPool(url: string, size: number, onConnect: (client: pg.PoolClient) => void): Pool {
-  const pool = new pg.Pool({ connectionString: url, max: size, idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_MS });
+  bindStatementsToOperations();
+  const pool = new pg.Pool({ connectionString: url, max: size, idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_MS, Client: BoundedClient });
   // pg-pool counts a checked-out connection until its holder releases it; a holder that never does (or whose
   // connection died under it) would keep that slot, and pool.end() would wait for it forever.
   const out = new Set<pg.PoolClient>();
@@ -52,6 +68,7 @@ export function openPool(url: string, size: number, onConnect: (client: pg.PoolC
     // The server ended the session (idle_in_transaction_session_timeout, an administrator, a restart): a
     // checked-out connection is dropped now rather than when, if ever, its holder releases it.
     client.on('end', () => destroy(client, new Error('The database server ended this connection.')));
+    bindToOperations(client, destroy);
     onConnect(client);
   });
   let ending: Promise<void> | undefined;
@@ -70,6 +87,71 @@ export function openPool(url: string, size: number, onConnect: (client: pg.PoolC
       })());
     },
   };
+}
+
+/** What a statement of an operation that was stopped fails with (nobody reads it: the operation has been answered). */
+const stopped = () => new Error('The operation was stopped (its deadline passed, or its client went away): its statement was cancelled or not sent.');
+
+type Close = (client: pg.PoolClient, reason: Error) => void;
+
+/**
+ * The connections running (or queueing) statements of each operation, with how many and how to close each: one abort
+ * listener per operation, however many statements it sends.
+ */
+const inFlight = new WeakMap<AbortSignal, Map<pg.PoolClient, { close: Close; statements: number }>>();
+
+/** Records that `client` runs a statement of the operation of `signal`; returns what to call when it has ended. */
+function statementOf(signal: AbortSignal, client: pg.PoolClient, close: Close): () => void {
+  let clients = inFlight.get(signal);
+  if (!clients) {
+    const running = (clients = new Map());
+    inFlight.set(signal, running);
+    signal.addEventListener('abort', () => {
+      for (const [c, entry] of running) {
+        entry.close(c, stopped());
+        void cancelStatement(c);
+      }
+      running.clear();
+    }, { once: true });
+  }
+  const running = clients;
+  const entry = running.get(client) ?? { close, statements: 0 };
+  entry.statements++;
+  running.set(client, entry);
+  let ended = false;
+  return () => {
+    if (ended) return;
+    ended = true;
+    if (--entry.statements === 0 && running.get(client) === entry) running.delete(client);
+  };
+}
+
+/**
+ * Binds the statements `client` runs to the operation that sends them (src/db/operation-scope.ts): when the
+ * operation's signal aborts, a statement of it still running is cancelled in the server and the connection closed
+ * (the pool opens another when needed; closing it also keeps the cancel, which the server may act on late, from
+ * hitting a later holder's statement), and the operation's later statements fail without being sent. Statements
+ * sent outside an operation (migrations, jobs) are left alone.
+ */
+function bindToOperations(client: pg.PoolClient, destroy: (client: pg.PoolClient, reason: Error) => void): void {
+  const query = client.query as (...args: unknown[]) => unknown;
+  client.query = function boundQuery(this: pg.PoolClient, ...args: unknown[]) {
+    const signal = operationSignal();
+    const first = args[0] as { submit?: unknown } | undefined;
+    if (!signal || typeof first?.submit === 'function') return query.apply(this, args);
+    const last = args.length - 1;
+    const callback = typeof args[last] === 'function' ? args[last] as (...r: unknown[]) => void : undefined;
+    if (signal.aborted) {
+      if (!callback) return Promise.reject(stopped());
+      process.nextTick(callback, stopped());
+      return undefined;
+    }
+    const done = statementOf(signal, client, destroy);
+    if (callback) args[last] = (...r: unknown[]) => { done(); callback(...r); };
+    const result = query.apply(this, args) as Promise<unknown> | undefined;
+    if (!callback) result?.then(done, done);
+    return result;
+  } as typeof client.query;
 }
 
 /** How long sending a cancel request may take (connecting included) before it is given up. */

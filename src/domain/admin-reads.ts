@@ -6,7 +6,7 @@ import type { Access } from '../permissions/access.js';
 import { loadPermissionData } from '../permissions/load.js';
 import { PERMISSIONS } from '../permissions/names.js';
 import { PermissionResolver, type Rule } from '../permissions/resolve.js';
-import { pageWindow, paginationOf, type PageRequest } from './lists.js';
+import { pageWindow, paginationOf, type PageRequest, type PageWindow } from './lists.js';
 
 export interface UserFilter extends PageRequest { search?: string | null }
 
@@ -42,12 +42,14 @@ export async function listApiKeys(prisma: PrismaClient, actor: Access, filter: A
   return { nodes, pagination: paginationOf(w, total) };
 }
 
-export function listGroups(prisma: PrismaClient) {
-  return prisma.group.findMany({ orderBy: { id: 'asc' }, include: { permissions: { select: { permission: true } } } });
+/** Groups by id: one page of them with `window`, else all. */
+export function listGroups(prisma: PrismaClient, window?: Pick<PageWindow, 'skip' | 'take'>) {
+  return prisma.group.findMany({ orderBy: { id: 'asc' }, skip: window?.skip, take: window?.take, include: { permissions: { select: { permission: true } } } });
 }
 
-export function listPrefixes(prisma: PrismaClient) {
-  return prisma.prefix.findMany({ orderBy: { id: 'asc' }, include: { categories: { select: { categoryId: true }, orderBy: { categoryId: 'asc' } } } });
+/** Prefixes by id: one page of them with `window`, else all. */
+export function listPrefixes(prisma: PrismaClient, window?: Pick<PageWindow, 'skip' | 'take'>) {
+  return prisma.prefix.findMany({ orderBy: { id: 'asc' }, skip: window?.skip, take: window?.take, include: { categories: { select: { categoryId: true }, orderBy: { categoryId: 'asc' } } } });
 }
 
 export interface NamedRule extends Omit<Rule, 'groupId'> { groupId: number; groupName: string }

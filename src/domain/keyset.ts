@@ -4,8 +4,10 @@
 // would. A cursor is that position plus the list, order and direction it belongs to, so a cursor of another list,
 // order or direction is refused instead of silently paging something else.
 //
-// Cursors are opaque to clients but not secrets: a cursor only names a position in a list, and the list's filters
-// and permission rules apply whatever it says. The checksum catches a cursor altered or cut in transit.
+// Cursors are sealed (AES-256-GCM, a random 12-byte IV, base64url) with a key every instance on the database shares
+// (CursorSeal below): a cursor holds the order column's value of a row, such as a title, which the visitor may not
+// be allowed to see, so decoding one must reveal nothing; and a forged, altered, cut or foreign cursor fails
+// authentication and answers invalid_input. The list's filters and permission rules still apply whatever it says.
 import crypto from 'node:crypto';
 import { invalidInput } from '../errors.js';
 import type { Direction } from './lists.js';
@@ -55,10 +57,50 @@ export interface Window {
   cursor: Position | null;
 }
 
-const CHECKSUM_LENGTH = 12;
-const CURSOR_SHAPE = new RegExp(`^[A-Za-z0-9_-]{1,2048}\\.[A-Za-z0-9_-]{${CHECKSUM_LENGTH}}$`);
+/** The first byte of every sealed cursor: a later format changes it (and the key's derivation label). */
+const VERSION = Buffer.from([1]);
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+/** Version, IV, at least one byte of ciphertext and the tag, base64url; the longest a cursor of a long title needs. */
+const CURSOR_SHAPE = /^[A-Za-z0-9_-]{40,4096}$/;
 
-const checksum = (body: string) => crypto.createHash('sha256').update(`downloads-catalogue cursor v1\n${body}`).digest('base64url').slice(0, CHECKSUM_LENGTH);
+/**
+ * Seals and opens cursors with a key derived (HKDF-SHA256) from the server secret: CURSOR_SECRET, or the one
+ * generated once and kept in the database (src/db/secrets.ts), so every instance opens every other's cursors.
+ */
+export class CursorSeal {
+  readonly #key: Buffer;
+
+  constructor(secret: string) {
+    if (!secret) throw new Error('the cursor secret is empty');
+    this.#key = Buffer.from(crypto.hkdfSync('sha256', secret, 'downloads-catalogue', 'cursor v1 aes-256-gcm', 32));
+  }
+
+  /** `plain` sealed: version, IV, ciphertext and tag, base64url. */
+  seal(plain: Buffer): string {
+    const iv = crypto.randomBytes(IV_BYTES);
+    const cipher = crypto.createCipheriv('aes-256-gcm', this.#key, iv);
+    cipher.setAAD(VERSION);
+    const body = Buffer.concat([cipher.update(plain), cipher.final()]);
+    return Buffer.concat([VERSION, iv, body, cipher.getAuthTag()]).toString('base64url');
+  }
+
+  /** What `token` seals; undefined unless this key sealed it, unaltered and whole. */
+  open(token: string): Buffer | undefined {
+    if (!CURSOR_SHAPE.test(token)) return undefined;
+    const raw = Buffer.from(token, 'base64url');
+    // Only the canonical spelling: base64url's last character can carry unused bits, which must not vary.
+    if (raw.toString('base64url') !== token || raw.length <= 1 + IV_BYTES + TAG_BYTES || raw[0] !== VERSION[0]) return undefined;
+    try {
+      const decipher = crypto.createDecipheriv('aes-256-gcm', this.#key, raw.subarray(1, 1 + IV_BYTES), { authTagLength: TAG_BYTES });
+      decipher.setAAD(VERSION);
+      decipher.setAuthTag(raw.subarray(raw.length - TAG_BYTES));
+      return Buffer.concat([decipher.update(raw.subarray(1 + IV_BYTES, raw.length - TAG_BYTES)), decipher.final()]);
+    } catch {
+      return undefined;
+    }
+  }
+}
 
 function pageSize(field: 'first' | 'last', n: number): number {
   if (!Number.isInteger(n) || n < 1) {
@@ -71,7 +113,7 @@ function pageSize(field: 'first' | 'last', n: number): number {
  * The page a connection's arguments ask for: `first` (default 20) rows after `after`, or `last` rows before
  * `before`. Mixing the two directions is refused, since the answer would depend on a rule the client cannot see.
  */
-export function windowOf(spec: KeysetSpec, args: ConnectionArgs): Window {
+export function windowOf(seal: CursorSeal, spec: KeysetSpec, args: ConnectionArgs): Window {
   const forward = args.first != null || args.after != null;
   const backward = args.last != null || args.before != null;
   if (forward && backward) {
@@ -83,13 +125,13 @@ export function windowOf(spec: KeysetSpec, args: ConnectionArgs): Window {
     return {
       size: args.last != null ? pageSize('last', args.last) : DEFAULT_PAGE_SIZE,
       backward: true,
-      cursor: args.before != null ? decodeCursor(spec, args.before, 'before') : null,
+      cursor: args.before != null ? decodeCursor(seal, spec, args.before, 'before') : null,
     };
   }
   return {
     size: args.first != null ? pageSize('first', args.first) : DEFAULT_PAGE_SIZE,
     backward: false,
-    cursor: args.after != null ? decodeCursor(spec, args.after, 'after') : null,
+    cursor: args.after != null ? decodeCursor(seal, spec, args.after, 'after') : null,
   };
 }
 
@@ -124,36 +166,36 @@ function valueIn(col: KeyColumn, raw: unknown): KeyValue | undefined {
   }
 }
 
-/** The cursor of `row` (which carries the order column and `id`) in the list `spec`. */
-export function encodeCursor(spec: KeysetSpec, row: { id: number } & Record<string, unknown>): string {
-  const body = Buffer.from(JSON.stringify({
-    l: spec.list, o: spec.order, d: spec.direction, v: valueOut(spec.column.kind, (row[spec.column.name] ?? null) as KeyValue), i: row.id,
-  })).toString('base64url');
-  return `${body}.${checksum(body)}`;
+/** The cursor of `row` (which carries the order column and `id`) in the list `spec`, sealed with `seal`. */
+export function encodeCursor(seal: CursorSeal, spec: KeysetSpec, row: { id: number } & Record<string, unknown>): string {
+  return seal.seal(Buffer.from(JSON.stringify([
+    spec.list, spec.order, spec.direction, valueOut(spec.column.kind, (row[spec.column.name] ?? null) as KeyValue), row.id,
+  ])));
 }
 
 /** The position a cursor names; invalid_input (naming `field`) when it is not a cursor of this list and order. */
-export function decodeCursor(spec: KeysetSpec, cursor: string, field: string): Position {
+export function decodeCursor(seal: CursorSeal, spec: KeysetSpec, cursor: string, field: string): Position {
   const bad = (why: string) => invalidInput(field,
     `${field} ${why}: pass the \`cursor\` (or pageInfo's startCursor/endCursor) this field returned with the same order and direction, or leave ${field} out to start from the ${field === 'before' ? 'end' : 'beginning'}.`);
-  if (!CURSOR_SHAPE.test(cursor)) throw bad('is not a cursor issued by this service');
-  const [body, sum] = cursor.split('.') as [string, string];
-  if (checksum(body) !== sum) throw bad('is not a cursor issued by this service (it was altered or cut)');
-  let p: { l?: unknown; o?: unknown; d?: unknown; v?: unknown; i?: unknown };
+  const plain = seal.open(cursor);
+  if (!plain) throw bad('is not a cursor issued by this service (or it was altered or cut)');
+  let p: unknown;
   try {
-    p = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
+    p = JSON.parse(plain.toString('utf8'));
   } catch {
     throw bad('is not a cursor issued by this service');
   }
-  if (typeof p !== 'object' || p === null || Array.isArray(p) || typeof p.l !== 'string' || typeof p.o !== 'string' || typeof p.d !== 'string') {
+  if (!Array.isArray(p) || p.length !== 5 || typeof p[0] !== 'string' || typeof p[1] !== 'string' || typeof p[2] !== 'string') {
     throw bad('is not a cursor issued by this service');
   }
-  if (p.l !== spec.list) throw bad(`belongs to another list (${String(p.l)}), not ${spec.list}`);
-  if (p.o !== spec.order || p.d !== spec.direction) {
-    throw bad(`belongs to another order (${String(p.o)} ${String(p.d)}), not ${spec.order} ${spec.direction}`);
+  const [list, order, direction, raw, id] = p as [string, string, string, unknown, unknown];
+  if (list !== spec.list) throw bad(`belongs to another list (${list}), not ${spec.list}`);
+  if (order !== spec.order || direction !== spec.direction) {
+    throw bad(`belongs to another order (${order} ${direction}), not ${spec.order} ${spec.direction}`);
   }
-  const value = valueIn(spec.column, p.v);
-  const id = p.i;
+  // Sealed cursors are only ever made by encodeCursor; the checks stay so that no value a column cannot hold
+  // reaches the database, whatever made the cursor.
+  const value = valueIn(spec.column, raw);
   if (value === undefined || typeof id !== 'number' || !Number.isInteger(id) || id < 1 || id > MAX_INT) {
     throw bad('is not a cursor issued by this service');
   }
@@ -241,11 +283,11 @@ export interface KeysetPage<T> { edges: Edge<T>[]; pageInfo: PageInfo }
  * page in list order with a cursor per row. `hasPreviousPage` when paging forward (and `hasNextPage` backward) is
  * true when the request came with a cursor: rows lay beyond it when that cursor was issued.
  */
-export function pageOf<T extends { id: number }>(spec: KeysetSpec, w: Window, rows: readonly T[]): KeysetPage<T> {
+export function pageOf<T extends { id: number }>(seal: CursorSeal, spec: KeysetSpec, w: Window, rows: readonly T[]): KeysetPage<T> {
   const more = rows.length > w.size;
   const kept = rows.slice(0, w.size);
   if (w.backward) kept.reverse();
-  const edges = kept.map((node) => ({ cursor: encodeCursor(spec, node as T & Record<string, unknown>), node }));
+  const edges = kept.map((node) => ({ cursor: encodeCursor(seal, spec, node as T & Record<string, unknown>), node }));
   return {
     edges,
     pageInfo: {

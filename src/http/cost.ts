@@ -1,29 +1,47 @@
 // The cost of an operation, computed from the document, the schema and the variables before anything runs.
 //
-//   - a scalar or enum field costs 0;
+//   - a scalar or enum field costs 0, a list of them 1 plus its size (each item 1);
 //   - an object field costs 1 plus the cost of its selection;
-//   - a list field costs 1 plus its size times the cost of its selection, where the size is:
+//   - a list field of objects costs 1 plus its size times (1 plus the cost of its selection): each object it can
+//     answer counts 1, even one whose selection is scalars only, so that the cost is an upper bound of the objects
+//     an operation can answer. The size is:
 //       · the page size of a paged field (`first`, `last` or `perPage`: the value or variable sent, at most
 //         MAX_PAGE_SIZE, else the argument's default, else DEFAULT_PAGE_SIZE) — for a paged field that returns a page object
 //         (`{ nodes, pagination }`, `{ edges, pageInfo }`), the page size multiplies the page's lists
 //         (`nodes`, `edges`) and not its page information;
 //       · the number of ids sent, for a list fetched by an `ids` argument;
+//       · the bound of a list of fixed length (LIST_BOUNDS: a download's tags, the permission names, …);
 //       · 1 for the lists of introspection types (their length is fixed by the schema and served from memory);
-//       · DEFAULT_PAGE_SIZE for any other list.
+//       · DEFAULT_PAGE_SIZE for any other list (the service's schema has none: test/list-bounds.test.ts).
 // Fragments and inline fragments count where they are spread; the selections of every type condition are added
 // (an upper bound for abstract types). Validation has already refused unknown fields and fragment cycles.
 import {
   getNamedType, getNullableType, isLeafType, isListType, isCompositeType, Kind, TypeNameMetaFieldDef,
   SchemaMetaFieldDef, TypeMetaFieldDef,
   type DocumentNode, type FieldNode, type FragmentDefinitionNode, type GraphQLCompositeType, type GraphQLField,
-  type GraphQLSchema, type OperationDefinitionNode, type SelectionSetNode, type ValueNode,
+  type GraphQLNamedType, type GraphQLSchema, type OperationDefinitionNode, type SelectionSetNode, type ValueNode,
 } from 'graphql';
+import { MAX_TAGS } from '../domain/tags.js';
+import { PERMISSIONS, SCOPES } from '../permissions/names.js';
 
 export const DEFAULT_PAGE_SIZE = 20;
 /** Lists answer at most this many rows whatever the page size asked for (larger values are clamped or refused). */
 export const MAX_PAGE_SIZE = 100;
 const PAGE_SIZE_ARGS = ['first', 'last', 'perPage'] as const;
 const IDS_ARG = 'ids';
+
+/**
+ * Lists of the schema that take no page size because their length has a small fixed bound, by `Type.field`, with
+ * that bound. Every other list field is a page's rows, takes `first`/`last`/`perPage`, or is fetched by `ids`
+ * (test/list-bounds.test.ts walks the schema to hold it so).
+ */
+export const LIST_BOUNDS: Readonly<Record<string, number>> = {
+  'Download.tags': MAX_TAGS,
+  'Viewer.scopes': SCOPES.length,
+  'ApiKey.scopes': SCOPES.length,
+  'Group.permissions': PERMISSIONS.length,
+  'Query.effectivePermissions': PERMISSIONS.length,
+};
 
 export function operationOf(document: DocumentNode, operationName?: string | null): OperationDefinitionNode | undefined {
   const ops = document.definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION);
@@ -75,7 +93,7 @@ export function operationCost(
     return declared ? DEFAULT_PAGE_SIZE : undefined;
   };
 
-  const listSize = (field: FieldNode, def: GraphQLField<unknown, unknown>, elementType: GraphQLCompositeType | null): number => {
+  const listSize = (field: FieldNode, def: GraphQLField<unknown, unknown>, parent: GraphQLCompositeType, elementType: GraphQLNamedType): number => {
     if (def.args.some((a) => a.name === IDS_ARG)) {
       const sent = argument(field, IDS_ARG);
       const ids = sent ? valueOf(sent.value) : undefined;
@@ -83,7 +101,7 @@ export function operationCost(
       if (ids !== undefined && ids !== null) return 1; // a single id is coerced to a list of one
     }
     if (elementType?.name.startsWith('__')) return 1;
-    return DEFAULT_PAGE_SIZE;
+    return LIST_BOUNDS[`${parent.name}.${def.name}`] ?? DEFAULT_PAGE_SIZE;
   };
 
   const fieldDef = (parent: GraphQLCompositeType, name: string): GraphQLField<unknown, unknown> | undefined => {
@@ -126,12 +144,13 @@ export function operationCost(
     const nullable = getNullableType(def.type);
     const named = getNamedType(def.type);
     const isList = isListType(nullable);
-    if (isLeafType(named)) return isList ? 1 : 0;
     const own = pageSize(field, def);
+    // A list of scalars or enums counts each item 1, at its page size or bound (a download's tags: 20).
+    if (isLeafType(named)) return isList ? 1 + (own ?? page ?? listSize(field, def, parent, named)) : 0;
     const children = field.selectionSet ? selectionCost(field.selectionSet, named, own !== undefined && !isList ? own : undefined) : 0;
     if (!isList) return 1 + children;
-    const size = own ?? page ?? listSize(field, def, named);
-    return 1 + size * children;
+    const size = own ?? page ?? listSize(field, def, parent, named);
+    return 1 + size * (1 + children);
   };
 
   return selectionCost(operation.selectionSet, root, undefined);

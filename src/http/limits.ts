@@ -1,15 +1,21 @@
-// Operation limits on /graphql, checked before anything runs: tokens while the document is parsed, aliases and
+// Operation limits on /graphql, checked before anything runs: tokens and bracket nesting while the document is parsed, aliases and
 // depth while it is validated (graphql-armor's rules), cost once the variables are known (src/http/cost.ts, which
 // knows page sizes), and a deadline on execution. Refusals answer 400 `operation_too_expensive` with
 // `params { kind, value, limit }`; the deadline answers 503 `operation_timeout` with `params { limit }`.
 import type { Plugin } from 'graphql-yoga';
-import { validate, type DocumentNode, type GraphQLError, type ValidationContext } from 'graphql';
+import { TokenKind, validate, type DocumentNode, type GraphQLError, type ParseOptions, type Source, type ValidationContext } from 'graphql';
+import { createRequire } from 'node:module';
 import { maxAliasesRule } from '@escape.tech/graphql-armor-max-aliases';
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
-import { maxTokensPlugin } from '@escape.tech/graphql-armor-max-tokens';
-import { ApiError } from '../errors.js';
+import { ApiError, ClientGone } from '../errors.js';
 import type { GraphqlLimits } from '../config.js';
 import { operationCost } from './cost.js';
+import { startResponseBudget } from './response-size.js';
+import { boundTo } from '../db/operation-scope.js';
+
+// graphql's parser class is not exported from its root; required (the CommonJS build, the one `graphql` resolves to
+// here and in the tests' alias) so that it is the same instance as the rest of graphql.
+const { Parser } = createRequire(import.meta.url)('graphql/language/parser') as typeof import('graphql/language/parser.js');
 
 export type LimitKind = 'cost' | 'depth' | 'aliases' | 'tokens';
 
@@ -38,6 +44,48 @@ export function operationTimeout(limit: number): ApiError {
     `The operation did not finish within ${limit} ms and was stopped; ask for less, or try again later.`, { limit });
 }
 
+/**
+ * How deep brackets (`{`, `[`, `(`) may nest in a document before the parser stops reading it: graphql-js's parser
+ * recurses once or more per bracket, and 5000 nested brackets overflow the stack before the token limit is reached.
+ * Far above what GRAPHQL_MAX_DEPTH lets through (a level of fields is one brace; inline fragments and argument values
+ * add a few), far below what the stack holds.
+ */
+export const nestingLimit = (maxDepth: number) => Math.min(1000, Math.max(64, 4 * maxDepth));
+
+/**
+ * graphql-js's parser, stopping at the first token over `maxTokens` or the first bracket nested deeper than
+ * nestingLimit(maxDepth): both are checked as each token is read, before the parser descends into it.
+ */
+class LimitedParser extends Parser {
+  private tokens = 0;
+  private nesting = 0;
+  constructor(source: string | Source, options: ParseOptions | undefined, private readonly limits: Pick<GraphqlLimits, 'maxTokens' | 'maxDepth'>) {
+    super(source, options);
+  }
+
+  override advanceLexer(): void {
+    super.advanceLexer();
+    const { kind } = this._lexer.token;
+    if (kind === TokenKind.EOF) return;
+    if (++this.tokens > this.limits.maxTokens) throw tooExpensive('tokens', this.tokens, this.limits.maxTokens);
+    if (kind === TokenKind.BRACE_L || kind === TokenKind.BRACKET_L || kind === TokenKind.PAREN_L) {
+      const bound = nestingLimit(this.limits.maxDepth);
+      if (++this.nesting > bound) {
+        throw new ApiError('operation_too_expensive',
+          `The operation nests brackets more than ${bound} deep, over the limit of ${this.limits.maxDepth} (depth): ${HINT.depth}.`,
+          { kind: 'depth', value: this.nesting, limit: this.limits.maxDepth });
+      }
+    } else if (kind === TokenKind.BRACE_R || kind === TokenKind.BRACKET_R || kind === TokenKind.PAREN_R) {
+      this.nesting--;
+    }
+  }
+}
+
+/** Parses `source` within the limits (operation_too_expensive, kind `tokens` or `depth`, past them). */
+export function parseWithinLimits(source: string | Source, options: ParseOptions | undefined, limits: Pick<GraphqlLimits, 'maxTokens' | 'maxDepth'>): DocumentNode {
+  return new LimitedParser(source, options, limits).parseDocument();
+}
+
 /** graphql-armor reports "…limit of N exceeded, found M." on its rejections: M is the figure of `params.value`. */
 const found = (err: GraphQLError, fallback: number) => Number(/found (\d+)/.exec(err.message)?.[1] ?? fallback);
 
@@ -46,6 +94,8 @@ export interface Deadline {
   clear(): void;
   /** Whether the deadline has passed (reading the clock: the timer may not have had its turn yet) or the client went away. */
   expired(): boolean;
+  /** Stops the operation now with `reason` (queued as a microtask, as the deadline's own abort is). */
+  abort(reason: unknown): void;
 }
 
 /**
@@ -65,7 +115,9 @@ export function deadline(ms: number, outer?: AbortSignal | null): Deadline {
   timer.unref?.();
   // The client going away aborts the same controller (AbortSignal.any would cost a weak reference and a
   // finalization record per request, a noticeable share of a cheap request's CPU).
-  const onOuter = () => controller.abort(outer!.reason);
+  // Its reason is ClientGone rather than the HTTP layer's AbortError (a DOMException with a stack): a client going
+  // away is no defect, and is logged as such (src/http/server.ts).
+  const onOuter = () => { if (!controller.signal.aborted) controller.abort(new ClientGone()); };
   if (outer?.aborted) onOuter();
   else outer?.addEventListener('abort', onOuter, { once: true });
   const signal = controller.signal;
@@ -85,6 +137,11 @@ export function deadline(ms: number, outer?: AbortSignal | null): Deadline {
     expired: () => {
       if (performance.now() >= end) expire();
       return signal.aborted;
+    },
+    abort: (reason) => {
+      if (queued) return;
+      queued = true;
+      queueMicrotask(() => { if (!controller.signal.aborted) controller.abort(reason); });
     },
   };
 }
@@ -123,17 +180,15 @@ export function operationLimitsPlugin(limits: GraphqlLimits): Plugin {
     maxAliasesRule({ n: limits.maxAliases, onReject: [refuse('aliases', limits.maxAliases)] }),
     maxDepthRule({ n: limits.maxDepth, ignoreIntrospection: false, flattenFragments: true, onReject: [refuse('depth', limits.maxDepth)] }),
   ];
-  const tokens = maxTokensPlugin({
-    n: limits.maxTokens,
-    // Thrown from inside the parser, which stops reading at the first token over the limit.
-    onReject: [() => { throw tooExpensive('tokens', limits.maxTokens + 1, limits.maxTokens); }],
-  });
   const checkCost = (args: { schema: Parameters<typeof operationCost>[0]; document: Parameters<typeof operationCost>[1]; variableValues?: unknown; operationName?: string | null }) => {
     const cost = operationCost(args.schema, args.document, args.variableValues as Record<string, unknown> | undefined, args.operationName);
     if (cost > limits.maxCost) throw tooExpensive('cost', cost, limits.maxCost);
   };
   return {
-    onParse: tokens.onParse as Plugin['onParse'],
+    // Tokens and bracket nesting are checked inside the parser, which stops reading at the first token over a limit.
+    onParse({ setParseFn }) {
+      setParseFn((source, options) => parseWithinLimits(source, options, limits));
+    },
     onValidate({ params, setResult }) {
       // Yoga caches parsed documents, so a document sent again is the same object: checked once.
       let verdict = checked.get(params.documentAST);
@@ -157,9 +212,13 @@ export function operationLimitsPlugin(limits: GraphqlLimits): Plugin {
       const request = (args.contextValue as { request?: Request } | undefined)?.request;
       setExecuteFn((execArgs) => {
         const limit = deadline(limits.timeoutMs, request?.signal);
+        // The result's bytes are counted as its leaves resolve (src/http/response-size.ts): past the limit, the
+        // operation is stopped as the deadline stops it, answering 400 operation_too_expensive (response_size).
+        if (limits.maxResponseBytes) startResponseBudget(execArgs.contextValue, limits.maxResponseBytes, (refusal) => limit.abort(refusal));
         let work;
         try {
-          work = Promise.resolve(executeFn({ ...execArgs, signal: limit.signal } as typeof execArgs));
+          // Its statements are bound to the deadline: cancelled in the server when it passes (src/db/operation-scope.ts).
+          work = Promise.resolve(boundTo(limit.signal, () => executeFn({ ...execArgs, signal: limit.signal } as typeof execArgs)));
         } catch (err) {
           limit.clear();
           throw err;

@@ -2,23 +2,42 @@
 import type { Plugin } from 'graphql-yoga';
 import { GraphQLError as GraphQLErrorClass, type GraphQLError } from 'graphql';
 import type { Logger } from '../log.js';
-import { isContractCode } from '../errors.js';
+import { isContractCode, OUTAGE_RETRY_AFTER_SECONDS } from '../errors.js';
 import { MAX_INT, wholeNumberRange } from '../domain/numbers.js';
 
 const json = (status: number, body: unknown) =>
   new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json; charset=utf-8' } });
 
-/** GET /healthz: the process is up. GET /readyz: the database answers. Neither needs a key. */
-export function healthPlugin(ping: () => Promise<void>): Plugin {
+/** How long /readyz waits for the database's answer before it says unavailable. */
+export const READY_PING_TIMEOUT_MS = 2000;
+
+/**
+ * GET /healthz: the process is up. GET /readyz: the database answers (within READY_PING_TIMEOUT_MS). Neither needs a
+ * key. An unavailable answer names no host, port or credential (the driver's messages do): the reason goes to the log,
+ * at warn, when readiness is lost, and at info when it returns.
+ */
+export function healthPlugin(ping: () => Promise<void>, log?: Logger): Plugin {
+  let ready = true;
   return {
     async onRequest({ url, endResponse }) {
       if (url.pathname === '/healthz') return endResponse(json(200, { status: 'ok' }));
       if (url.pathname === '/readyz') {
+        let timer: NodeJS.Timeout | undefined;
         try {
-          await ping();
+          await Promise.race([ping(), new Promise((_, reject) => {
+            timer = setTimeout(() => reject(new Error(`the database did not answer within ${READY_PING_TIMEOUT_MS} ms`)), READY_PING_TIMEOUT_MS);
+          })]);
+          if (!ready) log?.info('readyz: the database answers again');
+          ready = true;
           endResponse(json(200, { status: 'ready' }));
         } catch (err) {
-          endResponse(json(503, { status: 'unavailable', reason: (err as Error).message }));
+          if (ready) log?.warn({ reason: err instanceof Error ? err.message : String(err) }, 'readyz: the database does not answer');
+          ready = false;
+          const response = json(503, { status: 'unavailable', reason: 'the database cannot be reached' });
+          response.headers.set('retry-after', String(OUTAGE_RETRY_AFTER_SECONDS));
+          endResponse(response);
+        } finally {
+          clearTimeout(timer);
         }
       }
     },

@@ -8,7 +8,7 @@ import type { Context, Services } from '../schema/context.js';
 import { createContext } from '../schema/context.js';
 import { visitorFromHeaders } from '../auth/visitor.js';
 import { hashKey } from '../auth/keys.js';
-import { databaseConflict } from '../errors.js';
+import { ClientGone, databaseConflict, databaseUnavailable, isClientGone } from '../errors.js';
 import { restAdapter } from '../../rest-adapter/plugin.js';
 import { routes } from '../../rest-adapter/routes.js';
 import { bodyLimitPlugin, contractCodesPlugin, healthPlugin, requestLogPlugin } from './plugins.js';
@@ -24,11 +24,13 @@ import { UploadSlots } from './upload-slots.js';
 import { uploadPrecheck } from './upload-precheck.js';
 import { requireScopes } from '../auth/scopes.js';
 import { operationLimitsPlugin } from './limits.js';
+import { countResponseBytes } from './response-size.js';
 import { CompiledOperations, compiledExecutionPlugin } from './compiled.js';
-import { FairShare, clientOf, fairSharePlugin } from './fair-share.js';
+import { FairShare, clientOf, fairSharePlugin, resultCharge } from './fair-share.js';
 import { graphqlStatusPlugin } from './statuses.js';
 import { trustedDocumentsPlugin, type TrustedDocuments } from './trusted-documents.js';
 import { subscriptionTransportPlugin } from './subscriptions.js';
+import { SubscriptionSlots, subscriptionSlotsPlugin } from './subscription-slots.js';
 import { readCachePlugin, type ReadCache } from './read-cache.js';
 
 const SERVER_ERROR = 'An unexpected error occurred. It has been logged.';
@@ -66,13 +68,31 @@ export function createRequestHandler({ schema, services, ping, db, log, rateLimi
     return createContext(services, visitor);
   };
 
-  const onUnexpectedError = (err: unknown) => log.error({ err }, 'unexpected error');
+  // A client that went away is not a defect: one info line, no stack. Everything else unexpected is logged at error.
+  const clientGone = (err: unknown) => {
+    if (!isClientGone(err)) return false;
+    log.info({ reason: 'client went away' }, 'request abandoned: the client went away before the answer');
+    return true;
+  };
+  const onUnexpectedError = (err: unknown) => { if (!clientGone(err)) log.error({ err }, 'unexpected error'); };
+  // A database outage is logged once a second at most (every request fails the same way meanwhile), at warn: it is
+  // not a defect of the service, and it answers 503 service_unavailable.
+  let outageLogged = 0;
+  const outage = (err: unknown) => {
+    if (Date.now() - outageLogged < 1000) return;
+    outageLogged = Date.now();
+    log.warn({ reason: err instanceof Error ? err.message : String(err) }, 'database unreachable: answered service_unavailable');
+  };
   const { config } = services;
   const slots = new UploadSlots(config.maxConcurrentUploads);
+  const streams = new SubscriptionSlots(config.subscriptionsPerKey, config.subscriptionsMax);
   // The embedded database runs operations on the event loop itself: one at a time, a turn each (fair-share.ts).
   const shares = new FairShare(config.maxConcurrentOperations, { serial: db.kind === 'pglite' });
   const compiled = new CompiledOperations(undefined, (reason, operationName) =>
     log.warn({ reason: reason instanceof Error ? reason.message : reason, operationName }, 'a /graphql operation runs interpreted: graphql-jit cannot compile it'));
+  // Leaf resolvers count the bytes of each result into its operation's budget (GRAPHQL_MAX_RESPONSE_BYTES), on both
+  // faces and both executors; done once per schema, in place.
+  countResponseBytes(schema);
   const yoga = createYoga({
     cors: false, // httpPolicyPlugin answers CORS (CORS_ORIGINS)
     schema,
@@ -113,9 +133,21 @@ export function createRequestHandler({ schema, services, ping, db, log, rateLimi
             log.warn({ err: original, path: error.path }, 'a write gave way to a concurrent one: answered server_busy');
             return new GraphQLError(busy.message, { nodes: error.nodes, path: error.path, extensions: busy.extensions });
           }
+          const down = databaseUnavailable(original);
+          if (down) {
+            outage(original);
+            return new GraphQLError(down.message, { nodes: error.nodes, path: error.path, extensions: down.extensions });
+          }
+          if (clientGone(original)) return new ClientGone();
           log.error({ err: original, path: error.path }, 'unexpected error');
           return new GraphQLError(SERVER_ERROR, { nodes: error.nodes, path: error.path, extensions: { code: 'server_error' } });
         }
+        const down = databaseUnavailable(error);
+        if (down) {
+          outage(error);
+          return new GraphQLError(down.message, { extensions: down.extensions });
+        }
+        if (clientGone(error)) return new ClientGone();
         log.error({ err: error }, 'unexpected error');
         return new GraphQLError(SERVER_ERROR, { extensions: { code: 'server_error', http: { status: 500 } } });
       },
@@ -124,7 +156,7 @@ export function createRequestHandler({ schema, services, ping, db, log, rateLimi
       requestLogPlugin(log),
       rateLimits.plugin(),
       httpPolicyPlugin(config.corsOrigins),
-      healthPlugin(ping),
+      healthPlugin(ping, log),
       pagesPlugin({ schema, routes }),
       trustedDocumentsPlugin(trustedDocuments, services.config.graphql.trustedDocumentsOnly),
       compiledExecutionPlugin(compiled), // first of the execution wrappers: it replaces the executor itself
@@ -134,21 +166,22 @@ export function createRequestHandler({ schema, services, ping, db, log, rateLimi
       contractCodesPlugin(),
       graphqlStatusPlugin(),
       subscriptionTransportPlugin(),
+      subscriptionSlotsPlugin(streams), // after operationLimitsPlugin: a subscription over the limits takes no slot
       textInputPlugin(),
       // After contractCodesPlugin (errors are counted by their final code), before the plugins that answer routes.
       metricsPlugin({
         access: config.metrics, routes, db, operations: shares, executions: compiled.runs, readCache: readCache.counts,
         isSuperKey: async (request) => (await visitorFromHeaders(services.prisma, request.headers, services.groups, services.auth)).isSuper,
       }),
-      graphqlUploadPlugin({ maxUploadBytes: config.maxUploadBytes, maxFieldBytes: config.maxBodyBytes, contextFor, slots }),
+      graphqlUploadPlugin({ maxFieldBytes: config.maxBodyBytes, contextFor, slots, receive: uploadReceiver(services.storage, config.maxUploadBytes), drainBytes: config.refusedBodyDrainBytes }),
       bodyLimitPlugin(services.config.maxBodyBytes),
       fileDataPlugin(contextFor, onUnexpectedError),
       restAdapter({
         schema, routes, contextFor,
-        maxBodyBytes: config.maxBodyBytes, maxFields: config.maxMultipartFields,
+        maxBodyBytes: config.maxBodyBytes, maxFields: config.maxMultipartFields, drainBytes: config.refusedBodyDrainBytes,
         requireScopes: (ctx, scopes) => requireScopes((ctx as { visitor: { scopes: ReadonlySet<string> } }).visitor, scopes),
         beforeUpload: uploadPrecheck, acquireUploadSlot: () => slots.acquire(),
-        admit: (ctx, signal) => shares.acquire(clientOf(ctx), signal),
+        admit: async (ctx, signal) => { const release = await shares.acquire(clientOf(ctx), signal); return () => release(resultCharge(ctx)); },
         limits: config.graphql,
         readCache: readCache.enabled
           ? { lookup: (ctx, key) => readCache.lookupFor<Uint8Array>(key, (ctx as Context).visitor) }

@@ -11,9 +11,11 @@
 // Yoga picks the highest such status for a response, and ignores the status of errors marked `http.spec` under
 // application/json. For executed results this plugin rewrites `extensions.http` of each error: `spec: true`, and a
 // status only on the first error of a result without data (Yoga uses it for application/graphql-response+json).
-// Response headers an error asks for (Retry-After) are kept. Of the refusals, only a document that does not parse
-// or validate (`invalid_input`, marked `spec` by Yoga) answers 200 under application/json, as the spec says;
-// Yoga also marks every parse error `spec`, so the limits refused while parsing are unmarked here.
+// Response headers an error asks for (Retry-After) are kept. A result with a `service_unavailable` error (the
+// database could not be reached) is answered as a refusal: 503, that error alone, no `data` (what another root field
+// of it may have done is not reported). Of the refusals, only a document that does not parse or validate
+// (`invalid_input`, marked `spec` by Yoga) answers 200 under application/json, as the spec says; Yoga also marks every
+// parse error `spec`, so the limits refused while parsing are unmarked here.
 import type { Plugin } from 'graphql-yoga';
 import { GraphQLError } from 'graphql';
 import { statusOf } from '../errors.js';
@@ -48,6 +50,10 @@ export function graphqlStatusPlugin(): Plugin {
         if (!('data' in r)) return refused(r as { errors?: readonly GraphQLError[] });
         const executed = r as { data?: unknown; errors?: readonly GraphQLError[] };
         if (!executed.errors?.length) return r;
+        // The database could not be reached: whatever else the result holds is not to be relied on, so the whole
+        // request answers 503 service_unavailable (with Retry-After) under either media type, as a refusal does.
+        const down = executed.errors.find((e) => e.extensions?.code === 'service_unavailable');
+        if (down) return { errors: [withHttp(down, { ...(down.extensions?.http as HttpExtension | undefined), status: statusOf('service_unavailable'), spec: false })] };
         const errors = executed.errors.map((e, i) => {
           const headers = (e.extensions?.http as HttpExtension | undefined)?.headers;
           const code = typeof e.extensions?.code === 'string' ? e.extensions.code : 'server_error';

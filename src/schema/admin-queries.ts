@@ -1,7 +1,8 @@
 // The operator's reads: users, API keys, groups, and a user's effective permissions with the rule that decided each.
 // Like the admin mutations, they need admin rights (a super-user key or an administrator) and any write scope.
 import { builder } from './builder.js';
-import { listOf, pageArgs } from './pagination.js';
+import { firstArg, firstOf, listOf, pageArgs } from './pagination.js';
+import { pageWindow } from '../domain/lists.js';
 import { ApiKeyRef, GroupRef, PrefixRef, UserRef } from './admin.js';
 import * as reads from '../domain/admin-reads.js';
 
@@ -48,7 +49,12 @@ const EffectivePermissionRef = builder.objectRef<reads.PermissionExplanation>('E
       description: 'The rule that decided: when granted, the first group whose rule allows; when refused, the first DENY override among the user\'s groups, else the primary group\'s (unset) global setting.',
       resolve: (p) => p.decidedBy,
     }),
-    rules: t.field({ type: [PermissionRuleRef], description: 'Every group\'s rule, primary group first.', resolve: (p) => p.rules }),
+    rules: t.field({
+      type: [PermissionRuleRef],
+      description: 'Each group\'s rule, primary group first: the rules of the user\'s first `first` groups.',
+      args: { first: firstArg(t.arg, 'rules') },
+      resolve: (p, args) => p.rules.slice(0, firstOf(args.first)),
+    }),
   }),
 });
 
@@ -76,13 +82,15 @@ builder.queryFields((t) => {
     }),
     groups: t.field({
       type: [GroupRef], nullable: true, authScopes: OPERATOR,
-      description: 'Every user group with its global permissions, by id. Needs admin rights and any write scope.',
-      resolve: (_r, _a, ctx) => reads.listGroups(ctx.prisma),
+      description: 'User groups with their global permissions, by id, one page (`page`, `perPage`: default 20, at most 100) at a time. Needs admin rights and any write scope.',
+      args: { page, perPage },
+      resolve: (_r, args, ctx) => reads.listGroups(ctx.prisma, pageWindow(args)),
     }),
     prefixes: t.field({
       type: [PrefixRef], nullable: true, authScopes: OPERATOR,
-      description: 'Every download title prefix with the categories offering it, by id. Needs admin rights and any write scope.',
-      resolve: (_r, _a, ctx) => reads.listPrefixes(ctx.prisma),
+      description: 'Download title prefixes with the categories offering them, by id, one page (`page`, `perPage`: default 20, at most 100) at a time. Needs admin rights and any write scope.',
+      args: { page, perPage },
+      resolve: (_r, args, ctx) => reads.listPrefixes(ctx.prisma, pageWindow(args)),
     }),
     effectivePermissions: t.field({
       type: [EffectivePermissionRef], nullable: true, authScopes: OPERATOR,

@@ -6,6 +6,7 @@ import { okPayloadOf, payloadOf } from './payloads.js';
 import { CategoryRef } from './category.js';
 import { NodeRef, registerNode } from './node.js';
 import { notFound, noPermission } from '../errors.js';
+import { firstArg, firstOf } from './pagination.js';
 
 const CATEGORY_WRITE = ['mc_dm_category:write'];
 
@@ -19,13 +20,15 @@ export const UserRef = builder.prismaObject('User', {
     isModerator: t.exposeBoolean('isModerator', { description: 'A moderator: sees moderated and deleted content.' }),
     groups: t.stringList({
       nullable: true,
-      description: 'Group names, primary group first, then secondary groups. Administrators and super-user keys only (null for others).',
+      description: 'Group names, primary group first, then secondary groups: the first `first` of them. Administrators and super-user keys only (null for others).',
       authScopes: { admin: true },
-      resolve: async (u, _a, ctx) => {
+      args: { first: firstArg(t.arg, 'groups') },
+      resolve: async (u, args, ctx) => {
+        const first = firstOf(args.first);
         const rows = await ctx.prisma.group.findMany({
           where: { OR: [{ id: u.primaryGroupId }, { members: { some: { userId: u.id } } }] },
         });
-        return rows.sort((a, b) => Number(b.id === u.primaryGroupId) - Number(a.id === u.primaryGroupId) || a.id - b.id).map((g) => g.name);
+        return rows.sort((a, b) => Number(b.id === u.primaryGroupId) - Number(a.id === u.primaryGroupId) || a.id - b.id).slice(0, first).map((g) => g.name);
       },
     }),
   }),
@@ -77,9 +80,10 @@ export const PrefixRef = builder.prismaObject('Prefix', {
     prefixId: t.exposeInt('id', { description: 'The numeric prefix id (the REST API\'s `prefix_id`).' }),
     title: t.exposeString('title', { description: 'The label text.' }),
     categoryIds: t.intList({
-      description: 'The categories that offer this prefix (assignPrefix), by id.',
-      select: { categories: { select: { categoryId: true } } },
-      resolve: (p) => p.categories.map((c) => c.categoryId).sort((a, b) => a - b),
+      description: 'The categories that offer this prefix (assignPrefix), by id: the first `first` of them.',
+      args: { first: firstArg(t.arg, 'category ids') },
+      select: (args) => ({ categories: { select: { categoryId: true }, orderBy: { categoryId: 'asc' as const }, take: firstOf(args.first) } }),
+      resolve: (p) => p.categories.map((c) => c.categoryId),
     }),
   }),
 });

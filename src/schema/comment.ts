@@ -3,7 +3,7 @@
 import { queryFromInfo } from '@pothos/plugin-prisma';
 import type { Comment } from '../generated/prisma/client.js';
 import { builder, unix } from './builder.js';
-import { listOf, orderEnum, pageArgs } from './pagination.js';
+import { firstArg, firstOf, listOf, orderEnum, pageArgs } from './pagination.js';
 import { deletePayloadOf, payloadOf } from './payloads.js';
 import { NodeRef, registerNode, unlessUnseen } from './node.js';
 import { noPermission } from '../errors.js';
@@ -63,8 +63,9 @@ export const CommentRef = builder.prismaObject('Comment', {
     download: t.relation('download', { description: 'The download the comment is posted on.' }),
     edits: t.relation('edits', {
       nullable: true,
-      description: 'Edit history, newest first. Moderators only: null, with a do_not_have_permission error, for anyone else.',
-      query: { orderBy: [{ editDate: 'desc' }, { id: 'desc' }] },
+      description: 'Edit history, newest first: the first `first` entries. Moderators only: null, with a do_not_have_permission error, for anyone else.',
+      args: { first: firstArg(t.arg, 'edits') },
+      query: (args) => ({ orderBy: [{ editDate: 'desc' as const }, { id: 'desc' as const }], take: firstOf(args.first) }),
       authScopes: async (_c, _a, ctx) => {
         if (!(await ctx.access()).isModerator) throw noPermission("read this comment's edit history");
         return true;

@@ -102,10 +102,10 @@ builder.prismaObjectFields(CategoryRef, (t) => ({
     },
     resolve: async (c, args, ctx) => {
       const spec = keysetOf('Category.children', CATEGORY_KEYS, args.order, args.direction, 'display_order');
-      const w = windowOf(spec, args);
+      const w = windowOf(ctx.cursors, spec, args);
       const access = await ctx.access();
       const page = await childPage<Category>(ctx, { from: 'category', parent: 'parentId', model: 'Category' }, spec, w, null, c.id);
-      return connectionFrom(spec, w, page.rows, page.total, (row) => access.canViewCategory(row));
+      return connectionFrom(ctx.cursors, spec, w, page.rows, page.total, (row) => access.canViewCategory(row));
     },
   }),
   downloads: t.field({
@@ -123,12 +123,12 @@ builder.prismaObjectFields(CategoryRef, (t) => ({
     },
     resolve: async (c, args, ctx) => {
       const spec = keysetOf('Category.downloads', DOWNLOAD_KEYS, args.order, args.direction, 'last_update');
-      const w = windowOf(spec, args);
+      const w = windowOf(ctx.cursors, spec, args);
       const access = await ctx.access();
       const filter = downloadListFilter(access, args as Omit<DownloadListArgs, 'categoryId'>);
       const total = (parent: string, param: (v: unknown) => string) => downloadTotalSql({ ...filter, categoryId: sqlRef(parent) }, param);
       const page = await childPage<Download>(ctx, { from: 'download', parent: 'categoryId', model: 'Download', where: downloadFilterSql(filter), total }, spec, w, filter, c.id);
-      return connectionFrom(spec, w, page.rows, page.total, (d) => access.canViewDownload(d));
+      return connectionFrom(ctx.cursors, spec, w, page.rows, page.total, (d) => access.canViewDownload(d));
     },
   }),
 }));
@@ -149,7 +149,7 @@ builder.prismaObjectFields(DownloadRef, (t) => ({
     },
     resolve: async (d, args, ctx) => {
       const spec = keysetOf('Download.comments', COMMENT_KEYS, args.order, args.direction, 'comment_date');
-      const w = windowOf(spec, args);
+      const w = windowOf(ctx.cursors, spec, args);
       const access = await ctx.access();
       if (!access.canViewComments(d)) throw noPermission("view this download's comments");
       const superKey = access.isSuper;
@@ -163,7 +163,7 @@ builder.prismaObjectFields(DownloadRef, (t) => ({
       const page = await childPage<Comment & { download?: Download }>(ctx, { from: 'comment', parent: 'downloadId', model: 'Comment', where, total }, spec, w, [superKey, since], d.id);
       // The parent rides along, so the comments' own permission fields need not read it again.
       for (const c of page.rows) c.download = d;
-      return connectionFrom(spec, w, page.rows, page.total, (c) => access.canViewComment(c, d));
+      return connectionFrom(ctx.cursors, spec, w, page.rows, page.total, (c) => access.canViewComment(c, d));
     },
   }),
   team: t.field({
@@ -177,10 +177,10 @@ builder.prismaObjectFields(DownloadRef, (t) => ({
     },
     resolve: async (d, args, ctx) => {
       const spec = keysetOf('Download.team', TEAM_KEYS, null, args.direction, 'added_at', 'asc');
-      const w = windowOf(spec, args);
+      const w = windowOf(ctx.cursors, spec, args);
       const from = `(SELECT u.*, tm."downloadId", tm."addedAt" FROM team_member tm JOIN "user" u ON u.id = tm."userId")`;
       const page = await childPage<TeamMemberRow>(ctx, { from, parent: 'downloadId', model: 'User', dates: ['addedAt'] }, spec, w, null, d.id);
-      return connectionFrom(spec, w, page.rows, page.total, () => true);
+      return connectionFrom(ctx.cursors, spec, w, page.rows, page.total, () => true);
     },
   }),
   versionsConnection: t.field({
@@ -195,9 +195,9 @@ builder.prismaObjectFields(DownloadRef, (t) => ({
     },
     resolve: async (d, args, ctx) => {
       const spec = keysetOf('Download.versions', VERSION_KEYS, args.order, args.direction, 'release_date');
-      const w = windowOf(spec, args);
+      const w = windowOf(ctx.cursors, spec, args);
       const page = await childPage<Version>(ctx, { from: 'version', parent: 'downloadId', model: 'Version' }, spec, w, null, d.id);
-      return connectionFrom(spec, w, page.rows, page.total, () => true);
+      return connectionFrom(ctx.cursors, spec, w, page.rows, page.total, () => true);
     },
   }),
 }));
@@ -217,14 +217,14 @@ builder.prismaObjectFields(VersionRef, (t) => ({
     },
     resolve: async (v, args, ctx) => {
       const spec = keysetOf('Version.files', FILE_KEYS, args.order, args.direction, 'display_order');
-      const w = windowOf(spec, args);
+      const w = windowOf(ctx.cursors, spec, args);
       const fileDeps = deps(ctx, await ctx.access());
       const [download, page] = await Promise.all([
         downloadById(ctx, v.downloadId),
         childPage<File>(ctx, { from: 'file', parent: 'versionId', model: 'File', where: () => ['t."isDeleted" = false'], total: (parent, param) => fileTotalSql({ versionId: sqlRef(parent) }, param) }, spec, w, null, v.id),
       ]);
       if (!download || !fileDeps.access.canViewDownload(download)) throw noPermission("view this download's files");
-      return connectionFrom(spec, w, page.rows, page.total, (f) => fileVisibleTo(fileDeps, f, download));
+      return connectionFrom(ctx.cursors, spec, w, page.rows, page.total, (f) => fileVisibleTo(fileDeps, f, download));
     },
   }),
 }));

@@ -64,10 +64,10 @@ builder.queryFields((t) => ({
     },
     resolve: async (_r, args, ctx, info) => {
       const spec = keysetOf('categoriesConnection', CATEGORY_KEYS, args.order, args.direction, 'display_order');
-      const w = windowOf(spec, args);
+      const w = windowOf(ctx.cursors, spec, args);
       const access = await ctx.access();
       const { total, rows } = await ctx.reads.categoryPage({ spec, window: w, take: w.size + 1 }, { parent: categoryParentOf(rowQuery(ctx, info, 'Category')) });
-      return connectionFrom(spec, w, rows, total, (c) => access.canViewCategory(c));
+      return connectionFrom(ctx.cursors, spec, w, rows, total, (c) => access.canViewCategory(c));
     },
   }),
   downloadsConnection: t.field({
@@ -86,7 +86,7 @@ builder.queryFields((t) => ({
     },
     resolve: async (_r, args, ctx, info) => {
       const spec = keysetOf('downloadsConnection', DOWNLOAD_KEYS, args.order, args.direction, 'last_update');
-      const w = windowOf(spec, args);
+      const w = windowOf(ctx.cursors, spec, args);
       const access = await ctx.access();
       const filter = downloadListFilter(access, args);
       const where = downloadWhere(filter);
@@ -94,7 +94,7 @@ builder.queryFields((t) => ({
         downloadTotal(ctx.prisma, filter),
         ctx.prisma.download.findMany({ ...rowQuery(ctx, info, 'Download'), where: { AND: [where, prismaAfter(spec, w)] }, orderBy: prismaOrderBy(spec, w) as never, take: w.size + 1 }),
       ]);
-      return connectionFrom(spec, w, rows, total, (d) => access.canViewDownload(d));
+      return connectionFrom(ctx.cursors, spec, w, rows, total, (d) => access.canViewDownload(d));
     },
   }),
   commentsConnection: t.field({
@@ -111,10 +111,10 @@ builder.queryFields((t) => ({
     },
     resolve: async (_r, args, ctx, info) => {
       const spec = keysetOf('commentsConnection', COMMENT_KEYS, args.order, args.direction, 'comment_date');
-      const w = windowOf(spec, args);
+      const w = windowOf(ctx.cursors, spec, args);
       const access = await ctx.access();
       const { total, rows } = await commentSlice(ctx, access, args, { spec, window: w, take: w.size + 1 }, withRelations(rowQuery(ctx, info, 'Comment'), { download: true }));
-      return connectionFrom(spec, w, rows, total, (c) => access.canViewComment(c, c.download));
+      return connectionFrom(ctx.cursors, spec, w, rows, total, (c) => access.canViewComment(c, c.download));
     },
   }),
   filesConnection: t.field({
@@ -130,11 +130,11 @@ builder.queryFields((t) => ({
     },
     resolve: async (_r, args, ctx, info) => {
       const spec = keysetOf('filesConnection', FILE_KEYS, args.order, args.direction, 'display_order');
-      const w = windowOf(spec, args);
+      const w = windowOf(ctx.cursors, spec, args);
       const d = deps(ctx, await ctx.access());
       const { total, rows, deps: seen } = await fileSlice(d, args, { spec, window: w, take: w.size + 1 },
         withRelations(rowQuery(ctx, info, 'File'), { version: { include: { download: true } } }));
-      return connectionFrom(spec, w, rows, total, (f) => fileVisibleTo(seen, f, f.version.download));
+      return connectionFrom(ctx.cursors, spec, w, rows, total, (f) => fileVisibleTo(seen, f, f.version.download));
     },
   }),
 }));

@@ -4,7 +4,7 @@
 // connections-nested.ts.
 import type { ArgBuilder } from '@pothos/core';
 import { builder, type Types } from './builder.js';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, pageOf, type Edge, type KeysetSpec, type PageInfo, type Window } from '../domain/keyset.js';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, pageOf, type CursorSeal, type Edge, type KeysetSpec, type PageInfo, type Window } from '../domain/keyset.js';
 
 export const PageInfoRef = builder.objectRef<PageInfo>('PageInfo').implement({
   description: 'Where a page of a connection sits in its list (Relay cursor connections).',
@@ -33,9 +33,9 @@ export const connectionArgs = (arg: ArgBuilder<Types>) => ({
  * counting them, as `pagination.total` does on the page-numbered lists.
  */
 export async function connectionFrom<T extends { id: number }>(
-  spec: KeysetSpec, w: Window, rows: readonly T[], totalCount: number, canSee: (row: T) => boolean | Promise<boolean>,
+  seal: CursorSeal, spec: KeysetSpec, w: Window, rows: readonly T[], totalCount: number, canSee: (row: T) => boolean | Promise<boolean>,
 ): Promise<Connection<T>> {
-  const page = pageOf(spec, w, rows);
+  const page = pageOf(seal, spec, w, rows);
   const seen = await Promise.all(page.edges.map((e) => canSee(e.node)));
   return { totalCount, edges: page.edges.filter((_e, i) => seen[i]), pageInfo: page.pageInfo };
 }

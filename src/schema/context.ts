@@ -8,6 +8,7 @@ import type { AuthCache } from '../auth/visitor.js';
 import type { Storage } from '../files/storage/index.js';
 import type { Reads } from '../db/reads.js';
 import type { Events } from '../events.js';
+import type { CursorSeal } from '../domain/keyset.js';
 
 export interface Services {
   prisma: PrismaClient;
@@ -21,6 +22,8 @@ export interface Services {
   auth: AuthCache;
   /** Subscription events (src/events.ts): publish after a write commits. */
   events: Events;
+  /** Seals and opens connection cursors with the secret every instance shares (src/domain/keyset.ts). */
+  cursors: CursorSeal;
 }
 
 export interface Context extends Services {

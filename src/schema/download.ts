@@ -4,7 +4,7 @@ import { queryFromInfo } from '@pothos/plugin-prisma';
 import type { Download, Version } from '../generated/prisma/client.js';
 import { builder, unix } from './builder.js';
 import { notFound } from '../errors.js';
-import { listOf, orderEnum, pageArgs } from './pagination.js';
+import { firstArg, firstOf, listOf, orderEnum, pageArgs } from './pagination.js';
 import { deletePayloadOf, okPayloadOf, payloadOf } from './payloads.js';
 import { NodeRef, registerNode, unlessUnseen } from './node.js';
 import { UserRef } from './admin.js';
@@ -82,7 +82,11 @@ export const DownloadRef = builder.prismaObject('Download', {
     owner: t.relation('user', { description: 'The user who owns the download (`userId`).' }),
     prefix: t.relation('prefix', { nullable: true, description: 'The title prefix; null when the download has none.' }),
     currentVersion: t.relation('currentVersion', { nullable: true, description: 'The newest version (`currentVersionId`); null when none.' }),
-    versions: t.relation('versions', { description: 'Every version, newest first.', query: { orderBy: [{ releaseDate: 'desc' }, { id: 'desc' }] } }),
+    versions: t.relation('versions', {
+      description: 'Its versions, newest first: the first `first` of them (versionsConnection pages through them all).',
+      args: { first: firstArg(t.arg, 'versions') },
+      query: (args) => ({ orderBy: [{ releaseDate: 'desc' as const }, { id: 'desc' as const }], take: firstOf(args.first) }),
+    }),
     tags: t.stringList({
       description: 'Its tags, lower case, sorted.',
       select: { tags: { select: { tag: { select: { name: true } } } } },

@@ -1,7 +1,8 @@
 // The list shape shared by every collection: { nodes, pagination { page perPage total lastPage } }.
 import type { ArgBuilder } from '@pothos/core';
 import { builder, type Types } from './builder.js';
-import type { Page, Pagination } from '../domain/lists.js';
+import { DEFAULT_PER_PAGE, MAX_PER_PAGE, type Page, type Pagination } from '../domain/lists.js';
+import { invalidInput } from '../errors.js';
 
 export const PaginationRef = builder.objectRef<Pagination>('Pagination').implement({
   description: 'Where a page sits in its list. `total` counts rows before the per-row permission filter, so a page may hold fewer than perPage rows.',
@@ -55,4 +56,22 @@ export function orderEnum<K extends string>(name: string, orders: Record<K, stri
     description: docs.description ?? 'The field a list is sorted by; ties are broken by id in the same direction.',
     values: values as Record<Uppercase<K>, { value: K; description: string }>,
   });
+}
+
+/**
+ * `first` of a plain list field (one that is neither a connection nor a page object): the number of items it answers,
+ * from the start of its order. Every list of the schema is bounded (contract §9); test/list-bounds.test.ts checks it.
+ */
+export const firstArg = (arg: ArgBuilder<Types>, what: string) => arg.int({
+  required: false,
+  description: `The first ${what} to answer: default ${DEFAULT_PER_PAGE}, larger values than ${MAX_PER_PAGE} are clamped to ${MAX_PER_PAGE}; 0 or less is refused (invalid_input).`,
+});
+
+/** The item count `first` asks for: default 20, at most 100; below 1 or not whole answers invalid_input (field `first`). */
+export function firstOf(first: number | null | undefined): number {
+  if (first == null) return DEFAULT_PER_PAGE;
+  if (!Number.isInteger(first) || first < 1) {
+    throw invalidInput('first', `first must be a whole number from 1 to ${MAX_PER_PAGE} (larger values are clamped to ${MAX_PER_PAGE}), got ${first}.`);
+  }
+  return Math.min(first, MAX_PER_PAGE);
 }

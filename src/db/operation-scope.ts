@@ -1,0 +1,29 @@
+// The statements of one operation, bound to its deadline. An operation (a /graphql execution or a REST route) runs
+// inside `boundTo(signal, …)`; every statement the pool's connections send on its behalf, directly or through
+// Prisma, is tracked (src/db/pool.ts): when the signal aborts (GRAPHQL_TIMEOUT_MS passed, or the client went away)
+// each statement still running is cancelled in the server and its connection closed, and a statement the operation
+// sends afterwards fails at once. So no statement of an operation answered 503 operation_timeout keeps running on
+// PostgreSQL. Work outside an operation (migrations, jobs, the start) is not bound: its long statements are not cut.
+//
+// Only with a PostgreSQL server (the pool turns it on): AsyncLocalStorage costs every promise of the process on Node 20
+// (measured: the embedded database's list route at half its req/s), and the embedded database's statements run in the
+// process, one at a time, where nothing could cancel them anyway.
+import { AsyncLocalStorage } from 'node:async_hooks';
+
+const scopes = new AsyncLocalStorage<AbortSignal>();
+let enabled = false;
+
+/** Turns the binding on (src/db/pool.ts, when a pool to a PostgreSQL server opens). */
+export function bindStatementsToOperations(): void {
+  enabled = true;
+}
+
+/** Runs `fn` with the statements it sends bound to `signal` (when a PostgreSQL pool is open). */
+export function boundTo<T>(signal: AbortSignal, fn: () => T): T {
+  return enabled ? scopes.run(signal, fn) : fn();
+}
+
+/** The signal the statements sent from here are bound to, if any. */
+export function operationSignal(): AbortSignal | undefined {
+  return enabled ? scopes.getStore() : undefined;
+}
