@@ -15,7 +15,10 @@ async function connect(): Promise<{ query: Query; close(): Promise<void> }> {
   }
   const lite = new PGlite(`${process.env.DATA_DIR}/db`);
   await lite.waitReady;
-  return { query: async (sql, params) => (await lite.query<Record<string, any>>(sql, params as any[])).rows, close: () => lite.close() };
+  return {
+    query: async (sql, params) => (await lite.query<Record<string, any>>(sql, params as any[])).rows,
+    close: () => lite.close(),
+  };
 }
 
 const unix = (d: Date | null) => (d ? Math.floor(new Date(d).getTime() / 1000) : 0);
@@ -23,11 +26,25 @@ const BASE = process.env.BASE_URL ?? 'http://localhost';
 
 function download(r: Record<string, any>) {
   return {
-    download_id: r.id, category_id: r.categoryId, user_id: r.userId, title: r.title, tag_line: r.tagLine,
-    description: r.description, view_url: `${BASE}/downloads/${r.id}/`, icon_url: r.iconUrl, cover_url: r.coverUrl,
-    rating_avg: r.ratingAvg, rating_count: r.ratingCount, review_count: r.reviewCount, download_count: r.downloadCount,
-    view_count: r.viewCount, last_update: unix(r.lastUpdate), created_date: unix(r.createdDate), download_state: r.state,
-    prefix_id: r.prefixId ?? 0, current_version_id: r.currentVersionId ?? 0,
+    download_id: r.id,
+    category_id: r.categoryId,
+    user_id: r.userId,
+    title: r.title,
+    tag_line: r.tagLine,
+    description: r.description,
+    view_url: `${BASE}/downloads/${r.id}/`,
+    icon_url: r.iconUrl,
+    cover_url: r.coverUrl,
+    rating_avg: r.ratingAvg,
+    rating_count: r.ratingCount,
+    review_count: r.reviewCount,
+    download_count: r.downloadCount,
+    view_count: r.viewCount,
+    last_update: unix(r.lastUpdate),
+    created_date: unix(r.createdDate),
+    download_state: r.state,
+    prefix_id: r.prefixId ?? 0,
+    current_version_id: r.currentVersionId ?? 0,
   };
 }
 
@@ -39,13 +56,18 @@ const server = http.createServer(async (req, res) => {
   };
   try {
     const key = req.headers['forum-api-key'];
-    const rows = typeof key === 'string' ? await db.query('SELECT id FROM api_key WHERE "keyHash" = $1 AND "isActive"', [hashKey(key)]) : [];
+    const rows =
+      typeof key === 'string'
+        ? await db.query('SELECT id FROM api_key WHERE "keyHash" = $1 AND "isActive"', [hashKey(key)])
+        : [];
     if (rows.length === 0) return send(401, { errors: [{ code: 'api_key_not_found', message: 'no key', params: {} }] });
     const url = new URL(req.url ?? '/', 'http://x');
     const one = /^\/api\/mc-dm-downloads\/(\d+)\/?$/.exec(url.pathname);
     if (one) {
       const [r] = await db.query('SELECT * FROM download WHERE id = $1', [Number(one[1])]);
-      return r ? send(200, { download: download(r) }) : send(404, { errors: [{ code: 'mc_dm_api_error.download_not_found', message: 'no', params: {} }] });
+      return r
+        ? send(200, { download: download(r) })
+        : send(404, { errors: [{ code: 'mc_dm_api_error.download_not_found', message: 'no', params: {} }] });
     }
     if (/^\/api\/mc-dm-downloads\/?$/.test(url.pathname)) {
       const perPage = Math.min(Number(url.searchParams.get('per_page') ?? 20), 100);
@@ -54,8 +76,14 @@ const server = http.createServer(async (req, res) => {
       const where = cat ? `WHERE state = 'visible' AND "categoryId" = $1` : `WHERE state = 'visible'`;
       const params = cat ? [Number(cat)] : [];
       const [{ n }] = (await db.query(`SELECT count(*)::int AS n FROM download ${where}`, params)) as [{ n: number }];
-      const list = await db.query(`SELECT * FROM download ${where} ORDER BY "lastUpdate" DESC, id DESC LIMIT ${perPage} OFFSET ${(page - 1) * perPage}`, params);
-      return send(200, { downloads: list.map(download), pagination: { page, per_page: perPage, total: n, last_page: Math.max(1, Math.ceil(n / perPage)) } });
+      const list = await db.query(
+        `SELECT * FROM download ${where} ORDER BY "lastUpdate" DESC, id DESC LIMIT ${perPage} OFFSET ${(page - 1) * perPage}`,
+        params,
+      );
+      return send(200, {
+        downloads: list.map(download),
+        pagination: { page, per_page: perPage, total: n, last_page: Math.max(1, Math.ceil(n / perPage)) },
+      });
     }
     send(404, { errors: [{ code: 'endpoint_not_found', message: 'no', params: {} }] });
   } catch (err) {

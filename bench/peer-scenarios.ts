@@ -5,7 +5,10 @@
 import type { SeedResult } from './seed.js';
 
 /** What one answer holds: the total before paging (null for a single object) and the ids of its rows, in order, each followed by the ids of the objects embedded in it. */
-export interface Rows { total: number | null; ids: number[] }
+export interface Rows {
+  total: number | null;
+  ids: number[];
+}
 
 export interface PeerScenario {
   /** Name of the peer's scenario; `compare` is the service's REST scenario and `graphql` its GraphQL one. */
@@ -23,7 +26,8 @@ export interface PeerScenario {
 const fragments: Record<string, string> = {
   D: `fragment D on Download { id categoryId userId title tagLine description iconUrl coverUrl ratingAvg ratingCount reviewCount
     downloadCount viewCount lastUpdate createdDate state prefixId currentVersionId }`,
-  DFull: 'fragment DFull on Download { isPasswordProtected categoryByCategoryId { ...C } versionByCurrentVersionId { ...V } }',
+  DFull:
+    'fragment DFull on Download { isPasswordProtected categoryByCategoryId { ...C } versionByCurrentVersionId { ...V } }',
   C: 'fragment C on Category { id parentId title description displayOrder downloadCount faIcon iconColor }',
   V: 'fragment V on Version { id downloadId versionString releaseDate downloadCount state }',
   Cm: 'fragment Cm on Comment { id downloadId userId userByUserId { username } commentDate message state lastEditDate editCount }',
@@ -46,17 +50,42 @@ function document(query: string, variables: Record<string, unknown>): string {
   return JSON.stringify({ query: [query, ...[...used].map((name) => fragments[name])].join('\n'), variables });
 }
 
-const restDownload = (d: any) => [d.download_id, ...(d.Category ? [d.Category.category_id] : []), ...(d.CurrentVersion ? [d.CurrentVersion.version_id] : [])];
-const graphqlDownload = (d: any) => [d.downloadId, ...(d.Category ? [d.Category.categoryId] : []), ...(d.CurrentVersion ? [d.CurrentVersion.versionId] : [])];
-const peerDownload = (d: any) => [d.id, ...(d.categoryByCategoryId ? [d.categoryByCategoryId.id] : []), ...(d.versionByCurrentVersionId ? [d.versionByCurrentVersionId.id] : [])];
+const restDownload = (d: any) => [
+  d.download_id,
+  ...(d.Category ? [d.Category.category_id] : []),
+  ...(d.CurrentVersion ? [d.CurrentVersion.version_id] : []),
+];
+const graphqlDownload = (d: any) => [
+  d.downloadId,
+  ...(d.Category ? [d.Category.categoryId] : []),
+  ...(d.CurrentVersion ? [d.CurrentVersion.versionId] : []),
+];
+const peerDownload = (d: any) => [
+  d.id,
+  ...(d.categoryByCategoryId ? [d.categoryByCategoryId.id] : []),
+  ...(d.versionByCurrentVersionId ? [d.versionByCurrentVersionId.id] : []),
+];
 
 /** A list scenario: REST envelope key and id key, the service's GraphQL field and id field, the peer's field. */
-function list(name: string, graphql: string, query: string, variables: Record<string, unknown>,
-  rest: [string, (row: any) => number[]], service: [string, (row: any) => number[]], peer: [string, (row: any) => number[]]): PeerScenario {
+function list(
+  name: string,
+  graphql: string,
+  query: string,
+  variables: Record<string, unknown>,
+  rest: [string, (row: any) => number[]],
+  service: [string, (row: any) => number[]],
+  peer: [string, (row: any) => number[]],
+): PeerScenario {
   return {
-    name: `peer ${name}`, compare: name, graphql, body: document(query, variables),
+    name: `peer ${name}`,
+    compare: name,
+    graphql,
+    body: document(query, variables),
     restRows: (j) => ({ total: j.pagination.total, ids: j[rest[0]].flatMap(rest[1]) }),
-    graphqlRows: (j) => ({ total: j.data[service[0]].pagination.total, ids: j.data[service[0]].nodes.flatMap(service[1]) }),
+    graphqlRows: (j) => ({
+      total: j.data[service[0]].pagination.total,
+      ids: j.data[service[0]].nodes.flatMap(service[1]),
+    }),
     peerRows: (j) => ({ total: j.data[peer[0]].totalCount, ids: j.data[peer[0]].nodes.flatMap(peer[1]) }),
   };
 }
@@ -66,29 +95,67 @@ export function peerScenarios(s: SeedResult): PeerScenario[] {
   const allDownloads = ['allDownloads', peerDownload] as [string, (row: any) => number[]];
   return [
     {
-      name: 'peer download get full', compare: 'download get full', graphql: 'graphql download get full',
+      name: 'peer download get full',
+      compare: 'download get full',
+      graphql: 'graphql download get full',
       body: document('query ($id: Int!) { downloadById(id: $id) { ...D ...DFull } }', { id: s.downloadId }),
       restRows: (j) => ({ total: null, ids: restDownload(j.download) }),
       graphqlRows: (j) => ({ total: null, ids: graphqlDownload(j.data.download) }),
       peerRows: (j) => ({ total: null, ids: peerDownload(j.data.downloadById) }),
     },
-    list('downloads list 20', 'graphql downloads list 20',
-      'query { allDownloads(first: 20, orderBy: [LAST_UPDATE_DESC, ID_DESC]) { totalCount nodes { ...D } } }', {},
-      downloads(restDownload), downloads(graphqlDownload), allDownloads),
-    list('downloads list by category', 'graphql downloads list by category',
+    list(
+      'downloads list 20',
+      'graphql downloads list 20',
+      'query { allDownloads(first: 20, orderBy: [LAST_UPDATE_DESC, ID_DESC]) { totalCount nodes { ...D } } }',
+      {},
+      downloads(restDownload),
+      downloads(graphqlDownload),
+      allDownloads,
+    ),
+    list(
+      'downloads list by category',
+      'graphql downloads list by category',
       'query ($c: Int!) { allDownloads(first: 20, condition: { categoryId: $c }, orderBy: [LAST_UPDATE_DESC, ID_DESC]) { totalCount nodes { ...D } } }',
-      { c: s.leafCategory }, downloads(restDownload), downloads(graphqlDownload), allDownloads),
-    list('downloads list 100 full', 'graphql downloads list 100 full',
-      'query { allDownloads(first: 100, orderBy: [LAST_UPDATE_DESC, ID_DESC]) { totalCount nodes { ...D ...DFull } } }', {},
-      downloads(restDownload), downloads(graphqlDownload), allDownloads),
-    list('comments list', 'graphql comments list',
+      { c: s.leafCategory },
+      downloads(restDownload),
+      downloads(graphqlDownload),
+      allDownloads,
+    ),
+    list(
+      'downloads list 100 full',
+      'graphql downloads list 100 full',
+      'query { allDownloads(first: 100, orderBy: [LAST_UPDATE_DESC, ID_DESC]) { totalCount nodes { ...D ...DFull } } }',
+      {},
+      downloads(restDownload),
+      downloads(graphqlDownload),
+      allDownloads,
+    ),
+    list(
+      'comments list',
+      'graphql comments list',
       'query ($d: Int!) { allComments(first: 20, condition: { downloadId: $d }, orderBy: [COMMENT_DATE_DESC, ID_DESC]) { totalCount nodes { ...Cm } } }',
-      { d: s.commentDownloadId }, ['comments', (c) => [c.comment_id]], ['comments', (c) => [c.commentId]], ['allComments', (c) => [c.id]]),
-    list('files list', 'graphql files list',
+      { d: s.commentDownloadId },
+      ['comments', (c) => [c.comment_id]],
+      ['comments', (c) => [c.commentId]],
+      ['allComments', (c) => [c.id]],
+    ),
+    list(
+      'files list',
+      'graphql files list',
       'query ($v: Int!) { allFiles(first: 20, condition: { versionId: $v, isDeleted: false }, orderBy: [DISPLAY_ORDER_DESC, ID_DESC]) { totalCount nodes { ...F } } }',
-      { v: s.versionId }, ['files', (f) => [f.file_id]], ['files', (f) => [f.fileId]], ['allFiles', (f) => [f.id]]),
-    list('categories list', 'graphql categories list',
-      'query { allCategories(first: 20, orderBy: [DISPLAY_ORDER_DESC, ID_DESC]) { totalCount nodes { ...C } } }', {},
-      ['categories', (c) => [c.category_id]], ['categories', (c) => [c.categoryId]], ['allCategories', (c) => [c.id]]),
+      { v: s.versionId },
+      ['files', (f) => [f.file_id]],
+      ['files', (f) => [f.fileId]],
+      ['allFiles', (f) => [f.id]],
+    ),
+    list(
+      'categories list',
+      'graphql categories list',
+      'query { allCategories(first: 20, orderBy: [DISPLAY_ORDER_DESC, ID_DESC]) { totalCount nodes { ...C } } }',
+      {},
+      ['categories', (c) => [c.category_id]],
+      ['categories', (c) => [c.categoryId]],
+      ['allCategories', (c) => [c.id]],
+    ),
   ];
 }

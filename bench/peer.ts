@@ -20,13 +20,20 @@ const modules = Module as unknown as {
   _nodeModulePaths(dir: string): string[];
 };
 const resolve = modules._resolveFilename;
-const besidePostgraphile = { id: home, filename: path.join(home, 'package.json'), paths: modules._nodeModulePaths(home) };
+const besidePostgraphile = {
+  id: home,
+  filename: path.join(home, 'package.json'),
+  paths: modules._nodeModulePaths(home),
+};
 modules._resolveFilename = function (request, parent, ...rest) {
   return resolve.call(this, request, shared.test(request) ? besidePostgraphile : parent, ...rest);
 };
 const { postgraphile } = await import('postgraphile');
 
-const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.DATABASE_POOL_SIZE ?? 10) });
+const pool = new pg.Pool({
+  connectionString: process.env.DATABASE_URL,
+  max: Number(process.env.DATABASE_POOL_SIZE ?? 10),
+});
 const middleware = postgraphile(pool, 'public', {
   graphiql: false,
   watchPg: false,

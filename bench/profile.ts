@@ -13,7 +13,13 @@ import { createLogger } from '../src/log.js';
 import { seed } from './seed.js';
 import { summarize, type CpuProfile } from './cpu-profile.js';
 
-const { values: opts } = parseArgs({ options: { route: { type: 'string' }, requests: { type: 'string', default: '200' }, 'database-url': { type: 'string' } } });
+const { values: opts } = parseArgs({
+  options: {
+    route: { type: 'string' },
+    requests: { type: 'string', default: '200' },
+    'database-url': { type: 'string' },
+  },
+});
 const N = Number(opts.requests);
 const KEY = 'dm_profile_key_000000000000000000000000000000';
 const server = opts['database-url'];
@@ -21,7 +27,11 @@ const dbName = `dcs_profile_${process.pid}`;
 const onServer = async (sql: string) => {
   const c = new pg.Client({ connectionString: server });
   await c.connect();
-  try { await c.query(sql); } finally { await c.end(); }
+  try {
+    await c.query(sql);
+  } finally {
+    await c.end();
+  }
 };
 let dbUrl: string | undefined;
 if (server) {
@@ -33,31 +43,58 @@ if (server) {
 const db = await openDatabase(dbUrl ? { url: dbUrl } : { memory: true });
 const s = await seed(db, KEY, { users: 100, downloads: 5000, filesPerDownload: 2, commentsPerDownload: 4 });
 // The read cache off: every request here repeats one read, which it would answer without computing anything.
-const app = await startApp(loadConfig({}, { port: 0, logLevel: 'silent', bootstrapKey: KEY, readCacheMb: 0 }), { db, log: createLogger('silent') });
+const app = await startApp(loadConfig({}, { port: 0, logLevel: 'silent', bootstrapKey: KEY, readCacheMb: 0 }), {
+  db,
+  log: createLogger('silent'),
+});
 const get = async (path: string) => {
   if (!path.startsWith('{')) return (await fetch(app.url + path, { headers: { 'Forum-Api-Key': KEY } })).text();
   // A GraphQL operation, given as its JSON body.
-  return (await fetch(`${app.url}/graphql`, { method: 'POST', headers: { 'Forum-Api-Key': KEY, 'content-type': 'application/json' }, body: path })).text();
+  return (
+    await fetch(`${app.url}/graphql`, {
+      method: 'POST',
+      headers: { 'Forum-Api-Key': KEY, 'content-type': 'application/json' },
+      body: path,
+    })
+  ).text();
 };
 const gql = (query: string) => JSON.stringify({ query });
-const one = async (sql: string, p: unknown[]) => Number(Object.values((await db.query<Record<string, unknown>>(sql, p))[0]!)[0]);
+const one = async (sql: string, p: unknown[]) =>
+  Number(Object.values((await db.query<Record<string, unknown>>(sql, p))[0]!)[0]);
 const ids: Record<string, number> = {
-  commentDownload: s.commentDownloadId, download: s.downloadId, version: s.versionId, category: s.leafCategory,
+  commentDownload: s.commentDownloadId,
+  download: s.downloadId,
+  version: s.versionId,
+  category: s.leafCategory,
   file: await one('SELECT min(id) FROM file WHERE "versionId" = $1', [s.versionId]),
   comment: await one('SELECT min(id) FROM comment WHERE "downloadId" = $1', [s.commentDownloadId]),
 };
-const withIds = (route: string) => route.replace(/:(commentDownload|download|version|category|file|comment)\b/g, (_m, k: string) => String(ids[k]));
+const withIds = (route: string) =>
+  route.replace(/:(commentDownload|download|version|category|file|comment)\b/g, (_m, k: string) => String(ids[k]));
 /** A route as printed: GraphQL bodies by their query text. */
-const label = (route: string) => (route.startsWith('{') ? `gql ${(JSON.parse(route) as { query: string }).query.replace(/\s+/g, ' ')}` : route).slice(0, 60);
+const label = (route: string) =>
+  (route.startsWith('{') ? `gql ${(JSON.parse(route) as { query: string }).query.replace(/\s+/g, ' ')}` : route).slice(
+    0,
+    60,
+  );
 
 const routes = [
-  `/api/mc-dm-downloads/${s.downloadId}/`, `/api/mc-dm-downloads/${s.downloadId}/?with=full`,
-  `/api/mc-dm-downloads/?category_id=${s.leafCategory}`, '/api/mc-dm-downloads/?per_page=100&with=full',
-  '/api/mc-dm-categories/', `/api/mc-dm-categories/${s.leafCategory}/`,
-  `/api/mc-dm-files/?version_id=${s.versionId}`, '/api/mc-dm-files/:file/',
-  `/api/mc-dm-comments/?download_id=${s.commentDownloadId}`, '/api/mc-dm-comments/:comment/',
-  gql(`{ comments(downloadId: ${s.commentDownloadId}) { nodes { commentId message username canEdit } pagination { total } } }`),
-  gql(`{ commentsConnection(downloadId: ${s.commentDownloadId}) { totalCount edges { cursor node { commentId message } } } }`),
+  `/api/mc-dm-downloads/${s.downloadId}/`,
+  `/api/mc-dm-downloads/${s.downloadId}/?with=full`,
+  `/api/mc-dm-downloads/?category_id=${s.leafCategory}`,
+  '/api/mc-dm-downloads/?per_page=100&with=full',
+  '/api/mc-dm-categories/',
+  `/api/mc-dm-categories/${s.leafCategory}/`,
+  `/api/mc-dm-files/?version_id=${s.versionId}`,
+  '/api/mc-dm-files/:file/',
+  `/api/mc-dm-comments/?download_id=${s.commentDownloadId}`,
+  '/api/mc-dm-comments/:comment/',
+  gql(
+    `{ comments(downloadId: ${s.commentDownloadId}) { nodes { commentId message username canEdit } pagination { total } } }`,
+  ),
+  gql(
+    `{ commentsConnection(downloadId: ${s.commentDownloadId}) { totalCount edges { cursor node { commentId message } } } }`,
+  ),
   gql(`{ filesConnection(versionId: ${s.versionId}) { totalCount nodes { fileId filename } } }`),
   gql('{ categoriesConnection(first: 20) { totalCount nodes { categoryId title } } }'),
 ];
@@ -68,7 +105,11 @@ for (const route of routes) {
   const st0 = db.statements();
   const t0 = performance.now();
   for (let i = 0; i < N; i++) await get(path);
-  console.log(label(path).padEnd(60), ((performance.now() - t0) / N).toFixed(2).padStart(6), ((db.statements() - st0) / N).toFixed(1).padStart(8));
+  console.log(
+    label(path).padEnd(60),
+    ((performance.now() - t0) / N).toFixed(2).padStart(6),
+    ((db.statements() - st0) / N).toFixed(1).padStart(8),
+  );
 }
 
 if (opts.route) {

@@ -8,7 +8,12 @@ import type { Database } from '../src/db/client.js';
 import { migrate } from '../src/db/migrate.js';
 import { bootstrap } from '../src/db/bootstrap.js';
 
-export interface SeedSize { users: number; downloads: number; filesPerDownload: number; commentsPerDownload: number }
+export interface SeedSize {
+  users: number;
+  downloads: number;
+  filesPerDownload: number;
+  commentsPerDownload: number;
+}
 
 /** The catalogue for a number of downloads: 2 files and 4 comments per download, a user per 50 (at least 100). */
 export function sizeFor(downloads: number): SeedSize {
@@ -17,7 +22,12 @@ export function sizeFor(downloads: number): SeedSize {
 export const FULL_SIZE: SeedSize = sizeFor(50_000);
 
 export interface SeedResult {
-  categories: number; topCategory: number; leafCategory: number; downloadId: number; versionId: number; commentDownloadId: number;
+  categories: number;
+  topCategory: number;
+  leafCategory: number;
+  downloadId: number;
+  versionId: number;
+  commentDownloadId: number;
   /** The time every seeded timestamp counts back from (ISO, UTC), kept for `grow`. */
   anchor: string;
   size: SeedSize;
@@ -34,7 +44,9 @@ export async function seed(db: Database, bootstrapKey: string, size: SeedSize = 
              SELECT 1 + (g % 10), 'Mid ' || g, g FROM generate_series(1, 40) g`);
     await q(`INSERT INTO category ("parentId", title, "displayOrder")
              SELECT 11 + (g % 40), 'Leaf ' || g, g FROM generate_series(1, 150) g`);
-    await q(`INSERT INTO user_group (name, title) VALUES ('vip', 'VIP'), ('testers', 'Testers'), ('authors', 'Authors')`);
+    await q(
+      `INSERT INTO user_group (name, title) VALUES ('vip', 'VIP'), ('testers', 'Testers'), ('authors', 'Authors')`,
+    );
     await q(`INSERT INTO group_permission ("groupId", permission)
              SELECT g.id, p FROM user_group g, unnest(ARRAY['view','viewComments','download','add','comment']) p
              WHERE g.name IN ('vip','testers','authors')`);
@@ -52,10 +64,18 @@ export async function seed(db: Database, bootstrapKey: string, size: SeedSize = 
   return {
     categories: 200,
     topCategory: 1,
-    leafCategory: await one(`SELECT id FROM category WHERE "parentId" IS NOT NULL AND id > 50 AND id % 20 <> 0 ORDER BY id LIMIT 1`),
-    downloadId: await one(`SELECT id FROM download WHERE state = 'visible' AND "categoryId" % 20 <> 0 ORDER BY id LIMIT 1 OFFSET 100`),
-    versionId: await one(`SELECT v.id FROM version v JOIN download d ON d.id = v."downloadId" WHERE d.state = 'visible' AND d."categoryId" % 20 <> 0 ORDER BY v.id LIMIT 1 OFFSET 100`),
-    commentDownloadId: await one(`SELECT id FROM download WHERE state = 'visible' AND "categoryId" % 20 <> 0 ORDER BY id LIMIT 1 OFFSET 200`),
+    leafCategory: await one(
+      `SELECT id FROM category WHERE "parentId" IS NOT NULL AND id > 50 AND id % 20 <> 0 ORDER BY id LIMIT 1`,
+    ),
+    downloadId: await one(
+      `SELECT id FROM download WHERE state = 'visible' AND "categoryId" % 20 <> 0 ORDER BY id LIMIT 1 OFFSET 100`,
+    ),
+    versionId: await one(
+      `SELECT v.id FROM version v JOIN download d ON d.id = v."downloadId" WHERE d.state = 'visible' AND d."categoryId" % 20 <> 0 ORDER BY v.id LIMIT 1 OFFSET 100`,
+    ),
+    commentDownloadId: await one(
+      `SELECT id FROM download WHERE state = 'visible' AND "categoryId" % 20 <> 0 ORDER BY id LIMIT 1 OFFSET 200`,
+    ),
     anchor,
     size,
   };
@@ -67,11 +87,13 @@ export async function seed(db: Database, bootstrapKey: string, size: SeedSize = 
  */
 export async function grow(db: Database, from: Pick<SeedResult, 'anchor' | 'size'>, to: SeedSize): Promise<void> {
   const { users: u0, downloads: d0 } = from.size;
-  if (to.downloads < d0 || to.users < u0) throw new Error(`A catalogue grows: ${d0} downloads cannot become ${to.downloads}.`);
+  if (to.downloads < d0 || to.users < u0)
+    throw new Error(`A catalogue grows: ${d0} downloads cannot become ${to.downloads}.`);
   const anchor = `('${new Date(from.anchor).toISOString()}'::timestamptz AT TIME ZONE 'UTC')`;
   await db.session(async (s) => {
     const q = (sql: string) => s.exec(sql);
-    const max = async (table: string) => Number((await s.query<{ n: string | null }>(`SELECT max(id)::text AS n FROM ${table}`))[0]!.n ?? 0);
+    const max = async (table: string) =>
+      Number((await s.query<{ n: string | null }>(`SELECT max(id)::text AS n FROM ${table}`))[0]!.n ?? 0);
     const [user0, download0, version0] = [await max('"user"'), await max('download'), await max('version')];
     // Bulk load as pg_restore does: the secondary indexes and foreign keys of the tables filled here are dropped and
     // made again afterwards from their definitions in the catalogue, so they come back exactly as the migrations
@@ -80,10 +102,12 @@ export async function grow(db: Database, from: Pick<SeedResult, 'anchor' | 'size
     const indexes = await s.query<{ name: string; def: string }>(
       `SELECT i.indexname AS name, i.indexdef AS def FROM pg_indexes i
        WHERE i.schemaname = current_schema() AND i.tablename IN ${big}
-         AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conname = i.indexname AND c.contype IN ('p', 'u', 'x'))`);
+         AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conname = i.indexname AND c.contype IN ('p', 'u', 'x'))`,
+    );
     const foreignKeys = await s.query<{ tbl: string; name: string; def: string }>(
       `SELECT conrelid::regclass::text AS tbl, conname AS name, pg_get_constraintdef(oid) AS def FROM pg_constraint
-       WHERE contype = 'f' AND conrelid IN (SELECT oid FROM pg_class WHERE relnamespace = current_schema()::regnamespace AND relname IN ${big})`);
+       WHERE contype = 'f' AND conrelid IN (SELECT oid FROM pg_class WHERE relnamespace = current_schema()::regnamespace AND relname IN ${big})`,
+    );
     for (const fk of foreignKeys) await q(`ALTER TABLE ${fk.tbl} DROP CONSTRAINT "${fk.name}"`);
     for (const { name } of indexes) await q(`DROP INDEX "${name}"`);
     await q(`INSERT INTO "user" (username, "primaryGroupId")
@@ -99,8 +123,12 @@ export async function grow(db: Database, from: Pick<SeedResult, 'anchor' | 'size
                     ${anchor} - g * interval '1 minute', ${anchor} - g * 2 * interval '1 minute',
                     (CASE WHEN g % 50 = 0 THEN 'moderated' WHEN g % 97 = 0 THEN 'deleted' ELSE 'visible' END)::"DownloadState"
              FROM generate_series(${d0 + 1}::bigint, ${to.downloads}::bigint) g`);
-    await q(`INSERT INTO version ("downloadId", "versionString") SELECT id, '1.0.' || id FROM download WHERE id > ${download0}`);
-    await q(`UPDATE download d SET "currentVersionId" = v.id FROM version v WHERE v."downloadId" = d.id AND v.id > ${version0}`);
+    await q(
+      `INSERT INTO version ("downloadId", "versionString") SELECT id, '1.0.' || id FROM download WHERE id > ${download0}`,
+    );
+    await q(
+      `UPDATE download d SET "currentVersionId" = v.id FROM version v WHERE v."downloadId" = d.id AND v.id > ${version0}`,
+    );
     await q(`INSERT INTO file ("versionId", filename, "fileSize", "fileHash", "mimeType", "isPrimary", "validationStatus",
                                "displayOrder", "downloadCount", "storageKey")
              SELECT v.id, 'file-' || v.id || '-' || n || '.zip', 1000 * n + v.id::bigint, 'sha256:' || md5(v.id || ':' || n) || md5(n || ':' || v.id),
@@ -124,5 +152,7 @@ export async function grow(db: Database, from: Pick<SeedResult, 'anchor' | 'size
 
 /** Counts the service keeps beside the rows in its own writes, recomputed after set-based inserts (counts the database keeps with triggers, such as the list totals, follow by themselves). */
 async function refreshDerived(q: (sql: string) => Promise<unknown>): Promise<void> {
-  await q(`UPDATE category c SET "downloadCount" = (SELECT count(*) FROM download d WHERE d."categoryId" = c.id AND d.state = 'visible')`);
+  await q(
+    `UPDATE category c SET "downloadCount" = (SELECT count(*) FROM download d WHERE d."categoryId" = c.id AND d.state = 'visible')`,
+  );
 }

@@ -10,7 +10,10 @@ let built = false;
 /** Node's arguments that run the compiled service (after `nodeFlags`), building it first once per benchmark. */
 export function serviceArgs(nodeFlags: string[] = []): string[] {
   if (!built) {
-    execFileSync(process.execPath, [path.join(root, 'scripts/build.mjs')], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+    execFileSync(process.execPath, [path.join(root, 'scripts/build.mjs')], {
+      cwd: root,
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
     built = true;
   }
   return [...nodeFlags, path.join(root, 'dist/src/main.js')];

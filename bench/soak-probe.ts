@@ -3,7 +3,14 @@
 // 5xx answers as one JSON line on stdout.
 import { parseArgs } from 'node:util';
 
-const { values: o } = parseArgs({ options: { url: { type: 'string' }, key: { type: 'string' }, seconds: { type: 'string' }, interval: { type: 'string', default: '20' } } });
+const { values: o } = parseArgs({
+  options: {
+    url: { type: 'string' },
+    key: { type: 'string' },
+    seconds: { type: 'string' },
+    interval: { type: 'string', default: '20' },
+  },
+});
 const until = Date.now() + Number(o.seconds) * 1000;
 const latencies: number[] = [];
 let fiveHundreds = 0;

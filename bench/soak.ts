@@ -50,25 +50,36 @@ const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-soak-'));
 const dataDir = path.join(dir, 'data');
 
 const rssMb = (pid: number) => {
-  try { return Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024; } catch { return 0; }
+  try {
+    return Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+  } catch {
+    return 0;
+  }
 };
 /** CPU seconds (user + system) the process has used, from /proc/<pid>/stat. */
 const cpuSeconds = (pid: number) => {
   try {
     const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
     return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch { return NaN; }
+  } catch {
+    return NaN;
+  }
 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 
 async function gql(query: string, variables: Record<string, unknown> = {}, asUser?: number) {
   const res = await fetch(`${BASE}/graphql`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'Forum-Api-Key': KEY, ...(asUser ? { 'Forum-Api-User': String(asUser) } : {}) },
+    headers: {
+      'content-type': 'application/json',
+      'Forum-Api-Key': KEY,
+      ...(asUser ? { 'Forum-Api-User': String(asUser) } : {}),
+    },
     body: JSON.stringify({ query, variables }),
   });
-  const body = await res.json() as { data?: any; errors?: unknown[] };
+  const body = (await res.json()) as { data?: any; errors?: unknown[] };
   if (body.errors) throw new Error(JSON.stringify(body.errors));
   return body.data;
 }
@@ -76,7 +87,8 @@ async function gql(query: string, variables: Record<string, unknown> = {}, asUse
 /** The server's memory as its /metrics reports it (V8 heap used and sized, memory outside the heap), in MB. */
 async function memory(): Promise<string> {
   const text = await (await fetch(`${BASE}/metrics`, { headers: { 'Forum-Api-Key': KEY } })).text();
-  const mb = (name: string) => (Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN) / 1024 / 1024).toFixed(0);
+  const mb = (name: string) =>
+    (Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN) / 1024 / 1024).toFixed(0);
   const space = (name: string) => mb(`dcs_nodejs_heap_space_size_total_bytes\\{space="${name}"\\}`);
   return `heap used ${mb('dcs_nodejs_heap_size_used_bytes')} of ${mb('dcs_nodejs_heap_size_total_bytes')} MB (young ${space('new')}, old ${space('old')}), external ${mb('dcs_nodejs_external_memory_bytes')} MB`;
 }
@@ -100,7 +112,11 @@ async function attackLoop(name: string, until: number, once: () => Promise<strin
 }
 
 async function post(pathname: string, body: BodyInit, headers: Record<string, string>): Promise<string> {
-  const res = await fetch(`${BASE}${pathname}`, { method: 'POST', body, headers: { 'Forum-Api-Key': KEY, ...headers } });
+  const res = await fetch(`${BASE}${pathname}`, {
+    method: 'POST',
+    body,
+    headers: { 'Forum-Api-Key': KEY, ...headers },
+  });
   const text = await res.text();
   const code = /"code":"([^"]+)"/.exec(text)?.[1] ?? '';
   return `${res.status} ${code}`.trim();
@@ -109,8 +125,13 @@ async function post(pathname: string, body: BodyInit, headers: Record<string, st
 function multipart(fields: [string, string][], file: { name: string; size: number }): { body: Blob; type: string } {
   const boundary = `soak${Math.random().toString(16).slice(2)}`;
   const parts: Buffer[] = [];
-  for (const [k, v] of fields) parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`));
-  parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${file.name}"; filename="big.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`));
+  for (const [k, v] of fields)
+    parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`));
+  parts.push(
+    Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="${file.name}"; filename="big.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+    ),
+  );
   parts.push(Buffer.alloc(file.size, 7), Buffer.from(`\r\n--${boundary}--\r\n`));
   return { body: new Blob([Buffer.concat(parts)]), type: `multipart/form-data; boundary=${boundary}` };
 }
@@ -122,8 +143,12 @@ function slowSocket(head: string, drip: string): Promise<string> {
     const socket = net.connect(PORT, '127.0.0.1', () => socket.write(head));
     let i = 0;
     let answer = '';
-    const timer = setInterval(() => { if (socket.writable) socket.write(drip[i++ % drip.length]!); }, 1000);
-    socket.on('data', (d) => { answer ||= d.toString().split('\r\n')[0]!; });
+    const timer = setInterval(() => {
+      if (socket.writable) socket.write(drip[i++ % drip.length]!);
+    }, 1000);
+    socket.on('data', (d) => {
+      answer ||= d.toString().split('\r\n')[0]!;
+    });
     const done = () => {
       clearInterval(timer);
       const held = Math.round((Date.now() - started) / 1000);
@@ -137,8 +162,15 @@ function slowSocket(head: string, drip: string): Promise<string> {
 async function main() {
   fs.mkdirSync(dataDir, { recursive: true });
   const env: Record<string, string> = {
-    DATA_DIR: dataDir, PORT: String(PORT), HOST: '127.0.0.1', DM_BOOTSTRAP_KEY: KEY, LOG_LEVEL: 'warn',
-    RATE_LIMIT_PER_MINUTE: '0', RATE_LIMIT_SUPER_PER_MINUTE: '0', COMMENT_FLOOD_SECONDS: '0', MAX_UPLOAD_BYTES: String(UPLOAD_LIMIT),
+    DATA_DIR: dataDir,
+    PORT: String(PORT),
+    HOST: '127.0.0.1',
+    DM_BOOTSTRAP_KEY: KEY,
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT_PER_MINUTE: '0',
+    RATE_LIMIT_SUPER_PER_MINUTE: '0',
+    COMMENT_FLOOD_SECONDS: '0',
+    MAX_UPLOAD_BYTES: String(UPLOAD_LIMIT),
   };
   // --database-url names a server: the soak runs on a fresh database there, dropped at the end.
   const serverUrl = opts['database-url'];
@@ -146,7 +178,11 @@ async function main() {
   const onServer = async (sql: string) => {
     const c = new pg.Client({ connectionString: serverUrl });
     await c.connect();
-    try { await c.query(sql); } finally { await c.end(); }
+    try {
+      await c.query(sql);
+    } finally {
+      await c.end();
+    }
   };
   if (serverUrl) {
     await onServer(`CREATE DATABASE "${dbName}"`);
@@ -156,87 +192,225 @@ async function main() {
   }
   const profDir = path.join(dir, 'prof');
   // --gc: the service collects garbage on SIGUSR2, so the end of a round also shows what a full collection leaves.
-  const gcHook = ['--expose-gc', '--import', 'data:text/javascript,process.on("SIGUSR2", () => globalThis.gc({ type: "major", execution: "sync", flavor: "last-resort" }))'];
-  const service = spawn(process.execPath, serviceArgs([...(opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), ...(opts.gc ? gcHook : [])]), { cwd: root, stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, ...SERVICE_ENV, ...env } });
+  const gcHook = [
+    '--expose-gc',
+    '--import',
+    'data:text/javascript,process.on("SIGUSR2", () => globalThis.gc({ type: "major", execution: "sync", flavor: "last-resort" }))',
+  ];
+  const service = spawn(
+    process.execPath,
+    serviceArgs([...(opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), ...(opts.gc ? gcHook : [])]),
+    { cwd: root, stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, ...SERVICE_ENV, ...env } },
+  );
   try {
     for (let i = 0; ; i++) {
-      try { if ((await fetch(`${BASE}/readyz`)).ok) break; } catch { /* starting */ }
+      try {
+        if ((await fetch(`${BASE}/readyz`)).ok) break;
+      } catch {
+        /* starting */
+      }
       if (i > 600) throw new Error('the service did not start');
       await sleep(100);
     }
     const pid = service.pid!;
 
     // A small catalogue: a user, a category, downloads with comments.
-    const user = (await gql('mutation { createUser(input: { username: "soak" }) { user { userId } } }')).createUser.user.userId as number;
-    const cat = (await gql('mutation { createCategory(input: { title: "Soak" }) { category { categoryId } } }')).createCategory.category.categoryId as number;
+    const user = (await gql('mutation { createUser(input: { username: "soak" }) { user { userId } } }')).createUser.user
+      .userId as number;
+    const cat = (await gql('mutation { createCategory(input: { title: "Soak" }) { category { categoryId } } }'))
+      .createCategory.category.categoryId as number;
     const downloads: { downloadId: number; currentVersionId: number }[] = [];
     for (let i = 0; i < 20; i++) {
-      downloads.push((await gql('mutation($i: CreateDownloadInput!) { createDownload(input: $i) { download { downloadId currentVersionId } } }',
-        { i: { categoryId: cat, title: `Soak ${i}`, description: 'x'.repeat(500) } }, user)).createDownload.download);
-      await gql('mutation($i: CreateCommentInput!) { createComment(input: $i) { comment { commentId } } }', { i: { downloadId: downloads[i]!.downloadId, message: 'first' } }, user);
+      downloads.push(
+        (
+          await gql(
+            'mutation($i: CreateDownloadInput!) { createDownload(input: $i) { download { downloadId currentVersionId } } }',
+            { i: { categoryId: cat, title: `Soak ${i}`, description: 'x'.repeat(500) } },
+            user,
+          )
+        ).createDownload.download,
+      );
+      await gql(
+        'mutation($i: CreateCommentInput!) { createComment(input: $i) { comment { commentId } } }',
+        { i: { downloadId: downloads[i]!.downloadId, message: 'first' } },
+        user,
+      );
     }
-    const readOnly = (await gql('mutation { createApiKey(input: { type: SUPER, scopes: ["mc_dm_download:read", "mc_dm_category:read"] }) { key } }')).createApiKey.key as string;
+    const readOnly = (
+      await gql(
+        'mutation { createApiKey(input: { type: SUPER, scopes: ["mc_dm_download:read", "mc_dm_category:read"] }) { key } }',
+      )
+    ).createApiKey.key as string;
     const d = downloads[0]!;
     const asUser = { 'Forum-Api-Key': KEY, 'Forum-Api-User': String(user) };
-    const form = (o: Record<string, string | number>) => new URLSearchParams(Object.entries(o).map(([k, v]) => [k, String(v)])).toString();
+    const form = (o: Record<string, string | number>) =>
+      new URLSearchParams(Object.entries(o).map(([k, v]) => [k, String(v)])).toString();
     const requests: autocannon.Request[] = [
       { method: 'GET', path: `/api/mc-dm-downloads/${d.downloadId}/?with=full`, headers: asUser },
       { method: 'GET', path: '/api/mc-dm-downloads/?per_page=20', headers: asUser },
       { method: 'GET', path: `/api/mc-dm-comments/?download_id=${d.downloadId}`, headers: asUser },
       { method: 'GET', path: `/api/mc-dm-files/?version_id=${d.currentVersionId}`, headers: asUser },
-      { method: 'POST', path: '/graphql', headers: { ...asUser, 'content-type': 'application/json' },
-        body: JSON.stringify({ query: `{ downloads(perPage: 10) { nodes { downloadId title owner { username } } } }` }) },
-      { method: 'PUT', path: `/api/mc-dm-downloads/${downloads[1]!.downloadId}/`, headers: { ...asUser, 'content-type': 'application/x-www-form-urlencoded' },
-        body: form({ tag_line: 'soaked' }) },
-      { method: 'POST', path: '/api/mc-dm-comments/', headers: { ...asUser, 'content-type': 'application/x-www-form-urlencoded' },
-        body: form({ download_id: downloads[2]!.downloadId, message: 'soak comment' }) },
+      {
+        method: 'POST',
+        path: '/graphql',
+        headers: { ...asUser, 'content-type': 'application/json' },
+        body: JSON.stringify({ query: `{ downloads(perPage: 10) { nodes { downloadId title owner { username } } } }` }),
+      },
+      {
+        method: 'PUT',
+        path: `/api/mc-dm-downloads/${downloads[1]!.downloadId}/`,
+        headers: { ...asUser, 'content-type': 'application/x-www-form-urlencoded' },
+        body: form({ tag_line: 'soaked' }),
+      },
+      {
+        method: 'POST',
+        path: '/api/mc-dm-comments/',
+        headers: { ...asUser, 'content-type': 'application/x-www-form-urlencoded' },
+        body: form({ download_id: downloads[2]!.downloadId, message: 'soak comment' }),
+      },
     ];
 
     // Warm up, then take the starting RSS.
-    await new Promise<void>((resolve, reject) => autocannon({ url: BASE, connections: 4, duration: 3, requests }, (err) => (err ? reject(err) : resolve())));
+    await new Promise<void>((resolve, reject) =>
+      autocannon({ url: BASE, connections: 4, duration: 3, requests }, (err) => (err ? reject(err) : resolve())),
+    );
     await sleep(2000);
     const rssStart = rssMb(pid);
     const memStart = await memory();
     let rssPeak = rssStart;
-    const sampler = setInterval(() => { rssPeak = Math.max(rssPeak, rssMb(pid)); }, 100);
+    const sampler = setInterval(() => {
+      rssPeak = Math.max(rssPeak, rssMb(pid));
+    }, 100);
 
     for (let round = 1; round <= ROUNDS; round++) {
       answers.clear();
       fiveHundreds = 0;
       const until = Date.now() + SECONDS * 1000;
       const load = new Promise<autocannon.Result>((resolve, reject) =>
-        autocannon({ url: BASE, connections: CONNECTIONS, duration: SECONDS, requests, ...(RATE ? { overallRate: RATE } : {}) }, (err, res) => (err ? reject(err) : resolve(res))));
+        autocannon(
+          { url: BASE, connections: CONNECTIONS, duration: SECONDS, requests, ...(RATE ? { overallRate: RATE } : {}) },
+          (err, res) => (err ? reject(err) : resolve(res)),
+        ),
+      );
 
       // The probe runs in its own process (bench/soak-probe.ts): a client of its own, as a real user would be.
       const probeRun = new Promise<{ latencies: number[]; fiveHundreds: number }>((resolve, reject) => {
-        const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'bench', 'soak-probe.ts'),
-          '--url', `${BASE}/api/mc-dm-categories/${cat}/`, '--key', KEY, '--seconds', String(SECONDS)], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+        const child = spawn(
+          process.execPath,
+          [
+            '--import',
+            'tsx',
+            path.join(root, 'bench', 'soak-probe.ts'),
+            '--url',
+            `${BASE}/api/mc-dm-categories/${cat}/`,
+            '--key',
+            KEY,
+            '--seconds',
+            String(SECONDS),
+          ],
+          { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] },
+        );
         let out = '';
-        child.stdout.on('data', (d) => { out += d; });
-        child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`the probe exited with ${code}`))));
+        child.stdout.on('data', (d) => {
+          out += d;
+        });
+        child.on('exit', (code) =>
+          code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`the probe exited with ${code}`)),
+        );
       });
       const cpuBefore = cpuSeconds(pid);
 
-      const aliasBomb = JSON.stringify({ query: `{ ${Array.from({ length: 3000 }, (_, i) => `a${i}: viewer { userId }`).join(' ')} }` });
-      const deep = JSON.stringify({ query: `{ ${'categories { nodes { parent { '.repeat(150)}categoryId${' } } }'.repeat(150)} }` });
-      const big = multipart([['version_id', String(d.currentVersionId)]], { name: 'file', size: UPLOAD_LIMIT + 4 * 1024 * 1024 });
-      const gqlBig = multipart([
-        ['operations', JSON.stringify({ query: `mutation($f: Upload!) { createFile(input: { versionId: ${d.currentVersionId}, file: $f }) { file { fileId } } }`, variables: { f: null } })],
-        ['map', JSON.stringify({ 0: ['variables.f'] })],
-      ], { name: '0', size: UPLOAD_LIMIT + 4 * 1024 * 1024 });
+      const aliasBomb = JSON.stringify({
+        query: `{ ${Array.from({ length: 3000 }, (_, i) => `a${i}: viewer { userId }`).join(' ')} }`,
+      });
+      const deep = JSON.stringify({
+        query: `{ ${'categories { nodes { parent { '.repeat(150)}categoryId${' } } }'.repeat(150)} }`,
+      });
+      const big = multipart([['version_id', String(d.currentVersionId)]], {
+        name: 'file',
+        size: UPLOAD_LIMIT + 4 * 1024 * 1024,
+      });
+      const gqlBig = multipart(
+        [
+          [
+            'operations',
+            JSON.stringify({
+              query: `mutation($f: Upload!) { createFile(input: { versionId: ${d.currentVersionId}, file: $f }) { file { fileId } } }`,
+              variables: { f: null },
+            }),
+          ],
+          ['map', JSON.stringify({ 0: ['variables.f'] })],
+        ],
+        { name: '0', size: UPLOAD_LIMIT + 4 * 1024 * 1024 },
+      );
       const attacks = [
-        attackLoop('alias bomb (3,000 aliases)', until, () => post('/graphql', aliasBomb, { 'content-type': 'application/json' }), 100),
-        attackLoop('deep query (450 levels)', until, () => post('/graphql', deep, { 'content-type': 'application/json' }), 100),
-        attackLoop('REST upload over MAX_UPLOAD_BYTES', until, () => post('/api/mc-dm-files/', big.body, { 'content-type': big.type, 'Forum-Api-User': String(user) }), 200),
-        attackLoop('GraphQL upload over MAX_UPLOAD_BYTES', until, () => post('/graphql', gqlBig.body,
-          { 'content-type': gqlBig.type, accept: 'application/graphql-response+json', 'Forum-Api-User': String(user) }), 200),
-        attackLoop('upload with a read-only key', until, () => fetch(`${BASE}/api/mc-dm-files/`, {
-          method: 'POST', body: big.body, headers: { 'Forum-Api-Key': readOnly, 'content-type': big.type },
-        }).then(async (r) => { await r.arrayBuffer(); return String(r.status); }), 200),
-        ...Array.from({ length: 16 }, () => attackLoop('slow body (1 byte/s)', until, () => slowSocket(
-          `POST /api/mc-dm-comments/ HTTP/1.1\r\nHost: x\r\nForum-Api-Key: ${KEY}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n`, '{"message":"'), 0)),
-        ...Array.from({ length: 16 }, () => attackLoop('slow headers (1 byte/s)', until, () => slowSocket(
-          'GET /api/mc-dm-categories/ HTTP/1.1\r\nHost: x\r\n', 'X-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'), 0)),
+        attackLoop(
+          'alias bomb (3,000 aliases)',
+          until,
+          () => post('/graphql', aliasBomb, { 'content-type': 'application/json' }),
+          100,
+        ),
+        attackLoop(
+          'deep query (450 levels)',
+          until,
+          () => post('/graphql', deep, { 'content-type': 'application/json' }),
+          100,
+        ),
+        attackLoop(
+          'REST upload over MAX_UPLOAD_BYTES',
+          until,
+          () => post('/api/mc-dm-files/', big.body, { 'content-type': big.type, 'Forum-Api-User': String(user) }),
+          200,
+        ),
+        attackLoop(
+          'GraphQL upload over MAX_UPLOAD_BYTES',
+          until,
+          () =>
+            post('/graphql', gqlBig.body, {
+              'content-type': gqlBig.type,
+              accept: 'application/graphql-response+json',
+              'Forum-Api-User': String(user),
+            }),
+          200,
+        ),
+        attackLoop(
+          'upload with a read-only key',
+          until,
+          () =>
+            fetch(`${BASE}/api/mc-dm-files/`, {
+              method: 'POST',
+              body: big.body,
+              headers: { 'Forum-Api-Key': readOnly, 'content-type': big.type },
+            }).then(async (r) => {
+              await r.arrayBuffer();
+              return String(r.status);
+            }),
+          200,
+        ),
+        ...Array.from({ length: 16 }, () =>
+          attackLoop(
+            'slow body (1 byte/s)',
+            until,
+            () =>
+              slowSocket(
+                `POST /api/mc-dm-comments/ HTTP/1.1\r\nHost: x\r\nForum-Api-Key: ${KEY}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n`,
+                '{"message":"',
+              ),
+            0,
+          ),
+        ),
+        ...Array.from({ length: 16 }, () =>
+          attackLoop(
+            'slow headers (1 byte/s)',
+            until,
+            () =>
+              slowSocket(
+                'GET /api/mc-dm-categories/ HTTP/1.1\r\nHost: x\r\n',
+                'X-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa',
+              ),
+            0,
+          ),
+        ),
       ];
 
       const result = await load;
@@ -251,16 +425,33 @@ async function main() {
 
       const sorted = [...probe].sort((a, b) => a - b);
       const load5xx = (result as unknown as Record<string, number>)['5xx'] ?? 0;
-      console.log(`\nSoak round ${round} of ${ROUNDS}: ${SECONDS} s, ${CONNECTIONS} connections of mixed reads and writes${RATE ? ` at ${RATE} requests/s` : ' (closed loop)'}, attacks interleaved, ${opts['database-url'] ? 'PostgreSQL server' : 'embedded PGlite'}; ${os.cpus().length} CPUs (${os.cpus()[0]?.model}), Node ${process.version}`);
-      console.log(`load: ${result.requests.total} requests (${Math.round(result.requests.average)}/s), latency p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms, non-2xx ${result.non2xx}, 5xx ${load5xx}, errors ${result.errors}, timeouts ${result.timeouts}`);
-      console.log(`server CPU during the load: ${cpuUsed.toFixed(1)} s of ${SECONDS} s (${(100 * cpuUsed / SECONDS).toFixed(0)}% of one core), ${(1000 * cpuUsed / result.requests.total).toFixed(2)} ms per load request (attacks included)`);
-      console.log(`trivial read (GET /api/mc-dm-categories/<id>/, one client in its own process, every 20 ms): ${sorted.length} requests, p50 ${percentile(sorted, 50).toFixed(1)} ms, p99 ${percentile(sorted, 99).toFixed(1)} ms, max ${sorted.at(-1)?.toFixed(1)} ms`);
+      console.log(
+        `\nSoak round ${round} of ${ROUNDS}: ${SECONDS} s, ${CONNECTIONS} connections of mixed reads and writes${RATE ? ` at ${RATE} requests/s` : ' (closed loop)'}, attacks interleaved, ${opts['database-url'] ? 'PostgreSQL server' : 'embedded PGlite'}; ${os.cpus().length} CPUs (${os.cpus()[0]?.model}), Node ${process.version}`,
+      );
+      console.log(
+        `load: ${result.requests.total} requests (${Math.round(result.requests.average)}/s), latency p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms, non-2xx ${result.non2xx}, 5xx ${load5xx}, errors ${result.errors}, timeouts ${result.timeouts}`,
+      );
+      console.log(
+        `server CPU during the load: ${cpuUsed.toFixed(1)} s of ${SECONDS} s (${((100 * cpuUsed) / SECONDS).toFixed(0)}% of one core), ${((1000 * cpuUsed) / result.requests.total).toFixed(2)} ms per load request (attacks included)`,
+      );
+      console.log(
+        `trivial read (GET /api/mc-dm-categories/<id>/, one client in its own process, every 20 ms): ${sorted.length} requests, p50 ${percentile(sorted, 50).toFixed(1)} ms, p99 ${percentile(sorted, 99).toFixed(1)} ms, max ${sorted.at(-1)?.toFixed(1)} ms`,
+      );
       console.log(`5xx answers: ${load5xx + fiveHundreds} (load ${load5xx}, probe and attacks ${fiveHundreds})`);
       for (const [attack, outcomes] of answers) {
-        console.log(`  ${attack}: ${[...outcomes].sort((a, b) => b[1] - a[1]).map(([o, n]) => `${n} × ${o}`).join(', ')}`);
+        console.log(
+          `  ${attack}: ${[...outcomes]
+            .sort((a, b) => b[1] - a[1])
+            .map(([o, n]) => `${n} × ${o}`)
+            .join(', ')}`,
+        );
       }
-      console.log(`temporary files left in DATA_DIR/files/.tmp: ${leftovers.length}${leftovers.length ? ` (${leftovers.slice(0, 5).join(', ')})` : ''}`);
-      console.log(`server RSS: start ${rssStart.toFixed(0)} MB, peak ${rssPeak.toFixed(0)} MB, end ${rssEnd.toFixed(0)} MB (${opts.settle} s after round ${round}; end − start ${(rssEnd - rssStart).toFixed(0)} MB)`);
+      console.log(
+        `temporary files left in DATA_DIR/files/.tmp: ${leftovers.length}${leftovers.length ? ` (${leftovers.slice(0, 5).join(', ')})` : ''}`,
+      );
+      console.log(
+        `server RSS: start ${rssStart.toFixed(0)} MB, peak ${rssPeak.toFixed(0)} MB, end ${rssEnd.toFixed(0)} MB (${opts.settle} s after round ${round}; end − start ${(rssEnd - rssStart).toFixed(0)} MB)`,
+      );
       console.log(`server memory: at start ${memStart}; at the end ${await memory()}`);
       if (opts.gc) {
         process.kill(pid, 'SIGUSR2');
@@ -275,7 +466,9 @@ async function main() {
     if (opts['cpu-prof'] && fs.existsSync(profDir)) {
       for (const file of fs.readdirSync(profDir)) {
         const summary = summarize(JSON.parse(fs.readFileSync(path.join(profDir, file), 'utf8')) as CpuProfile);
-        console.log(`\nServer CPU profile (whole run, start and settling included: ${(summary.totalMs / 1000).toFixed(1)} s sampled), self time by package:`);
+        console.log(
+          `\nServer CPU profile (whole run, start and settling included: ${(summary.totalMs / 1000).toFixed(1)} s sampled), self time by package:`,
+        );
         for (const line of summary.packages) console.log(line);
         console.log('\nTop functions by self time:');
         for (const line of summary.functions) console.log(line);
@@ -286,4 +479,7 @@ async function main() {
   }
 }
 
-main().catch((err) => { console.error(err); process.exitCode = 1; });
+main().catch((err) => {
+  console.error(err);
+  process.exitCode = 1;
+});

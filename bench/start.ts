@@ -36,12 +36,21 @@ function freePort(): Promise<number> {
   });
 }
 
-interface Run { ready: number; graphql: number; rest: number; cpu?: number; phases?: Record<string, number> }
+interface Run {
+  ready: number;
+  graphql: number;
+  rest: number;
+  cpu?: number;
+  phases?: Record<string, number>;
+}
 
 /** CPU time (user + system) the process has used so far, in ms (Linux: /proc; elsewhere unknown). */
 function cpuMs(pid: number): number | undefined {
   try {
-    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+    const fields = fs
+      .readFileSync(`/proc/${pid}/stat`, 'utf8')
+      .replace(/^.*\) /, '')
+      .split(' ');
     return (Number(fields[11]) + Number(fields[12])) * 10; // utime + stime, in clock ticks of 10 ms
   } catch {
     return undefined;
@@ -53,24 +62,43 @@ async function once(dataDir: string): Promise<Run> {
   const base = `http://127.0.0.1:${port}`;
   const t0 = performance.now();
   const child = spawn(cmd!, args, {
-    cwd: root, stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', DM_BOOTSTRAP_KEY: KEY },
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      ...process.env,
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      DM_BOOTSTRAP_KEY: KEY,
+    },
   });
   let out = '';
-  child.stdout.on('data', (b: Buffer) => { out += b.toString(); });
-  child.stderr.on('data', (b: Buffer) => { out += b.toString(); });
+  child.stdout.on('data', (b: Buffer) => {
+    out += b.toString();
+  });
+  child.stderr.on('data', (b: Buffer) => {
+    out += b.toString();
+  });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   let ready = 0;
   try {
     for (;;) {
       if (child.exitCode !== null) throw new Error(`the service exited with ${child.exitCode}:\n${out}`);
       if (performance.now() - t0 > 60_000) throw new Error(`not ready after 60 s:\n${out}`);
-      const status = await fetch(`${base}/readyz`).then((r) => r.status, () => 0);
-      if (status === 200) { ready = performance.now() - t0; break; }
+      const status = await fetch(`${base}/readyz`).then(
+        (r) => r.status,
+        () => 0,
+      );
+      if (status === 200) {
+        ready = performance.now() - t0;
+        break;
+      }
       await new Promise((r) => setTimeout(r, 10));
     }
     const gql = await fetch(`${base}/graphql`, {
-      method: 'POST', headers: { 'content-type': 'application/json', 'Forum-Api-Key': KEY },
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'Forum-Api-Key': KEY },
       body: JSON.stringify({ query: '{ categories(perPage: 5) { nodes { id title } pagination { total } } }' }),
     });
     if (gql.status !== 200) throw new Error(`GraphQL answered ${gql.status}: ${await gql.text()}`);
@@ -93,27 +121,48 @@ async function once(dataDir: string): Promise<Run> {
 }
 
 const runs = Number(opts.runs);
-const median = (xs: number[]) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor((s.length - 1) / 2)]!; };
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor((s.length - 1) / 2)]!;
+};
 const ms = (x: number) => `${Math.round(x)}`.padStart(6);
-console.log(`${opts.command} — ${runs} fresh starts and ${runs} restarts (ms from spawn; load ${os.loadavg().map((l) => l.toFixed(2)).join(' ')})`);
+console.log(
+  `${opts.command} — ${runs} fresh starts and ${runs} restarts (ms from spawn; load ${os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')})`,
+);
 // The build's own command is measured on a build of the current sources (what `npm start` runs first).
-if (opts.command === 'node dist/src/main.js') execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: root, stdio: 'inherit' });
-console.log('run       readyz graphql   rest    CPU   start-up steps (ms since process start, as the service logs them)');
+if (opts.command === 'node dist/src/main.js')
+  execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: root, stdio: 'inherit' });
+console.log(
+  'run       readyz graphql   rest    CPU   start-up steps (ms since process start, as the service logs them)',
+);
 const fresh: Run[] = [];
 const again: Run[] = [];
 for (let i = 0; i < runs; i++) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-bench-start-'));
   try {
-    for (const [label, list] of [['fresh', fresh], ['restart', again]] as const) {
+    for (const [label, list] of [
+      ['fresh', fresh],
+      ['restart', again],
+    ] as const) {
       const r = await once(dir);
       list.push(r);
-      console.log(`${label.padEnd(8)} ${ms(r.ready)} ${ms(r.graphql)} ${ms(r.rest)} ${r.cpu === undefined ? '     ?' : ms(r.cpu)}   ${r.phases ? JSON.stringify(r.phases) : ''}`);
+      console.log(
+        `${label.padEnd(8)} ${ms(r.ready)} ${ms(r.graphql)} ${ms(r.rest)} ${r.cpu === undefined ? '     ?' : ms(r.cpu)}   ${r.phases ? JSON.stringify(r.phases) : ''}`,
+      );
     }
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
 }
-for (const [label, list] of [['fresh', fresh], ['restart', again]] as const) {
+for (const [label, list] of [
+  ['fresh', fresh],
+  ['restart', again],
+] as const) {
   const cpu = list.every((r) => r.cpu !== undefined) ? `, CPU ${Math.round(median(list.map((r) => r.cpu!)))} ms` : '';
-  console.log(`median ${label.padEnd(8)} readyz ${Math.round(median(list.map((r) => r.ready)))} ms, first GraphQL answer ${Math.round(median(list.map((r) => r.graphql)))} ms, first REST answer ${Math.round(median(list.map((r) => r.rest)))} ms${cpu}`);
+  console.log(
+    `median ${label.padEnd(8)} readyz ${Math.round(median(list.map((r) => r.ready)))} ms, first GraphQL answer ${Math.round(median(list.map((r) => r.graphql)))} ms, first REST answer ${Math.round(median(list.map((r) => r.rest)))} ms${cpu}`,
+  );
 }

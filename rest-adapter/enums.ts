@@ -2,17 +2,27 @@
 // At start-up each operation is walked once to find which response keys hold enum values; results are then
 // lower-cased along exactly those paths.
 import {
-  getNamedType, GraphQLEnumType, isCompositeType, Kind, type DocumentNode, type FragmentDefinitionNode,
-  type GraphQLCompositeType, type GraphQLSchema, type OperationDefinitionNode, type SelectionSetNode,
+  getNamedType,
+  GraphQLEnumType,
+  isCompositeType,
+  Kind,
+  type DocumentNode,
+  type FragmentDefinitionNode,
+  type GraphQLCompositeType,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+  type SelectionSetNode,
 } from 'graphql';
 
 /** Response key → nested tree, or `true` for an enum leaf. */
 export type EnumTree = Map<string, EnumTree | true>;
 
 export function enumTree(schema: GraphQLSchema, doc: DocumentNode, operation: OperationDefinitionNode): EnumTree {
-  const fragments = new Map(doc.definitions
-    .filter((d): d is FragmentDefinitionNode => d.kind === Kind.FRAGMENT_DEFINITION)
-    .map((f) => [f.name.value, f]));
+  const fragments = new Map(
+    doc.definitions
+      .filter((d): d is FragmentDefinitionNode => d.kind === Kind.FRAGMENT_DEFINITION)
+      .map((f) => [f.name.value, f]),
+  );
   const root = operation.operation === 'mutation' ? schema.getMutationType() : schema.getQueryType();
 
   const walk = (type: GraphQLCompositeType, set: SelectionSetNode, into: EnumTree) => {

@@ -7,10 +7,18 @@ import type { DocumentNode, ExecutionResult, GraphQLSchema } from 'graphql';
 import { normalizedExecutor } from '@graphql-tools/executor';
 import { compileOperation } from '../src/http/compiled.js';
 
-export type RunOperation = (variableValues: Record<string, unknown>, contextValue: unknown, signal: AbortSignal) => Promise<ExecutionResult>;
+export type RunOperation = (
+  variableValues: Record<string, unknown>,
+  contextValue: unknown,
+  signal: AbortSignal,
+) => Promise<ExecutionResult>;
 
 /** Runs `document` with graphql-jit, compiled on first use; `onFallback` hears why a document could not be compiled. */
-export function routeOperation(schema: GraphQLSchema, document: DocumentNode, onFallback: (reason: unknown) => void): RunOperation {
+export function routeOperation(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  onFallback: (reason: unknown) => void,
+): RunOperation {
   const interpreted: RunOperation = async (variableValues, contextValue, signal) =>
     normalizedExecutor({ schema, document, variableValues, contextValue, signal }) as ExecutionResult;
   let run: RunOperation | undefined;

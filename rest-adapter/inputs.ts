@@ -3,15 +3,24 @@
 // 1/0/true/false, integers must be whole numbers in range (minimumOf), enums match case-insensitively, `name[]` makes a list,
 // and the fields of an input-object variable are gathered the same way.
 import {
-  GraphQLEnumType, GraphQLInputObjectType, GraphQLList, GraphQLNonNull, GraphQLScalarType,
-  typeFromAST, type GraphQLInputType, type GraphQLSchema, type OperationDefinitionNode,
+  GraphQLEnumType,
+  GraphQLInputObjectType,
+  GraphQLList,
+  GraphQLNonNull,
+  GraphQLScalarType,
+  typeFromAST,
+  type GraphQLInputType,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
 } from 'graphql';
 import { ApiError, invalidInput, requiredMissing } from '../src/errors.js';
 import { badText } from '../src/http/text-input.js';
 import { MAX_INT, wholeNumberRange } from '../src/domain/numbers.js';
 
 /** A value handed to a custom scalar untouched (an uploaded file). */
-export class Opaque { constructor(readonly value: unknown) {} }
+export class Opaque {
+  constructor(readonly value: unknown) {}
+}
 
 export type Raw = string | number | boolean | null | Opaque | Raw[] | { [k: string]: Raw };
 export type RawFields = Map<string, Raw>;
@@ -39,7 +48,13 @@ export function minimumOf(field: string, type: GraphQLInputType): number {
   return type instanceof GraphQLNonNull && field.endsWith('_id') ? 1 : 0;
 }
 
-function coerce(type: GraphQLInputType, raw: Raw, field: string, missing: string[], min = minimumOf(field, type)): unknown {
+function coerce(
+  type: GraphQLInputType,
+  raw: Raw,
+  field: string,
+  missing: string[],
+  min = minimumOf(field, type),
+): unknown {
   if (type instanceof GraphQLNonNull) {
     if (raw === null) throw invalidInput(field, `${field} cannot be empty.`);
     return coerce(type.ofType, raw, field, missing, min);
@@ -63,7 +78,10 @@ function coerce(type: GraphQLInputType, raw: Raw, field: string, missing: string
     const wanted = String(raw).toUpperCase();
     const value = type.getValues().find((v) => v.name === wanted);
     if (!value || typeof raw === 'object') {
-      const allowed = type.getValues().map((v) => v.name.toLowerCase()).join(', ');
+      const allowed = type
+        .getValues()
+        .map((v) => v.name.toLowerCase())
+        .join(', ');
       throw invalidInput(field, `${field} must be one of: ${allowed}; got "${String(raw)}".`);
     }
     return value.name;
@@ -117,7 +135,11 @@ function gather(type: GraphQLInputObjectType, raw: RawFields, missing: string[],
  * fields from the same flat set of request fields (the spec's form bodies are flat).
  * Throws 400 required_input_missing (all missing names at once) or 400 invalid_input (params.field).
  */
-export function toVariables(schema: GraphQLSchema, operation: OperationDefinitionNode, raw: RawFields): Record<string, unknown> {
+export function toVariables(
+  schema: GraphQLSchema,
+  operation: OperationDefinitionNode,
+  raw: RawFields,
+): Record<string, unknown> {
   const variables: Record<string, unknown> = {};
   const missing: string[] = [];
   for (const def of operation.variableDefinitions ?? []) {

@@ -4,10 +4,25 @@
 // selections the way envelope.ts renames them; descriptions are the schema's; error statuses come from
 // src/errors.ts. Nothing here is written by hand per route, so the document cannot drift from the adapter.
 import {
-  getNamedType, GraphQLEnumType, GraphQLInputObjectType, GraphQLList, GraphQLNonNull, GraphQLObjectType,
-  isCompositeType, isInterfaceType, Kind, typeFromAST,
-  type DocumentNode, type FragmentDefinitionNode, type GraphQLField, type GraphQLInputType, type GraphQLNamedType,
-  type GraphQLOutputType, type GraphQLSchema, type OperationDefinitionNode, type SelectionSetNode,
+  getNamedType,
+  GraphQLEnumType,
+  GraphQLInputObjectType,
+  GraphQLList,
+  GraphQLNonNull,
+  GraphQLObjectType,
+  isCompositeType,
+  isInterfaceType,
+  Kind,
+  typeFromAST,
+  type DocumentNode,
+  type FragmentDefinitionNode,
+  type GraphQLField,
+  type GraphQLInputType,
+  type GraphQLNamedType,
+  type GraphQLOutputType,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+  type SelectionSetNode,
 } from 'graphql';
 import { ERROR_CODES } from '../src/error-codes.js';
 import { statusOf } from '../src/errors.js';
@@ -27,13 +42,22 @@ function scalarSchema(type: GraphQLNamedType, input: boolean, idLike: boolean): 
     return { type: 'string', enum: type.getValues().map((v) => v.name.toLowerCase()) };
   }
   switch (type.name) {
-    case 'Int': return input ? { type: 'integer', minimum: idLike ? 1 : 0, maximum: MAX_INT } : { type: 'integer', format: 'int32' };
-    case 'Long': return input ? { type: 'integer', minimum: 0 } : { type: 'integer', format: 'int64' };
-    case 'Float': return { type: 'number' };
-    case 'Boolean': return { type: 'boolean' };
-    case 'DateTime': return { type: 'string', format: 'date-time' };
-    case 'Upload': return { type: 'string', format: 'binary' };
-    default: return { type: 'string' };
+    case 'Int':
+      return input
+        ? { type: 'integer', minimum: idLike ? 1 : 0, maximum: MAX_INT }
+        : { type: 'integer', format: 'int32' };
+    case 'Long':
+      return input ? { type: 'integer', minimum: 0 } : { type: 'integer', format: 'int64' };
+    case 'Float':
+      return { type: 'number' };
+    case 'Boolean':
+      return { type: 'boolean' };
+    case 'DateTime':
+      return { type: 'string', format: 'date-time' };
+    case 'Upload':
+      return { type: 'string', format: 'binary' };
+    default:
+      return { type: 'string' };
   }
 }
 
@@ -55,8 +79,12 @@ function withNull(schema: Json): Json {
 
 /** A selection set as the JSON Schema of what envelope.ts makes of it. */
 function selectionSchema(
-  schema: GraphQLSchema, type: GraphQLNamedType, set: SelectionSetNode, fragments: Map<string, FragmentDefinitionNode>,
-  into: { properties: Json; required: Set<string> }, verboseOnly: boolean,
+  schema: GraphQLSchema,
+  type: GraphQLNamedType,
+  set: SelectionSetNode,
+  fragments: Map<string, FragmentDefinitionNode>,
+  into: { properties: Json; required: Set<string> },
+  verboseOnly: boolean,
 ): void {
   for (const sel of set.selections) {
     const verbose = verboseOnly || Boolean(sel.directives?.some((d) => d.name.value === 'include'));
@@ -84,12 +112,22 @@ function selectionSchema(
   }
 }
 
-function outputSchema(schema: GraphQLSchema, type: GraphQLOutputType, set: SelectionSetNode | undefined, fragments: Map<string, FragmentDefinitionNode>): Json {
+function outputSchema(
+  schema: GraphQLSchema,
+  type: GraphQLOutputType,
+  set: SelectionSetNode | undefined,
+  fragments: Map<string, FragmentDefinitionNode>,
+): Json {
   if (type instanceof GraphQLNonNull) return outputSchemaNonNull(schema, type.ofType, set, fragments);
   return withNull(outputSchemaNonNull(schema, type, set, fragments));
 }
 
-function outputSchemaNonNull(schema: GraphQLSchema, type: GraphQLOutputType, set: SelectionSetNode | undefined, fragments: Map<string, FragmentDefinitionNode>): Json {
+function outputSchemaNonNull(
+  schema: GraphQLSchema,
+  type: GraphQLOutputType,
+  set: SelectionSetNode | undefined,
+  fragments: Map<string, FragmentDefinitionNode>,
+): Json {
   if (type instanceof GraphQLList) return { type: 'array', items: outputSchema(schema, type.ofType, set, fragments) };
   const named = getNamedType(type);
   if (set && isCompositeType(named)) {
@@ -148,15 +186,18 @@ export function buildOpenApi({ schema, routes, serverUrl, version = '1.0.0' }: O
 
   for (const route of routes) {
     const doc = route.document as DocumentNode;
-    const fragments = new Map(doc.definitions
-      .filter((d): d is FragmentDefinitionNode => d.kind === Kind.FRAGMENT_DEFINITION)
-      .map((f) => [f.name.value, f]));
+    const fragments = new Map(
+      doc.definitions
+        .filter((d): d is FragmentDefinitionNode => d.kind === Kind.FRAGMENT_DEFINITION)
+        .map((f) => [f.name.value, f]),
+    );
     const operation = doc.definitions.find((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION)!;
     const { sel, field } = rootFieldOf(schema, operation);
     // Which root-field argument each variable feeds: its description documents the parameter.
     const argOfVariable = new Map<string, string | null | undefined>();
     for (const a of sel.arguments ?? []) {
-      if (a.value.kind === Kind.VARIABLE) argOfVariable.set(a.value.name.value, field.args.find((x) => x.name === a.name.value)?.description);
+      if (a.value.kind === Kind.VARIABLE)
+        argOfVariable.set(a.value.name.value, field.args.find((x) => x.name === a.name.value)?.description);
     }
     const pathParams = [...route.path.matchAll(/:([a-z_]+)/g)].map((m) => m[1]!);
     const fields: { name: string; type: GraphQLInputType; description?: string | null; required: boolean }[] = [];
@@ -164,41 +205,79 @@ export function buildOpenApi({ schema, routes, serverUrl, version = '1.0.0' }: O
     for (const def of operation.variableDefinitions ?? []) {
       const name = def.variable.name.value;
       const type = typeFromAST(schema, def.type as never) as GraphQLInputType;
-      if (name === 'full') { verbose = true; continue; }
+      if (name === 'full') {
+        verbose = true;
+        continue;
+      }
       const base = type instanceof GraphQLNonNull ? type.ofType : type;
       if (base instanceof GraphQLInputObjectType) {
         for (const f of Object.values(base.getFields())) {
-          fields.push({ name: toSnake(f.name), type: f.type, description: f.description, required: f.type instanceof GraphQLNonNull && f.defaultValue === undefined });
+          fields.push({
+            name: toSnake(f.name),
+            type: f.type,
+            description: f.description,
+            required: f.type instanceof GraphQLNonNull && f.defaultValue === undefined,
+          });
         }
       } else {
-        fields.push({ name: toSnake(name), type, description: argOfVariable.get(name), required: type instanceof GraphQLNonNull && !def.defaultValue });
+        fields.push({
+          name: toSnake(name),
+          type,
+          description: argOfVariable.get(name),
+          required: type instanceof GraphQLNonNull && !def.defaultValue,
+        });
       }
     }
     const idLike = (f: { name: string; required: boolean }) => f.required && f.name.endsWith('_id');
     const parameters: Json[] = [];
     for (const p of pathParams) {
       const f = fields.find((x) => x.name === p);
-      if (!f) throw new Error(`${route.method} ${route.path}: the path segment :${p} is not a variable of ${operation.name?.value}.`);
-      parameters.push({ name: p, in: 'path', required: true, schema: inputSchema(f.type, undefined, true), ...(f.description ? { description: f.description } : {}) });
+      if (!f)
+        throw new Error(
+          `${route.method} ${route.path}: the path segment :${p} is not a variable of ${operation.name?.value}.`,
+        );
+      parameters.push({
+        name: p,
+        in: 'path',
+        required: true,
+        schema: inputSchema(f.type, undefined, true),
+        ...(f.description ? { description: f.description } : {}),
+      });
     }
     const rest = fields.filter((f) => !pathParams.includes(f.name));
     const inQuery = route.method === 'GET' || route.method === 'DELETE';
     if (inQuery) {
       for (const f of rest) {
         const list = (f.type instanceof GraphQLNonNull ? f.type.ofType : f.type) instanceof GraphQLList;
-        parameters.push({ name: list ? `${f.name}[]` : f.name, in: 'query', required: f.required, schema: inputSchema(f.type, undefined, idLike(f)), ...(f.description ? { description: f.description } : {}) });
+        parameters.push({
+          name: list ? `${f.name}[]` : f.name,
+          in: 'query',
+          required: f.required,
+          schema: inputSchema(f.type, undefined, idLike(f)),
+          ...(f.description ? { description: f.description } : {}),
+        });
       }
     }
     if (verbose) {
-      parameters.push({ name: 'with', in: 'query', required: false, schema: { type: 'string', enum: ['full'] }, description: 'Verbose mode: `with=full` adds the fields marked "Only with `with=full`" (any other value is ignored).' });
+      parameters.push({
+        name: 'with',
+        in: 'query',
+        required: false,
+        schema: { type: 'string', enum: ['full'] },
+        description:
+          'Verbose mode: `with=full` adds the fields marked "Only with `with=full`" (any other value is ignored).',
+      });
     }
 
     let requestBody: Json | undefined;
     if (!inQuery) {
-      const props = (arrays: boolean): Json => Object.fromEntries(rest.map((f) => {
-        const list = (f.type instanceof GraphQLNonNull ? f.type.ofType : f.type) instanceof GraphQLList;
-        return [arrays && list ? `${f.name}[]` : f.name, inputSchema(f.type, f.description, idLike(f))];
-      }));
+      const props = (arrays: boolean): Json =>
+        Object.fromEntries(
+          rest.map((f) => {
+            const list = (f.type instanceof GraphQLNonNull ? f.type.ofType : f.type) instanceof GraphQLList;
+            return [arrays && list ? `${f.name}[]` : f.name, inputSchema(f.type, f.description, idLike(f))];
+          }),
+        );
       const required = rest.filter((f) => f.required).map((f) => f.name);
       const form = { type: 'object', properties: props(true), ...(required.length ? { required } : {}) };
       const json = { type: 'object', properties: props(false), ...(required.length ? { required } : {}) };
@@ -214,9 +293,18 @@ export function buildOpenApi({ schema, routes, serverUrl, version = '1.0.0' }: O
     // The envelope: list, single object or success.
     let envelopeSchema: Json;
     if (route.envelope === 'success') {
-      envelopeSchema = { type: 'object', properties: { success: { type: 'boolean', const: true } }, required: ['success'] };
+      envelopeSchema = {
+        type: 'object',
+        properties: { success: { type: 'boolean', const: true } },
+        required: ['success'],
+      };
     } else {
-      const rootSchema = outputSchemaNonNull(schema, field.type instanceof GraphQLNonNull ? field.type.ofType : field.type, sel.selectionSet, fragments);
+      const rootSchema = outputSchemaNonNull(
+        schema,
+        field.type instanceof GraphQLNonNull ? field.type.ofType : field.type,
+        sel.selectionSet,
+        fragments,
+      );
       const props = rootSchema.properties as Json;
       // A mutation payload (`createDownload { download { … } }`) is unwrapped, as envelope.ts does.
       const inner = props && route.envelope in props ? stripNull(props[route.envelope] as Json) : rootSchema;
@@ -232,8 +320,14 @@ export function buildOpenApi({ schema, routes, serverUrl, version = '1.0.0' }: O
       }
     }
 
-    const description = [field.description ?? '', route.upload ? `The \`${route.upload}\` part must come after ${(route.uploadAfter ?? []).map((f) => `\`${f}\``).join(', ')} in the form.` : '']
-      .filter(Boolean).join('\n\n');
+    const description = [
+      field.description ?? '',
+      route.upload
+        ? `The \`${route.upload}\` part must come after ${(route.uploadAfter ?? []).map((f) => `\`${f}\``).join(', ')} in the form.`
+        : '',
+    ]
+      .filter(Boolean)
+      .join('\n\n');
     const scopes = route.scopes ?? scopesOf(field.description);
     const responses: Json = {
       200: { description: 'Success.', content: { 'application/json': { schema: envelopeSchema } } },
@@ -259,19 +353,38 @@ export function buildOpenApi({ schema, routes, serverUrl, version = '1.0.0' }: O
     get: {
       operationId: 'GetFileData',
       summary: 'GET /api/mc-dm-files/<file_id>/data/',
-      description: 'The bytes of a file, as an attachment, with `ETag` (the file hash; `If-None-Match` answers 304), `Accept-Ranges` and single `Range` requests (206, or 416 when unsatisfiable). A link-only file answers 302 to its URL. A request that starts at byte 0 counts one download on the file, its version and its download; HEAD answers the headers and counts nothing. Needs mc_dm_download:read and the download permission.',
+      description:
+        'The bytes of a file, as an attachment, with `ETag` (the file hash; `If-None-Match` answers 304), `Accept-Ranges` and single `Range` requests (206, or 416 when unsatisfiable). A link-only file answers 302 to its URL. A request that starts at byte 0 counts one download on the file, its version and its download; HEAD answers the headers and counts nothing. Needs mc_dm_download:read and the download permission.',
       tags: ['mc-dm-files'],
       parameters: [
         { name: 'file_id', in: 'path', required: true, schema: { type: 'integer', minimum: 1, maximum: MAX_INT } },
-        { name: 'Range', in: 'header', required: false, schema: { type: 'string' }, description: 'One `bytes=` range.' },
-        { name: 'If-None-Match', in: 'header', required: false, schema: { type: 'string' }, description: 'The ETag of a copy the client holds.' },
+        {
+          name: 'Range',
+          in: 'header',
+          required: false,
+          schema: { type: 'string' },
+          description: 'One `bytes=` range.',
+        },
+        {
+          name: 'If-None-Match',
+          in: 'header',
+          required: false,
+          schema: { type: 'string' },
+          description: 'The ETag of a copy the client holds.',
+        },
       ],
       security: [{ ForumApiKey: ['mc_dm_download:read'] }, { ForumApiKey: ['mc_dm_download:read'], ForumApiUser: [] }],
       responses: {
-        200: { description: 'The bytes.', content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } },
-        206: { description: 'The requested range.', content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } },
+        200: {
+          description: 'The bytes.',
+          content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
+        },
+        206: {
+          description: 'The requested range.',
+          content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
+        },
         302: { description: 'A link-only file: its URL is in `Location`.' },
-        304: { description: 'The client\'s copy is current.' },
+        304: { description: "The client's copy is current." },
         416: { description: 'The range cannot be served; `Content-Range: bytes */<size>`.' },
         ...Object.fromEntries(errorStatuses.map((s) => [String(s), { $ref: `#/components/responses/Error${s}` }])),
       },
@@ -303,8 +416,19 @@ export function buildOpenApi({ schema, routes, serverUrl, version = '1.0.0' }: O
     paths,
     components: {
       securitySchemes: {
-        ForumApiKey: { type: 'apiKey', in: 'header', name: 'Forum-Api-Key', description: 'An API key. Its scopes are listed per operation.' },
-        ForumApiUser: { type: 'apiKey', in: 'header', name: 'Forum-Api-User', description: 'With a super-user key only: the user id to act as (else the guest). Any other key sending it answers 403 api_user_header_not_allowed.' },
+        ForumApiKey: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'Forum-Api-Key',
+          description: 'An API key. Its scopes are listed per operation.',
+        },
+        ForumApiUser: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'Forum-Api-User',
+          description:
+            'With a super-user key only: the user id to act as (else the guest). Any other key sending it answers 403 api_user_header_not_allowed.',
+        },
       },
       schemas: {
         Errors: {
@@ -319,7 +443,11 @@ export function buildOpenApi({ schema, routes, serverUrl, version = '1.0.0' }: O
                 properties: {
                   code: { type: 'string', enum: Object.keys(ERROR_CODES) },
                   message: { type: 'string', description: 'What went wrong, for a person.' },
-                  params: { type: 'object', description: 'Details: `field` (invalid_input), `missing` (required_input_missing), `scope`, `limit`, …' },
+                  params: {
+                    type: 'object',
+                    description:
+                      'Details: `field` (invalid_input), `missing` (required_input_missing), `scope`, `limit`, …',
+                  },
                 },
               },
             },

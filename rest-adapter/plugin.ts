@@ -3,7 +3,14 @@
 import { Readable } from 'node:stream';
 import type { IncomingMessage } from 'node:http';
 import busboy from 'busboy';
-import { Kind, validate, type DocumentNode, type ExecutionResult, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
+import {
+  Kind,
+  validate,
+  type DocumentNode,
+  type ExecutionResult,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+} from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { ApiError, headersOf, toErrorItem, type ErrorBodyItem } from '../src/errors.js';
 import { beforeDeadline, deadline } from '../src/http/limits.js';
@@ -33,18 +40,29 @@ interface CompiledRoute extends Route {
  * code, which `npm run generate` (codegen validates them) and the test suite (test/rest-documents.test.ts) check.
  */
 export function routeProblems(schema: GraphQLSchema, routes: Route[]): string[] {
-  return routes.flatMap((route) => validate(schema, route.document as DocumentNode)
-    .map((p) => `REST route ${route.method} ${route.path}: its operation does not match the schema: ${p.message}`));
+  return routes.flatMap((route) =>
+    validate(schema, route.document as DocumentNode).map(
+      (p) => `REST route ${route.method} ${route.path}: its operation does not match the schema: ${p.message}`,
+    ),
+  );
 }
 
 /** Parses nothing at request time: the documents are parsed into the route table at build time (codegen). */
-export function compileRoutes(schema: GraphQLSchema, routes: Route[], onFallback: (route: Route, reason: unknown) => void = () => {}): CompiledRoute[] {
+export function compileRoutes(
+  schema: GraphQLSchema,
+  routes: Route[],
+  onFallback: (route: Route, reason: unknown) => void = () => {},
+): CompiledRoute[] {
   return routes.map((route) => {
     const doc = route.document as DocumentNode;
     const operation = doc.definitions.find((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION);
     const root = operation?.selectionSet.selections[0];
-    if (!operation || !root || root.kind !== Kind.FIELD) throw new Error(`REST route ${route.method} ${route.path}: no operation with a root field.`);
-    const source = route.path.replace(/\/+$/, '').replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:([a-z_]+)/g, '(?<$1>[^/]+)');
+    if (!operation || !root || root.kind !== Kind.FIELD)
+      throw new Error(`REST route ${route.method} ${route.path}: no operation with a root field.`);
+    const source = route.path
+      .replace(/\/+$/, '')
+      .replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+      .replace(/:([a-z_]+)/g, '(?<$1>[^/]+)');
     const rootField = root.alias?.value ?? root.name.value;
     const enums = (enumTree(schema, doc, operation).get(rootField) as EnumTree | undefined) ?? new Map();
     const run = routeOperation(schema, doc, (reason) => onFallback(route, reason));
@@ -78,21 +96,30 @@ export interface RestAdapterOptions {
    * Answers of GET routes kept while the database is unchanged (src/http/read-cache.ts): `key` names the route and
    * its variables; the lookup adds who asks.
    */
-  readCache?: { lookup(context: unknown, key: string): Promise<{ value: Uint8Array } | { store(value: Uint8Array, bytes: number): void }> };
+  readCache?: {
+    lookup(
+      context: unknown,
+      key: string,
+    ): Promise<{ value: Uint8Array } | { store(value: Uint8Array, bytes: number): void }>;
+  };
   /** Execution deadline in ms (GRAPHQL_TIMEOUT_MS), read on each request: past it the route answers 503 operation_timeout. */
   limits: { timeoutMs: number; maxResponseBytes?: number };
   /**
    * Receives the file part of an upload route while the request streams in; returns the variable value and a
    * cleanup run after the operation (whatever its outcome).
    */
-  receiveUpload?(file: Readable, info: { filename: string; mimeType: string }): Promise<{ value: unknown; cleanup(): Promise<void> }>;
+  receiveUpload?(
+    file: Readable,
+    info: { filename: string; mimeType: string },
+  ): Promise<{ value: unknown; cleanup(): Promise<void> }>;
   /** Called with errors that are not part of the contract (they answer 500 server_error). */
   onUnexpectedError(err: unknown): void;
 }
 
 async function readLimited(request: Request, limit: number): Promise<Uint8Array> {
   const declared = Number(request.headers.get('content-length') ?? NaN);
-  const tooLarge = () => new ApiError('request_too_large', `The request body is larger than the limit of ${limit} bytes.`, { limit });
+  const tooLarge = () =>
+    new ApiError('request_too_large', `The request body is larger than the limit of ${limit} bytes.`, { limit });
   if (declared > limit) throw tooLarge();
   if (!request.body) return new Uint8Array();
   const chunks: Uint8Array[] = [];
@@ -117,13 +144,20 @@ interface UploadPlan {
   cleanups: (() => Promise<void>)[];
 }
 
-const tooLarge = (message: string, params: Record<string, unknown>) => new ApiError('request_too_large', message, params);
+const tooLarge = (message: string, params: Record<string, unknown>) =>
+  new ApiError('request_too_large', message, params);
 
 function multipartParser(request: Request, limits: busboy.Limits): busboy.Busboy {
   try {
-    return busboy({ headers: { 'content-type': request.headers.get('content-type')! }, limits, defParamCharset: 'utf8' });
+    return busboy({
+      headers: { 'content-type': request.headers.get('content-type')! },
+      limits,
+      defParamCharset: 'utf8',
+    });
   } catch (err) {
-    throw new ApiError('invalid_input', `The multipart body cannot be read: ${(err as Error).message}.`, { field: 'body' });
+    throw new ApiError('invalid_input', `The multipart body cannot be read: ${(err as Error).message}.`, {
+      field: 'body',
+    });
   }
 }
 
@@ -133,9 +167,21 @@ function multipartParser(request: Request, limits: busboy.Limits): busboy.Busboy
  * together (busboy stops each at that size too), one file part. The fields the upload plan names must come
  * before the file, whose bytes are stored only after `check` passed on them.
  */
-function streamMultipart(request: Request, source: Readable, raw: RawFields, upload: UploadPlan, maxFieldBytes: number, maxFields: number): Promise<void> {
+function streamMultipart(
+  request: Request,
+  source: Readable,
+  raw: RawFields,
+  upload: UploadPlan,
+  maxFieldBytes: number,
+  maxFields: number,
+): Promise<void> {
   return new Promise((resolve, reject) => {
-    const bb = multipartParser(request, { fieldSize: maxFieldBytes, fields: maxFields, files: 1, parts: maxFields + 1 });
+    const bb = multipartParser(request, {
+      fieldSize: maxFieldBytes,
+      fields: maxFields,
+      files: 1,
+      parts: maxFields + 1,
+    });
     let failed = false;
     /** The file part being received: a refusal ends it, so that its temporary file is removed at once. */
     let receiving: Readable | undefined;
@@ -152,19 +198,41 @@ function streamMultipart(request: Request, source: Readable, raw: RawFields, upl
       if (failed) return;
       fieldBytes += Buffer.byteLength(name) + Buffer.byteLength(value);
       if (info.valueTruncated || fieldBytes > maxFieldBytes) {
-        return fail(tooLarge(`The form fields of this request are larger than the limit of ${maxFieldBytes} bytes in all.`, { field: name, limit: maxFieldBytes }));
+        return fail(
+          tooLarge(`The form fields of this request are larger than the limit of ${maxFieldBytes} bytes in all.`, {
+            field: name,
+            limit: maxFieldBytes,
+          }),
+        );
       }
       addPairs(raw, [[name, value]]);
     });
-    bb.on('fieldsLimit', () => fail(tooLarge(`A request may carry at most ${maxFields} form fields.`, { limit: maxFields })));
-    bb.on('partsLimit', () => fail(tooLarge(`A request may carry at most ${maxFields} form fields and one file.`, { limit: maxFields })));
-    bb.on('filesLimit', () => fail(new ApiError('invalid_input', `Send one file per request (the field ${upload.field}).`, { field: upload.field })));
+    bb.on('fieldsLimit', () =>
+      fail(tooLarge(`A request may carry at most ${maxFields} form fields.`, { limit: maxFields })),
+    );
+    bb.on('partsLimit', () =>
+      fail(tooLarge(`A request may carry at most ${maxFields} form fields and one file.`, { limit: maxFields })),
+    );
+    bb.on('filesLimit', () =>
+      fail(
+        new ApiError('invalid_input', `Send one file per request (the field ${upload.field}).`, {
+          field: upload.field,
+        }),
+      ),
+    );
     bb.on('file', (name, stream, info) => {
-      if (failed || name !== upload.field) { stream.resume(); return; }
+      if (failed || name !== upload.field) {
+        stream.resume();
+        return;
+      }
       const early = upload.before.filter((f) => !raw.has(f));
       const step = (async () => {
         if (early.length > 0) {
-          throw new ApiError('required_input_missing', `Please provide: ${early.join(', ')} (before the ${name} part of the form).`, { missing: early });
+          throw new ApiError(
+            'required_input_missing',
+            `Please provide: ${early.join(', ')} (before the ${name} part of the form).`,
+            { missing: early },
+          );
         }
         await upload.check(raw);
         receiving = stream;
@@ -172,16 +240,27 @@ function streamMultipart(request: Request, source: Readable, raw: RawFields, upl
         receiving = undefined;
         // Received whole, but the request was refused meanwhile (a malformed part after the file): nobody else
         // will remove it.
-        if (failed) return void await r.cleanup();
+        if (failed) return void (await r.cleanup());
         upload.cleanups.push(r.cleanup);
         raw.set(name, new Opaque(r.value));
       })();
-      step.catch((err) => { stream.resume(); fail(err); });
+      step.catch((err) => {
+        stream.resume();
+        fail(err);
+      });
       pending.push(step);
     });
-    bb.on('close', () => { Promise.all(pending).then(() => { if (!failed) resolve(); }, fail); });
-    bb.on('error', (err: Error) => fail(new ApiError('invalid_input', `The multipart body is malformed: ${err.message}.`, { field: 'body' })));
-    source.on('error', (err) => fail(new ApiError('invalid_input', `The request body could not be read: ${err.message}.`, { field: 'body' })));
+    bb.on('close', () => {
+      Promise.all(pending).then(() => {
+        if (!failed) resolve();
+      }, fail);
+    });
+    bb.on('error', (err: Error) =>
+      fail(new ApiError('invalid_input', `The multipart body is malformed: ${err.message}.`, { field: 'body' })),
+    );
+    source.on('error', (err) =>
+      fail(new ApiError('invalid_input', `The request body could not be read: ${err.message}.`, { field: 'body' })),
+    );
     source.pipe(bb);
   });
 }
@@ -224,7 +303,10 @@ function linger(request: Request): Promise<boolean> {
       if (!ended) source.pause();
       resolve(ended);
     };
-    const onData = (chunk: Uint8Array) => { read += chunk.byteLength; if (read > LINGER_BYTES) done(false); };
+    const onData = (chunk: Uint8Array) => {
+      read += chunk.byteLength;
+      if (read > LINGER_BYTES) done(false);
+    };
     const timer = setTimeout(() => done(false), LINGER_MS);
     source.on('data', onData);
     source.once('end', () => done(true));
@@ -234,7 +316,10 @@ function linger(request: Request): Promise<boolean> {
 }
 
 async function requestFields(
-  request: Request, url: URL, pathParams: Record<string, string>, limits: { maxBodyBytes: number; maxFields: number },
+  request: Request,
+  url: URL,
+  pathParams: Record<string, string>,
+  limits: { maxBodyBytes: number; maxFields: number },
   upload: UploadPlan | null,
 ): Promise<RawFields> {
   const { maxBodyBytes } = limits;
@@ -262,11 +347,18 @@ async function requestFields(
       } else if (type === 'multipart/form-data') {
         let form: FormData;
         try {
-          form = await new Response(bytes as unknown as BodyInit, { headers: { 'content-type': request.headers.get('content-type')! } }).formData();
+          form = await new Response(bytes as unknown as BodyInit, {
+            headers: { 'content-type': request.headers.get('content-type')! },
+          }).formData();
         } catch (err) {
-          throw new ApiError('invalid_input', `The multipart body cannot be read: ${(err as Error).message}.`, { field: 'body' });
+          throw new ApiError('invalid_input', `The multipart body cannot be read: ${(err as Error).message}.`, {
+            field: 'body',
+          });
         }
-        addPairs(raw, [...form].filter((e): e is [string, string] => typeof e[1] === 'string'));
+        addPairs(
+          raw,
+          [...form].filter((e): e is [string, string] => typeof e[1] === 'string'),
+        );
       }
     }
   }
@@ -287,7 +379,10 @@ async function requestFields(
 let ResponseImpl: typeof Response = Response;
 
 function jsonText(status: number, text: string | Uint8Array, headers: Record<string, string> = {}): Response {
-  return new ResponseImpl(text as BodyInit, { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } });
+  return new ResponseImpl(text as BodyInit, {
+    status,
+    headers: { 'content-type': 'application/json; charset=utf-8', ...headers },
+  });
 }
 
 function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
@@ -300,8 +395,13 @@ function fail(items: ErrorBodyItem[], headers?: Record<string, string>): Respons
 }
 
 export function restAdapter(options: RestAdapterOptions): Plugin {
-  const compiled = compileRoutes(options.schema, options.routes, (route, reason) => options.onUnexpectedError(
-    new Error(`REST route ${route.method} ${route.path}: graphql-jit cannot compile its document, so it runs on the interpreting executor: ${String((reason as Error)?.message ?? reason)}`)));
+  const compiled = compileRoutes(options.schema, options.routes, (route, reason) =>
+    options.onUnexpectedError(
+      new Error(
+        `REST route ${route.method} ${route.path}: graphql-jit cannot compile its document, so it runs on the interpreting executor: ${String((reason as Error)?.message ?? reason)}`,
+      ),
+    ),
+  );
 
   const itemOf = (err: unknown): ErrorBodyItem => {
     const item = toErrorItem(err);
@@ -317,7 +417,16 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
     const hit = candidates.find((c) => c.r.method === request.method);
     if (!hit) {
       const allow = [...new Set(candidates.map((c) => c.r.method))].join(', ');
-      return fail([{ code: 'method_not_allowed', message: `${request.method} is not allowed here; use ${allow}.`, params: { allowed: allow.split(', ') } }], { allow });
+      return fail(
+        [
+          {
+            code: 'method_not_allowed',
+            message: `${request.method} is not allowed here; use ${allow}.`,
+            params: { allowed: allow.split(', ') },
+          },
+        ],
+        { allow },
+      );
     }
     const cleanups: (() => Promise<void>)[] = [];
     let release: (() => void) | undefined;
@@ -326,28 +435,51 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
       // The key and the route's scopes are decided from the headers alone: a refused request's body is never read.
       const contextValue = await options.contextFor(request);
       if (hit.r.scopes) options.requireScopes(contextValue, hit.r.scopes);
-      const streaming = Boolean(hit.r.upload && options.receiveUpload && /^multipart\/form-data/i.test(request.headers.get('content-type') ?? ''));
+      const streaming = Boolean(
+        hit.r.upload &&
+          options.receiveUpload &&
+          /^multipart\/form-data/i.test(request.headers.get('content-type') ?? ''),
+      );
       if (streaming && options.acquireUploadSlot) release = options.acquireUploadSlot();
-      const upload: UploadPlan | null = hit.r.upload && options.receiveUpload ? {
-        field: hit.r.upload, before: hit.r.uploadAfter ?? [], receive: options.receiveUpload, cleanups,
-        check: (fields) => options.beforeUpload?.(contextValue, fields) ?? Promise.resolve(),
-      } : null;
-      const raw = await requestFields(request, url, { ...hit.m!.groups }, { maxBodyBytes: options.maxBodyBytes, maxFields: options.maxFields }, upload);
+      const upload: UploadPlan | null =
+        hit.r.upload && options.receiveUpload
+          ? {
+              field: hit.r.upload,
+              before: hit.r.uploadAfter ?? [],
+              receive: options.receiveUpload,
+              cleanups,
+              check: (fields) => options.beforeUpload?.(contextValue, fields) ?? Promise.resolve(),
+            }
+          : null;
+      const raw = await requestFields(
+        request,
+        url,
+        { ...hit.m!.groups },
+        { maxBodyBytes: options.maxBodyBytes, maxFields: options.maxFields },
+        upload,
+      );
       bodyRead = true;
       const variableValues = toVariables(options.schema, hit.r.operation, raw);
-      const kept = hit.r.cacheable && options.readCache
-        ? await options.readCache.lookup(contextValue, `rest\0${hit.r.method} ${hit.r.path}\0${JSON.stringify(variableValues)}`)
-        : undefined;
+      const kept =
+        hit.r.cacheable && options.readCache
+          ? await options.readCache.lookup(
+              contextValue,
+              `rest\0${hit.r.method} ${hit.r.path}\0${JSON.stringify(variableValues)}`,
+            )
+          : undefined;
       if (kept && 'value' in kept) return jsonText(200, kept.value);
       const limit = deadline(options.limits.timeoutMs, request.signal);
       // GRAPHQL_MAX_RESPONSE_BYTES, as on /graphql: past it the route answers 400 operation_too_expensive (response_size).
-      if (options.limits.maxResponseBytes) startResponseBudget(contextValue, options.limits.maxResponseBytes, (refusal) => limit.abort(refusal));
+      if (options.limits.maxResponseBytes)
+        startResponseBudget(contextValue, options.limits.maxResponseBytes, (refusal) => limit.abort(refusal));
       let result: ExecutionResult;
       try {
         const admitted = await options.admit?.(contextValue, limit.signal);
         // The fair-share slot is held until the work ends, even when the answer went out at the deadline.
         // Its statements are cancelled in the server when the deadline passes (src/db/operation-scope.ts).
-        const work = boundTo(limit.signal, () => hit.r.run(variableValues, contextValue, limit.signal)).finally(() => admitted?.());
+        const work = boundTo(limit.signal, () => hit.r.run(variableValues, contextValue, limit.signal)).finally(() =>
+          admitted?.(),
+        );
         result = await beforeDeadline(work, limit);
       } finally {
         limit.clear();
@@ -366,7 +498,7 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
         setImmediate(() => drainRefusedBody(nodeRequest, options.drainBytes ?? LINGER_BYTES));
         return fail([itemOf(err)], headersOf(err));
       }
-      const close: Record<string, string> = bodyRead || await linger(request) ? {} : { connection: 'close' };
+      const close: Record<string, string> = bodyRead || (await linger(request)) ? {} : { connection: 'close' };
       return fail([itemOf(err)], { ...headersOf(err), ...close });
     } finally {
       release?.();

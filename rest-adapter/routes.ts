@@ -30,26 +30,69 @@ export interface Route {
 
 export const routes: Route[] = [
   { method: 'GET', path: '/api/mc-dm-categories/', document: ops.ListCategoriesDocument, envelope: 'categories' },
-  { method: 'GET', path: '/api/mc-dm-categories/:category_id/', document: ops.GetCategoryDocument, envelope: 'category' },
+  {
+    method: 'GET',
+    path: '/api/mc-dm-categories/:category_id/',
+    document: ops.GetCategoryDocument,
+    envelope: 'category',
+  },
   { method: 'POST', path: '/api/mc-dm-categories/', document: ops.CreateCategoryDocument, envelope: 'category' },
-  { method: 'PUT', path: '/api/mc-dm-categories/:category_id/', document: ops.UpdateCategoryDocument, envelope: 'category' },
-  { method: 'DELETE', path: '/api/mc-dm-categories/:category_id/', document: ops.DeleteCategoryDocument, envelope: 'success' },
+  {
+    method: 'PUT',
+    path: '/api/mc-dm-categories/:category_id/',
+    document: ops.UpdateCategoryDocument,
+    envelope: 'category',
+  },
+  {
+    method: 'DELETE',
+    path: '/api/mc-dm-categories/:category_id/',
+    document: ops.DeleteCategoryDocument,
+    envelope: 'success',
+  },
   // ── downloads (rows added here)
   { method: 'GET', path: '/api/mc-dm-downloads/', document: ops.ListDownloadsDocument, envelope: 'downloads' },
-  { method: 'GET', path: '/api/mc-dm-downloads/:download_id/', document: ops.GetDownloadDocument, envelope: 'download' },
+  {
+    method: 'GET',
+    path: '/api/mc-dm-downloads/:download_id/',
+    document: ops.GetDownloadDocument,
+    envelope: 'download',
+  },
   { method: 'POST', path: '/api/mc-dm-downloads/', document: ops.CreateDownloadDocument, envelope: 'download' },
-  { method: 'PUT', path: '/api/mc-dm-downloads/:download_id/', document: ops.UpdateDownloadDocument, envelope: 'download' },
-  { method: 'DELETE', path: '/api/mc-dm-downloads/:download_id/', document: ops.DeleteDownloadDocument, envelope: 'success' },
+  {
+    method: 'PUT',
+    path: '/api/mc-dm-downloads/:download_id/',
+    document: ops.UpdateDownloadDocument,
+    envelope: 'download',
+  },
+  {
+    method: 'DELETE',
+    path: '/api/mc-dm-downloads/:download_id/',
+    document: ops.DeleteDownloadDocument,
+    envelope: 'success',
+  },
   // ── comments (rows added here)
   { method: 'GET', path: '/api/mc-dm-comments/', document: ops.ListCommentsDocument, envelope: 'comments' },
   { method: 'GET', path: '/api/mc-dm-comments/:comment_id/', document: ops.GetCommentDocument, envelope: 'comment' },
   { method: 'POST', path: '/api/mc-dm-comments/', document: ops.CreateCommentDocument, envelope: 'comment' },
   { method: 'PUT', path: '/api/mc-dm-comments/:comment_id/', document: ops.UpdateCommentDocument, envelope: 'comment' },
-  { method: 'DELETE', path: '/api/mc-dm-comments/:comment_id/', document: ops.DeleteCommentDocument, envelope: 'success' },
+  {
+    method: 'DELETE',
+    path: '/api/mc-dm-comments/:comment_id/',
+    document: ops.DeleteCommentDocument,
+    envelope: 'success',
+  },
   // ── files (rows added here; the bytes, GET /api/mc-dm-files/<id>/data/, are streamed by src/http/file-data.ts)
   { method: 'GET', path: '/api/mc-dm-files/', document: ops.ListFilesDocument, envelope: 'files' },
   { method: 'GET', path: '/api/mc-dm-files/:file_id/', document: ops.GetFileDocument, envelope: 'file' },
-  { method: 'POST', path: '/api/mc-dm-files/', document: ops.CreateFileDocument, envelope: 'file', upload: 'file', uploadAfter: ['version_id'], scopes: ['mc_dm_download:write'] },
+  {
+    method: 'POST',
+    path: '/api/mc-dm-files/',
+    document: ops.CreateFileDocument,
+    envelope: 'file',
+    upload: 'file',
+    uploadAfter: ['version_id'],
+    scopes: ['mc_dm_download:write'],
+  },
   { method: 'PUT', path: '/api/mc-dm-files/:file_id/', document: ops.UpdateFileDocument, envelope: 'file' },
   { method: 'DELETE', path: '/api/mc-dm-files/:file_id/', document: ops.DeleteFileDocument, envelope: 'success' },
 ];

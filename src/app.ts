@@ -57,9 +57,18 @@ async function listen(server: http.Server, config: Config): Promise<string> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) => {
       const where = `${config.host}:${config.port}`;
-      if (err.code === 'EADDRINUSE') reject(new StartError(`Port ${config.port} on ${config.host} is already in use: stop the other process or set PORT.`));
-      else if (err.code === 'EACCES') reject(new StartError(`Not allowed to listen on ${where}: choose a PORT above 1023 or run with the needed rights.`));
-      else if (err.code === 'EADDRNOTAVAIL' || err.code === 'ENOTFOUND' || err.code === 'EAI_AGAIN') reject(new StartError(`HOST ${config.host} is not an address of this machine.`));
+      if (err.code === 'EADDRINUSE')
+        reject(
+          new StartError(
+            `Port ${config.port} on ${config.host} is already in use: stop the other process or set PORT.`,
+          ),
+        );
+      else if (err.code === 'EACCES')
+        reject(
+          new StartError(`Not allowed to listen on ${where}: choose a PORT above 1023 or run with the needed rights.`),
+        );
+      else if (err.code === 'EADDRNOTAVAIL' || err.code === 'ENOTFOUND' || err.code === 'EAI_AGAIN')
+        reject(new StartError(`HOST ${config.host} is not an address of this machine.`));
       else reject(err);
     });
     server.listen(config.port, config.host, () => resolve());
@@ -68,7 +77,10 @@ async function listen(server: http.Server, config: Config): Promise<string> {
   return `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
 }
 
-export async function startApp(config: Config, opts: { db?: Database; log?: Logger; loadedAt?: number } = {}): Promise<App> {
+export async function startApp(
+  config: Config,
+  opts: { db?: Database; log?: Logger; loadedAt?: number } = {},
+): Promise<App> {
   const log = opts.log ?? createLogger(config.logLevel);
   // Read before anything else: a bad file stops the start with a message naming it.
   const trustedDocuments = loadTrustedDocuments(config.graphql.persistedDocumentsPath, schema);
@@ -82,18 +94,29 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
       return res.end(JSON.stringify({ status: 'starting' }));
     }
     res.writeHead(503, { 'content-type': 'application/json; charset=utf-8', 'retry-after': '1' });
-    res.end(JSON.stringify({ errors: [{ code: 'server_starting', message: 'The service is starting; try again in a moment.', params: {} }] }));
+    res.end(
+      JSON.stringify({
+        errors: [{ code: 'server_starting', message: 'The service is starting; try again in a moment.', params: {} }],
+      }),
+    );
   });
   applyServerTimeouts(server, config.http);
   answerClientErrors(server);
   const url = await listen(server, config);
   // When each step of the start finished, in ms since the process started (logged with "listening").
-  const startup: Record<string, number> = { modules: Math.round(opts.loadedAt ?? 0), listen: Math.round(performance.now()) };
-  const mark = (step: string) => { startup[step] = Math.round(performance.now()); };
+  const startup: Record<string, number> = {
+    modules: Math.round(opts.loadedAt ?? 0),
+    listen: Math.round(performance.now()),
+  };
+  const mark = (step: string) => {
+    startup[step] = Math.round(performance.now());
+  };
   let db: Database | undefined = opts.db;
   // What the service opened, closed in reverse order on close() or on a failed start.
   const closers: (() => Promise<unknown> | void)[] = [];
-  const closeAll = async () => { for (const c of closers.splice(0).reverse()) await Promise.resolve(c()).catch(() => {}); };
+  const closeAll = async () => {
+    for (const c of closers.splice(0).reverse()) await Promise.resolve(c()).catch(() => {});
+  };
   try {
     db ??= await openDatabase(targetOf(config));
     mark('database');
@@ -103,34 +126,65 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
     mark('migrations');
     const { groups, generatedKey } = await bootstrap(db, config.bootstrapKey);
     mark('bootstrap');
-    const storage: LocalStorage | S3Storage = config.storage === 's3'
-      ? await import('./files/storage/s3.js').then(({ S3Storage, s3TmpDir }) => new S3Storage({ ...config.s3!, tmpDir: s3TmpDir(config.dataDir) }))
-      : new LocalStorage(path.join(config.dataDir, 'files'));
+    const storage: LocalStorage | S3Storage =
+      config.storage === 's3'
+        ? await import('./files/storage/s3.js').then(
+            ({ S3Storage, s3TmpDir }) => new S3Storage({ ...config.s3!, tmpDir: s3TmpDir(config.dataDir) }),
+          )
+        : new LocalStorage(path.join(config.dataDir, 'files'));
     if (storage instanceof LocalStorage) {
-      const storageId = await registerLocalStorage(db.prisma, storage.root, { allowSplit: config.allowSplitStorage, log });
+      const storageId = await registerLocalStorage(db.prisma, storage.root, {
+        allowSplit: config.allowSplitStorage,
+        log,
+      });
       log.info({ storageId }, 'local storage registered');
     }
     const swept = await sweepTemporaryFiles(storage.tmpDir, config.http.idleTimeout * 1000);
     if (swept.length > 0) log.info({ removed: swept.length }, 'temporary files left by an earlier run removed');
     const cacheMs = config.cacheSeconds * 1000;
     const feed: ChangeFeed = database.url
-      ? new PostgresChangeFeed(database.url, (channel, payload) => database.query('SELECT pg_notify($1, $2)', [channel, payload]), log)
+      ? new PostgresChangeFeed(
+          database.url,
+          (channel, payload) => database.query('SELECT pg_notify($1, $2)', [channel, payload]),
+          log,
+        )
       : new LocalChangeFeed();
     closers.push(() => feed.close());
     if (feed instanceof PostgresChangeFeed) await feed.whenListening();
-    const cursors = new CursorSeal(config.cursorSecret ?? await sharedSecret(db, 'cursor'));
+    const cursors = new CursorSeal(config.cursorSecret ?? (await sharedSecret(db, 'cursor')));
     const services: Services = {
-      prisma: db.prisma, reads: new Reads(db), config, groups, storage,
-      permissions: new PermissionCache(db.prisma, cacheMs, feed), auth: new AuthCache(cacheMs, feed),
+      prisma: db.prisma,
+      reads: new Reads(db),
+      config,
+      groups,
+      storage,
+      permissions: new PermissionCache(db.prisma, cacheMs, feed),
+      auth: new AuthCache(cacheMs, feed),
       events: createEvents({ url: config.redisUrl, prefix: config.redisChannelPrefix }, log),
       cursors,
     };
-    const rateLimits = new RateLimits({ perMinute: config.rateLimitPerMinute, superPerMinute: config.rateLimitSuperPerMinute, redisUrl: config.redisUrl }, log);
+    const rateLimits = new RateLimits(
+      {
+        perMinute: config.rateLimitPerMinute,
+        superPerMinute: config.rateLimitSuperPerMinute,
+        redisUrl: config.redisUrl,
+      },
+      log,
+    );
     closers.push(() => rateLimits.close());
     // Emptied by any change announced on the feed: the key and permission caches it would otherwise outlive.
     const readCache = new ReadCache({ maxBytes: config.readCacheMb * 2 ** 20, ttlMs: cacheMs, snapshot: db.snapshot });
     feed.onChange(() => readCache.clear());
-    handler = createRequestHandler({ schema, services, ping: db.ping, db, log, rateLimits, trustedDocuments, readCache });
+    handler = createRequestHandler({
+      schema,
+      services,
+      ping: db.ping,
+      db,
+      log,
+      rateLimits,
+      trustedDocuments,
+      readCache,
+    });
     mark('ready');
     log.info({ url, database: db.kind, startup }, 'listening');
     const stopPurge = schedulePurge(db.prisma, storage, config.softDeleteRetentionDays, log);
@@ -138,10 +192,20 @@ export async function startApp(config: Config, opts: { db?: Database; log?: Logg
     const stopReclaim = scheduleReclaim(db.prisma, storage, log);
     const stopIdleRelease = releaseMemoryWhenIdle(server, {
       idleMs: config.memoryReleaseIdleSeconds * 1000,
-      onRelease: (before, after) => log.debug({ heapMb: { before: Math.round(before / 2 ** 20), after: Math.round(after / 2 ** 20) } }, 'memory released while idle'),
+      onRelease: (before, after) =>
+        log.debug(
+          { heapMb: { before: Math.round(before / 2 ** 20), after: Math.round(after / 2 ** 20) } },
+          'memory released while idle',
+        ),
     });
     return {
-      url, server, db, services, log, generatedKey, readCache,
+      url,
+      server,
+      db,
+      services,
+      log,
+      generatedKey,
+      readCache,
       async close({ graceMs = 0 } = {}) {
         const deadline = Date.now() + graceMs;
         stopPurge();

@@ -3,7 +3,10 @@
 export class TtlCache<K, V> {
   private readonly entries = new Map<K, { value: Promise<V>; expires: number }>();
 
-  constructor(private readonly ttlMs: number, private readonly maxEntries = 10_000) {}
+  constructor(
+    private readonly ttlMs: number,
+    private readonly maxEntries = 10_000,
+  ) {}
 
   get(key: K, load: () => Promise<V>): Promise<V> {
     const now = Date.now();
@@ -17,6 +20,10 @@ export class TtlCache<K, V> {
     return value;
   }
 
-  delete(key: K): void { this.entries.delete(key); }
-  clear(): void { this.entries.clear(); }
+  delete(key: K): void {
+    this.entries.delete(key);
+  }
+  clear(): void {
+    this.entries.clear();
+  }
 }

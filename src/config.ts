@@ -14,7 +14,14 @@ export interface Config {
   databasePoolSize: number;
   storage: StorageKind;
   /** S3-compatible storage settings, when storage is s3. */
-  s3?: { bucket: string; region: string; endpoint?: string; accessKeyId?: string; secretAccessKey?: string; forcePathStyle: boolean };
+  s3?: {
+    bucket: string;
+    region: string;
+    endpoint?: string;
+    accessKeyId?: string;
+    secretAccessKey?: string;
+    forcePathStyle: boolean;
+  };
   bootstrapKey?: string;
   categoryDeletePolicy: CategoryDeletePolicy;
   softDeleteRetentionDays: number;
@@ -48,7 +55,13 @@ export interface Config {
   /** Origins allowed by CORS: empty (CORS off), a list, or ['*'] (any origin, never with credentials). */
   corsOrigins: string[];
   /** HTTP server deadlines, in seconds (see docs/security.md). */
-  http: { headersTimeout: number; bodyTimeout: number; requestTimeout: number; idleTimeout: number; keepAliveTimeout: number };
+  http: {
+    headersTimeout: number;
+    bodyTimeout: number;
+    requestTimeout: number;
+    idleTimeout: number;
+    keepAliveTimeout: number;
+  };
   /** The whole fetch of an external URL (redirects and body), in seconds; between body bytes: externalUrlIdleSeconds. */
   externalUrlDeadlineSeconds: number;
   externalUrlIdleSeconds: number;
@@ -94,12 +107,16 @@ export type MetricsAccess = 'key' | 'open' | 'off';
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
-  if (!/^\d+$/.test(raw) || Number(raw) < min) throw new ConfigError(`${name} must be a whole number ≥ ${min}, got "${raw}"`);
+  if (!/^\d+$/.test(raw) || Number(raw) < min)
+    throw new ConfigError(`${name} must be a whole number ≥ ${min}, got "${raw}"`);
   return Number(raw);
 }
 
 function list(env: NodeJS.ProcessEnv, name: string): string[] {
-  return (env[name] ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  return (env[name] ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 /** CORS_ORIGINS: `*`, or a comma list of origins (scheme://host[:port], no path). */
@@ -111,7 +128,11 @@ function origins(env: NodeJS.ProcessEnv): string[] {
   }
   return values.map((v) => {
     let u: URL;
-    try { u = new URL(v); } catch { throw new ConfigError(`CORS_ORIGINS must list origins like https://app.example.com, got "${v}"`); }
+    try {
+      u = new URL(v);
+    } catch {
+      throw new ConfigError(`CORS_ORIGINS must list origins like https://app.example.com, got "${v}"`);
+    }
     if ((u.protocol !== 'http:' && u.protocol !== 'https:') || u.origin !== v.replace(/\/$/, '')) {
       throw new ConfigError(`CORS_ORIGINS must list origins like https://app.example.com (no path), got "${v}"`);
     }
@@ -194,13 +215,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       maxTokens: int(env, 'GRAPHQL_MAX_TOKENS', 10000, 1),
       timeoutMs: int(env, 'GRAPHQL_TIMEOUT_MS', 10000, 1),
       maxResponseBytes: int(env, 'GRAPHQL_MAX_RESPONSE_BYTES', 16 * 1024 * 1024, 1024),
-      persistedDocumentsPath: env.GRAPHQL_PERSISTED_DOCUMENTS ? path.resolve(env.GRAPHQL_PERSISTED_DOCUMENTS) : undefined,
+      persistedDocumentsPath: env.GRAPHQL_PERSISTED_DOCUMENTS
+        ? path.resolve(env.GRAPHQL_PERSISTED_DOCUMENTS)
+        : undefined,
       trustedDocumentsOnly: flag(env, 'GRAPHQL_TRUSTED_DOCUMENTS_ONLY'),
     },
     ...overrides,
   };
   if (config.storage === 's3' && !config.s3) {
-    if (!env.S3_BUCKET) throw new ConfigError('STORAGE=s3 needs S3_BUCKET (and S3_REGION, S3_ENDPOINT for non-AWS servers, S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY).');
+    if (!env.S3_BUCKET)
+      throw new ConfigError(
+        'STORAGE=s3 needs S3_BUCKET (and S3_REGION, S3_ENDPOINT for non-AWS servers, S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY).',
+      );
     config.s3 = {
       bucket: env.S3_BUCKET,
       region: env.S3_REGION || 'us-east-1',
@@ -217,14 +243,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     throw new ConfigError('HTTP_HEADERS_TIMEOUT_SECONDS must not exceed HTTP_REQUEST_TIMEOUT_SECONDS');
   }
   if (config.graphql.trustedDocumentsOnly && !config.graphql.persistedDocumentsPath) {
-    throw new ConfigError('GRAPHQL_TRUSTED_DOCUMENTS_ONLY=1 needs GRAPHQL_PERSISTED_DOCUMENTS (the file of trusted documents); without it /graphql would refuse every request.');
+    throw new ConfigError(
+      'GRAPHQL_TRUSTED_DOCUMENTS_ONLY=1 needs GRAPHQL_PERSISTED_DOCUMENTS (the file of trusted documents); without it /graphql would refuse every request.',
+    );
   }
   if (config.databaseUrl && !/^postgres(ql)?:\/\//.test(config.databaseUrl)) {
     throw new ConfigError('DATABASE_URL must start with postgres:// or postgresql://');
   }
-  if (config.redisUrl && !/^rediss?:\/\//.test(config.redisUrl)) throw new ConfigError('REDIS_URL must start with redis:// or rediss://');
+  if (config.redisUrl && !/^rediss?:\/\//.test(config.redisUrl))
+    throw new ConfigError('REDIS_URL must start with redis:// or rediss://');
   if (config.cursorSecret !== undefined && config.cursorSecret.length < 32) {
-    throw new ConfigError('CURSOR_SECRET must be at least 32 characters (for example the output of `openssl rand -hex 32`), the same on every instance.');
+    throw new ConfigError(
+      'CURSOR_SECRET must be at least 32 characters (for example the output of `openssl rand -hex 32`), the same on every instance.',
+    );
   }
   return config;
 }

@@ -20,7 +20,8 @@ export const ERROR_CODES: Record<string, string> = {
   persisted_document_required: 'the server runs trusted documents only',
   persisted_document_not_found: 'no trusted document has this hash',
   server_error: 'anything unexpected; it is logged',
-  server_busy: 'too many uploads at once, or a write the database gave up on because another change to the same rows came at the same moment (nothing was changed); retry after Retry-After seconds',
+  server_busy:
+    'too many uploads at once, or a write the database gave up on because another change to the same rows came at the same moment (nothing was changed); retry after Retry-After seconds',
   server_starting: 'the service is starting; retry in a moment',
   service_unavailable: 'the database cannot be reached right now; retry after Retry-After seconds',
   'mc_dm_api_error.rate_limited': 'too many requests, comments or failed URL probes; retry after Retry-After seconds',
@@ -34,7 +35,8 @@ export const ERROR_CODES: Record<string, string> = {
   'mc_dm_api_error.api_key_not_found': 'no API key has this id',
   'mc_dm_api_error.group_not_found': 'no group has this name',
   'mc_dm_api_error.category_hard_delete_required': 'a category delete must say hard=1',
-  'mc_dm_api_error.category_not_empty': 'a top-level category that holds downloads cannot be deleted under the reassign policy',
+  'mc_dm_api_error.category_not_empty':
+    'a top-level category that holds downloads cannot be deleted under the reassign policy',
   'mc_dm_api_error.download_not_deleted': 'only a soft-deleted download can be restored',
   'mc_dm_api_error.prefix_not_allowed': 'the prefix is not assigned to the category',
   'mc_dm_api_error.versioning_disabled': 'the category does not keep versions',
@@ -43,9 +45,12 @@ export const ERROR_CODES: Record<string, string> = {
   'mc_dm_api_error.username_taken': 'another user has this username',
   'mc_dm_api_error.upload_exclusive': 'send a file or an external_url, not both',
   'mc_dm_api_error.upload_required': 'send a file or an external_url',
-  'mc_dm_api_error.upload_exceeds_php_limit': 'the upload is larger than the server limit (MAX_UPLOAD_BYTES); nothing is kept',
-  'mc_dm_api_error.processor_rejected': 'a check refused the file (params.processor, params.reason); the row is kept as failed',
-  'mc_dm_api_error.too_many_files': 'the version has max_files_per_version files already (or one, without allow_multi_file)',
+  'mc_dm_api_error.upload_exceeds_php_limit':
+    'the upload is larger than the server limit (MAX_UPLOAD_BYTES); nothing is kept',
+  'mc_dm_api_error.processor_rejected':
+    'a check refused the file (params.processor, params.reason); the row is kept as failed',
+  'mc_dm_api_error.too_many_files':
+    'the version has max_files_per_version files already (or one, without allow_multi_file)',
   'mc_dm_api_error.external_url_forbidden': 'the URL may not be fetched (scheme, or a private or reserved address)',
   'mc_dm_api_error.external_url_unreachable': 'fetching the URL failed',
   'mc_dm_api_error.file_not_available': 'the file failed validation, or its bytes are missing from storage (404)',

@@ -51,7 +51,13 @@ export class ApiError extends GraphQLError {
   readonly code: string;
   readonly params: ErrorParams;
   /** `status` overrides the table for the rare code whose status depends on the case (a missing blob: 404). */
-  constructor(code: string, message: string, params: ErrorParams = {}, headers?: Record<string, string>, status?: number) {
+  constructor(
+    code: string,
+    message: string,
+    params: ErrorParams = {},
+    headers?: Record<string, string>,
+    status?: number,
+  ) {
     super(message, {
       extensions: { code, params, http: { status: status ?? statusOf(code), ...(headers ? { headers } : {}) } },
     });
@@ -60,20 +66,30 @@ export class ApiError extends GraphQLError {
   }
 }
 
-export const notFound = (kind: 'category' | 'download' | 'comment' | 'file' | 'version' | 'user' | 'prefix' | 'api_key' | 'group', id: number) =>
-  new ApiError(`mc_dm_api_error.${kind}_not_found`, `The requested ${kind.replace('_', ' ')} (${id}) could not be found.`, { [`${kind}_id`]: id });
+export const notFound = (
+  kind: 'category' | 'download' | 'comment' | 'file' | 'version' | 'user' | 'prefix' | 'api_key' | 'group',
+  id: number,
+) =>
+  new ApiError(
+    `mc_dm_api_error.${kind}_not_found`,
+    `The requested ${kind.replace('_', ' ')} (${id}) could not be found.`,
+    { [`${kind}_id`]: id },
+  );
 
 export const noPermission = (what = 'do that') =>
   new ApiError('do_not_have_permission', `You do not have permission to ${what}.`);
 
-export const invalidInput = (field: string, message: string) =>
-  new ApiError('invalid_input', message, { field });
+export const invalidInput = (field: string, message: string) => new ApiError('invalid_input', message, { field });
 
 export const requiredMissing = (missing: string[]) =>
   new ApiError('required_input_missing', `Please provide: ${missing.join(', ')}.`, { missing });
 
 /** The body shape of every error answer (REST and, in extensions, GraphQL). */
-export interface ErrorBodyItem { code: string; message: string; params: ErrorParams }
+export interface ErrorBodyItem {
+  code: string;
+  message: string;
+  params: ErrorParams;
+}
 
 /** SQLSTATEs that mean another transaction got in the way: deadlock, serialization failure, a lock not had in time. */
 const CONFLICT_SQLSTATES = new Set(['40P01', '40001', '55P03']);
@@ -84,39 +100,77 @@ const CONFLICT_SQLSTATES = new Set(['40P01', '40001', '55P03']);
  * Retry-After rather than a 500. Null for any other error.
  */
 export function databaseConflict(err: unknown): ApiError | null {
-  const e = err as { code?: unknown; message?: unknown; cause?: { originalCode?: unknown; code?: unknown; kind?: unknown } } | null;
+  const e = err as {
+    code?: unknown;
+    message?: unknown;
+    cause?: { originalCode?: unknown; code?: unknown; kind?: unknown };
+  } | null;
   if (!e || typeof e !== 'object') return null;
   const sqlstate = e.cause?.originalCode ?? e.cause?.code ?? e.code;
-  const conflict = (typeof sqlstate === 'string' && CONFLICT_SQLSTATES.has(sqlstate))
-    || e.cause?.kind === 'TransactionWriteConflict'
-    || e.code === 'P2034' // Prisma: "Transaction failed due to a write conflict or a deadlock"
-    || (e.code === 'P2028' && /unable to start a transaction/i.test(String(e.message)));
+  const conflict =
+    (typeof sqlstate === 'string' && CONFLICT_SQLSTATES.has(sqlstate)) ||
+    e.cause?.kind === 'TransactionWriteConflict' ||
+    e.code === 'P2034' || // Prisma: "Transaction failed due to a write conflict or a deadlock"
+    (e.code === 'P2028' && /unable to start a transaction/i.test(String(e.message)));
   if (!conflict) return null;
-  return new ApiError('server_busy', 'The database gave up on this change because of another one made at the same moment; nothing was changed. Send the request again.',
-    { retry_after: 1 }, { 'Retry-After': '1' });
+  return new ApiError(
+    'server_busy',
+    'The database gave up on this change because of another one made at the same moment; nothing was changed. Send the request again.',
+    { retry_after: 1 },
+    { 'Retry-After': '1' },
+  );
 }
 
 /** Seconds a client is asked to wait (Retry-After) when the database cannot be reached. */
 export const OUTAGE_RETRY_AFTER_SECONDS = 5;
 
 /** Node socket errors meaning the database server cannot be reached (or went away under a statement). */
-const UNREACHABLE_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ECONNABORTED']);
+const UNREACHABLE_ERRNOS = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'ECONNABORTED',
+]);
 /** Driver-adapter error kinds (@prisma/adapter-pg) of the same meaning. */
 const UNREACHABLE_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections']);
 /** Prisma's codes: server unreachable, connect timeout, operation timeout, server closed the connection, no pool slot in time. */
 const UNREACHABLE_PRISMA = new Set(['P1001', 'P1002', 'P1008', 'P1017']);
 /** node-postgres and PostgreSQL messages of a connection lost or refused (node-postgres throws plain Errors for some). */
-const UNREACHABLE_MESSAGE = /Connection terminated|Client has encountered a connection error|Can't reach database server|Server has closed the connection|timeout exceeded when trying to connect|^timeout expired$|connection timeout|not currently accepting connections|the database system is (starting up|shutting down|in recovery|not yet accepting connections)|terminating connection due to administrator command|The database server ended this connection/i;
+const UNREACHABLE_MESSAGE =
+  /Connection terminated|Client has encountered a connection error|Can't reach database server|Server has closed the connection|timeout exceeded when trying to connect|^timeout expired$|connection timeout|not currently accepting connections|the database system is (starting up|shutting down|in recovery|not yet accepting connections)|terminating connection due to administrator command|The database server ended this connection/i;
 
 /** Whether `sqlstate` means the server is unreachable or refusing sessions: class 08, admin/crash shutdown, cannot connect now, too many connections. */
-const unreachableState = (sqlstate: unknown) => typeof sqlstate === 'string'
-  && (sqlstate.startsWith('08') || sqlstate === '57P01' || sqlstate === '57P02' || sqlstate === '57P03' || sqlstate === '53300');
+const unreachableState = (sqlstate: unknown) =>
+  typeof sqlstate === 'string' &&
+  (sqlstate.startsWith('08') ||
+    sqlstate === '57P01' ||
+    sqlstate === '57P02' ||
+    sqlstate === '57P03' ||
+    sqlstate === '53300');
 
 /** Whether `err` (or what it wraps) says the database cannot be reached, as opposed to a defect or bad input. */
 export function isDatabaseUnreachable(err: unknown, depth = 0): boolean {
   if (!err || typeof err !== 'object' || depth > 6) return false;
-  const e = err as { code?: unknown; kind?: unknown; originalCode?: unknown; message?: unknown; cause?: unknown; originalError?: unknown; errors?: unknown; meta?: { driverAdapterError?: unknown } };
-  if (typeof e.code === 'string' && (UNREACHABLE_ERRNOS.has(e.code) || UNREACHABLE_PRISMA.has(e.code) || unreachableState(e.code))) return true;
+  const e = err as {
+    code?: unknown;
+    kind?: unknown;
+    originalCode?: unknown;
+    message?: unknown;
+    cause?: unknown;
+    originalError?: unknown;
+    errors?: unknown;
+    meta?: { driverAdapterError?: unknown };
+  };
+  if (
+    typeof e.code === 'string' &&
+    (UNREACHABLE_ERRNOS.has(e.code) || UNREACHABLE_PRISMA.has(e.code) || unreachableState(e.code))
+  )
+    return true;
   if (typeof e.kind === 'string' && UNREACHABLE_KINDS.has(e.kind)) return true;
   if (unreachableState(e.originalCode)) return true;
   if (typeof e.message === 'string' && UNREACHABLE_MESSAGE.test(e.message)) return true;
@@ -131,8 +185,12 @@ export function isDatabaseUnreachable(err: unknown, depth = 0): boolean {
  */
 export function databaseUnavailable(err: unknown): ApiError | null {
   if (err instanceof ApiError || !isDatabaseUnreachable(err)) return null;
-  return new ApiError('service_unavailable', 'The database cannot be reached right now; try again in a moment.',
-    { retry_after: OUTAGE_RETRY_AFTER_SECONDS }, { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) });
+  return new ApiError(
+    'service_unavailable',
+    'The database cannot be reached right now; try again in a moment.',
+    { retry_after: OUTAGE_RETRY_AFTER_SECONDS },
+    { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) },
+  );
 }
 
 export function toErrorItem(err: unknown): ErrorBodyItem {

@@ -8,10 +8,20 @@ import { createRequire } from 'node:module';
 import type { Redis } from 'ioredis';
 import type { Logger } from './log.js';
 
-export interface CommentPosted { commentId: number; downloadId: number }
-export interface VersionReleased { versionId: number; downloadId: number }
-export interface DownloadChanged { downloadId: number }
-export interface ApiKeyRevoked { apiKeyId: number }
+export interface CommentPosted {
+  commentId: number;
+  downloadId: number;
+}
+export interface VersionReleased {
+  versionId: number;
+  downloadId: number;
+}
+export interface DownloadChanged {
+  downloadId: number;
+}
+export interface ApiKeyRevoked {
+  apiKeyId: number;
+}
 
 /** Topics and their payloads; the first element of a pair is the id the topic is narrowed by. */
 export type Topics = {
@@ -60,24 +70,33 @@ export class PublishBuffer {
   private dropped = 0;
 
   constructor(
-    private readonly client: Pick<Redis, 'status' | 'publish' | 'on'>, private readonly log: Logger, private readonly limit = PUBLISH_BUFFER,
+    private readonly client: Pick<Redis, 'status' | 'publish' | 'on'>,
+    private readonly log: Logger,
+    private readonly limit = PUBLISH_BUFFER,
   ) {
     client.on('ready', () => this.flush());
   }
 
   /** Publications waiting for Redis. */
-  get size(): number { return this.pending.length; }
+  get size(): number {
+    return this.pending.length;
+  }
 
   publish(channel: string, message: string): void {
     if (this.client.status === 'ready') {
       this.flush(); // any kept before (normally sent at 'ready' already)
       return this.send(channel, message);
     }
-    if (this.pending.length === 0) this.log.warn({ status: this.client.status }, 'events: Redis not connected; publications are kept until it is');
+    if (this.pending.length === 0)
+      this.log.warn({ status: this.client.status }, 'events: Redis not connected; publications are kept until it is');
     this.pending.push([channel, message]);
     if (this.pending.length > this.limit) {
       this.pending.shift();
-      if (this.dropped++ === 0) this.log.warn({ limit: this.limit }, 'events: the buffer of publications waiting for Redis is full; the oldest are dropped');
+      if (this.dropped++ === 0)
+        this.log.warn(
+          { limit: this.limit },
+          'events: the buffer of publications waiting for Redis is full; the oldest are dropped',
+        );
     }
   }
 
@@ -108,7 +127,8 @@ export class PublishBuffer {
 
   /** Publications still waiting when the service closes are lost: said in the log. */
   discard(): void {
-    if (this.pending.length > 0) this.log.warn({ lost: this.pending.length }, 'events: publications waiting for Redis were dropped at shutdown');
+    if (this.pending.length > 0)
+      this.log.warn({ lost: this.pending.length }, 'events: publications waiting for Redis were dropped at shutdown');
     this.pending = [];
   }
 }
@@ -158,7 +178,10 @@ function redisTarget(url: string, prefix: string, log: Logger): { target: Target
     unsubscribe: (channel: string) => sub.unsubscribe(channel).catch(failed('unsubscribe')),
   };
   return {
-    target: createRedisEventTarget({ publishClient: publishClient as unknown as Redis, subscribeClient: subscribeClient as unknown as Redis }),
+    target: createRedisEventTarget({
+      publishClient: publishClient as unknown as Redis,
+      subscribeClient: subscribeClient as unknown as Redis,
+    }),
     async close() {
       buffer.discard();
       // QUIT flushes what was sent; a connection that is down would queue it until Redis returns, so it is dropped.
@@ -168,9 +191,19 @@ function redisTarget(url: string, prefix: string, log: Logger): { target: Target
 }
 
 /** Rows as the write paths return them; only their ids travel. */
-interface CommentRow { id: number; downloadId: number }
-interface VersionRow { id: number; downloadId: number }
-interface DownloadRow { id: number; currentVersionId: number | null; lastUpdate: Date }
+interface CommentRow {
+  id: number;
+  downloadId: number;
+}
+interface VersionRow {
+  id: number;
+  downloadId: number;
+}
+interface DownloadRow {
+  id: number;
+  currentVersionId: number | null;
+  lastUpdate: Date;
+}
 
 /** Events kept per subscription while its subscriber is busy; older ones are dropped beyond this. */
 const BUFFERED = 256;
@@ -180,7 +213,10 @@ export class Events {
   private readonly listeners: () => number;
 
   constructor(
-    target: Target, private readonly closeTarget: () => Promise<void> = async () => {}, readonly transport: 'memory' | 'redis' = 'memory', prefix = '',
+    target: Target,
+    private readonly closeTarget: () => Promise<void> = async () => {},
+    readonly transport: 'memory' | 'redis' = 'memory',
+    prefix = '',
   ) {
     const c = counted(target, prefix);
     this.pubsub = createPubSub<Topics>({ eventTarget: c.target });
@@ -188,14 +224,18 @@ export class Events {
   }
 
   /** Listeners held by open subscriptions on this instance (0 when every stream has ended). */
-  get listenerCount(): number { return this.listeners(); }
+  get listenerCount(): number {
+    return this.listeners();
+  }
 
   /**
    * The events of a topic (narrowed by an id where the topic has one). Each subscription drains its topic into a
    * buffer of its own: a subscriber that falls more than BUFFERED events behind loses the oldest, and never makes
    * the publisher wait or fail.
    */
-  subscribe<K extends keyof Topics>(...args: Topics[K] extends [number, unknown] ? [K, number] : [K]): Repeater<Topics[K] extends [number, infer P] ? P : Topics[K][0]> {
+  subscribe<K extends keyof Topics>(
+    ...args: Topics[K] extends [number, unknown] ? [K, number] : [K]
+  ): Repeater<Topics[K] extends [number, infer P] ? P : Topics[K][0]> {
     const source = (this.pubsub.subscribe as (...a: unknown[]) => Repeater<any>)(...args);
     return new Repeater(async (push, stop) => {
       stop.then(() => source.return());
@@ -212,7 +252,8 @@ export class Events {
 
   /** A new download: its first version is a release. Returns the download. */
   downloadCreated<D extends DownloadRow>(d: D): D {
-    if (d.currentVersionId !== null) this.pubsub.publish('versionReleased', { versionId: d.currentVersionId, downloadId: d.id });
+    if (d.currentVersionId !== null)
+      this.pubsub.publish('versionReleased', { versionId: d.currentVersionId, downloadId: d.id });
     return d;
   }
 
@@ -245,7 +286,9 @@ export class Events {
     return key;
   }
 
-  close(): Promise<void> { return this.closeTarget(); }
+  close(): Promise<void> {
+    return this.closeTarget();
+  }
 }
 
 /** In-process events, or Redis pub/sub when `redis.url` is set (channels named `<prefix><topic>`). */

@@ -8,7 +8,9 @@ import { StartError } from './errors.js';
 function fatal(kind: string) {
   return (err: unknown) => {
     const e = err instanceof Error ? err : new Error(String(err));
-    process.stderr.write(`${JSON.stringify({ level: 'fatal', time: Date.now(), msg: kind, err: { type: e.name, message: e.message, stack: e.stack } })}\n`);
+    process.stderr.write(
+      `${JSON.stringify({ level: 'fatal', time: Date.now(), msg: kind, err: { type: e.name, message: e.message, stack: e.stack } })}\n`,
+    );
     process.exit(1);
   };
 }

@@ -10,13 +10,25 @@ import { startTestApp, type TestApp } from './helpers/app.js';
 
 const root = path.resolve(import.meta.dirname, '..');
 
-interface Run { code: number; stdout: string; stderr: string }
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
 
 function cli(args: string[], env: Record<string, string>): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', 'src/cli/admin.ts', ...args], {
-      cwd: root, env: { ...process.env, DATABASE_URL: '', DATA_DIR: '', DM_BOOTSTRAP_KEY: '', ...env }, timeout: 60_000,
-    }, (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }));
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli/admin.ts', ...args],
+      {
+        cwd: root,
+        env: { ...process.env, DATABASE_URL: '', DATA_DIR: '', DM_BOOTSTRAP_KEY: '', ...env },
+        timeout: 60_000,
+      },
+      (err, stdout, stderr) =>
+        resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
+    );
   });
 }
 
@@ -32,24 +44,40 @@ const DENY_ADD = `mutation($c: Int!) { setCategoryPermission(input: { categoryId
 /** A top category with a DENY of `add` for registered users, and a child under it. */
 async function deniedTree(t: TestApp, key: string): Promise<{ top: number; child: number }> {
   const top = (await t.gqlOk(CATEGORY, { i: { title: 'Maps' } }, key)).createCategory.category.categoryId;
-  const child = (await t.gqlOk(CATEGORY, { i: { title: 'Desert maps', parentCategoryId: top } }, key)).createCategory.category.categoryId;
+  const child = (await t.gqlOk(CATEGORY, { i: { title: 'Desert maps', parentCategoryId: top } }, key)).createCategory
+    .category.categoryId;
   await t.gqlOk(DENY_ADD, { c: top }, key);
   return { top, child };
 }
 
 describe('usage errors and refusals', () => {
   let env: Record<string, string>;
-  beforeAll(() => { env = { DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-cli-')) }; });
-  afterAll(() => { fs.rmSync(env.DATA_DIR!, { recursive: true, force: true }); });
+  beforeAll(() => {
+    env = { DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-cli-')) };
+  });
+  afterAll(() => {
+    fs.rmSync(env.DATA_DIR!, { recursive: true, force: true });
+  });
 
   it('exit 2 with a usage message for unknown commands, bad arguments and missing options, touching no database', async () => {
-    for (const args of [[], ['nope'], ['keys', 'revoke', 'abc'], ['keys', 'create', '--scopes', 'all'], ['keys', 'create', '--type', 'root', '--scopes', 'all'], ['perms', 'show'], ['keys', 'list', '--active', '--revoked'], ['--url', 'http://127.0.0.1:1', 'users', 'list']]) {
+    for (const args of [
+      [],
+      ['nope'],
+      ['keys', 'revoke', 'abc'],
+      ['keys', 'create', '--scopes', 'all'],
+      ['keys', 'create', '--type', 'root', '--scopes', 'all'],
+      ['perms', 'show'],
+      ['keys', 'list', '--active', '--revoked'],
+      ['--url', 'http://127.0.0.1:1', 'users', 'list'],
+    ]) {
       const r = await cli(args, env);
       expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(2);
       expect(r.stderr.trim().length).toBeGreaterThan(0);
       expect(r.stdout).toBe('');
     }
-    expect((await cli(['keys', 'revoke', 'abc'], env)).stderr).toMatch(/invalid for argument 'id'\. expected a whole number/);
+    expect((await cli(['keys', 'revoke', 'abc'], env)).stderr).toMatch(
+      /invalid for argument 'id'\. expected a whole number/,
+    );
     expect(fs.readdirSync(env.DATA_DIR!)).toEqual([]);
     const help = await cli(['--help'], env);
     expect(help.code).toBe(0);
@@ -77,7 +105,9 @@ describe('embedded database', () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-cli-'));
     env = { DATA_DIR: dataDir };
   });
-  afterAll(() => { fs.rmSync(dataDir, { recursive: true, force: true }); });
+  afterAll(() => {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
 
   let recovered: { key: string; apiKey: { id: number } };
   let tree: { top: number; child: number };
@@ -85,7 +115,11 @@ describe('embedded database', () => {
   it('recovers: keys recover prints a fresh super-user key once, which then works over HTTP', async () => {
     recovered = await json(['keys', 'recover'], env);
     expect(recovered.key).toMatch(/^dm_/);
-    expect(recovered.apiKey).toMatchObject({ type: 'super', isActive: true, scopes: expect.arrayContaining(['mc_dm_download:write']) });
+    expect(recovered.apiKey).toMatchObject({
+      type: 'super',
+      isActive: true,
+      scopes: expect.arrayContaining(['mc_dm_download:write']),
+    });
     const text = await cli(['keys', 'list'], env);
     expect(text.code).toBe(0);
     expect(text.stdout).toMatch(/^ID\s+TYPE\s+USER\s+STATE\s+LAST USED/m);
@@ -102,14 +136,21 @@ describe('embedded database', () => {
       // While the service holds the embedded database: one line, exit 1.
       const locked = await cli(['users', 'list'], env);
       expect(locked.code).toBe(1);
-      expect(locked.stderr).toBe(`error: The service is running on this DATA_DIR (${dataDir}): stop it, or use the GraphQL admin API with a key (--url <server> --key <key>).\n`);
+      expect(locked.stderr).toBe(
+        `error: The service is running on this DATA_DIR (${dataDir}): stop it, or use the GraphQL admin API with a key (--url <server> --key <key>).\n`,
+      );
       // …or through the running server's GraphQL admin API.
       const remote = await json(['--url', t.url, '--key', recovered.key, 'keys', 'list'], env);
       expect(remote.rows.find((k: any) => k.id === recovered.apiKey.id).lastUsedAt).toBeGreaterThan(0);
       const created = await json(['--url', t.url, '--key', recovered.key, 'users', 'create', 'alice'], env);
       expect(created).toMatchObject({ username: 'alice', groups: ['registered'] });
-      const remoteWhy = await cli(['--url', t.url, '--key', recovered.key, 'perms', 'show', 'alice', String(tree.child)], env);
-      expect(remoteWhy.stdout).toMatch(new RegExp(`^add\\s+NO\\s+registered: DENY override on category ${tree.top}\\s`, 'm'));
+      const remoteWhy = await cli(
+        ['--url', t.url, '--key', recovered.key, 'perms', 'show', 'alice', String(tree.child)],
+        env,
+      );
+      expect(remoteWhy.stdout).toMatch(
+        new RegExp(`^add\\s+NO\\s+registered: DENY override on category ${tree.top}\\s`, 'm'),
+      );
     } finally {
       await t.close();
     }
@@ -123,18 +164,42 @@ describe('embedded database', () => {
     expect(r.stdout).toMatch(/^view\s+yes\s+registered: global grant/m);
     const data = await json(['perms', 'show', 'alice', String(tree.child)], env);
     expect(data.permissions.find((p: any) => p.permission === 'add')).toMatchObject({
-      granted: false, decidedBy: { groupName: 'registered', level: 'category', categoryId: tree.top, value: 'deny' },
+      granted: false,
+      decidedBy: { groupName: 'registered', level: 'category', categoryId: tree.top, value: 'deny' },
     });
     // After moving alice into the moderator group, that group's global grant decides instead.
     expect((await cli(['users', 'set-groups', 'alice', 'moderator'], env)).code).toBe(0);
     const after = await cli(['perms', 'show', 'alice', String(tree.child)], env);
-    expect(after.stdout).toMatch(new RegExp(`^add\\s+yes\\s+moderator: global grant\\s+registered: DENY override on category ${tree.top}`, 'm'));
-    expect((await cli(['perms', 'show', 'alice', '999999'], env))).toMatchObject({ code: 1, stderr: 'error: The requested category (999999) could not be found.\n' });
+    expect(after.stdout).toMatch(
+      new RegExp(`^add\\s+yes\\s+moderator: global grant\\s+registered: DENY override on category ${tree.top}`, 'm'),
+    );
+    expect(await cli(['perms', 'show', 'alice', '999999'], env)).toMatchObject({
+      code: 1,
+      stderr: 'error: The requested category (999999) could not be found.\n',
+    });
   }, 120_000);
 
   it('creates, lists and revokes keys and prefixes', async () => {
-    const made = await json(['keys', 'create', '--type', 'user', '--user', 'alice', '--scopes', 'mc_dm_category:read,mc_dm_download:read', '--title', 'CI'], env);
-    expect(made.apiKey).toMatchObject({ type: 'user', title: 'CI', scopes: ['mc_dm_category:read', 'mc_dm_download:read'] });
+    const made = await json(
+      [
+        'keys',
+        'create',
+        '--type',
+        'user',
+        '--user',
+        'alice',
+        '--scopes',
+        'mc_dm_category:read,mc_dm_download:read',
+        '--title',
+        'CI',
+      ],
+      env,
+    );
+    expect(made.apiKey).toMatchObject({
+      type: 'user',
+      title: 'CI',
+      scopes: ['mc_dm_category:read', 'mc_dm_download:read'],
+    });
     const revoke = await cli(['keys', 'revoke', String(made.apiKey.id)], env);
     expect(revoke).toMatchObject({ code: 0, stdout: `Key ${made.apiKey.id} (user, "CI") is revoked.\n` });
     const revoked = await json(['keys', 'list', '--user', 'alice', '--revoked'], env);
@@ -143,7 +208,9 @@ describe('embedded database', () => {
 
     const prefix = await json(['prefixes', 'create', 'Beta'], env);
     expect((await cli(['prefixes', 'assign', String(prefix.id), String(tree.child)], env)).code).toBe(0);
-    expect((await json(['prefixes', 'list'], env))).toEqual([{ id: prefix.id, title: 'Beta', categoryIds: [tree.child] }]);
+    expect(await json(['prefixes', 'list'], env)).toEqual([
+      { id: prefix.id, title: 'Beta', categoryIds: [tree.child] },
+    ]);
     expect((await cli(['prefixes', 'assign', String(prefix.id), '999999'], env)).code).toBe(1);
   }, 120_000);
 });
@@ -156,7 +223,9 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL database, service ru
     t = await startTestApp('postgres', { cacheSeconds: 300 });
     env = { DATABASE_URL: t.app.db.url! };
   });
-  afterAll(async () => { await t?.close(); });
+  afterAll(async () => {
+    await t?.close();
+  });
 
   it('recovers a key the running service accepts, explains a refusal, and a revocation takes effect at once', async () => {
     const recovered = await json(['keys', 'recover', '--title', 'lost everything'], env);
@@ -168,9 +237,16 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL database, service ru
     expect(why.stdout).toMatch(new RegExp(`^add\\s+NO\\s+registered: DENY override on category ${tree.top}\\s`, 'm'));
 
     const listed = await json(['keys', 'list'], env);
-    expect(listed.rows.find((k: any) => k.id === recovered.apiKey.id)).toMatchObject({ title: 'lost everything', isActive: true });
+    expect(listed.rows.find((k: any) => k.id === recovered.apiKey.id)).toMatchObject({
+      title: 'lost everything',
+      isActive: true,
+    });
     expect((await cli(['keys', 'revoke', String(recovered.apiKey.id)], env)).code).toBe(0);
-    await expect.poll(async () => (await t.rest('GET', '/api/mc-dm-categories/', { key: recovered.key })).body.errors?.[0]?.code, { timeout: 2000 })
+    await expect
+      .poll(
+        async () => (await t.rest('GET', '/api/mc-dm-categories/', { key: recovered.key })).body.errors?.[0]?.code,
+        { timeout: 2000 },
+      )
       .toBe('api_key_inactive');
   }, 120_000);
 });

@@ -18,11 +18,16 @@ forEachDatabase((kind) => {
     alice = await t.user(`alice_${kind}`);
     admin = await t.user(`boss_${kind}`, { isAdmin: true, scopes: ['mc_dm_category:read', 'mc_dm_category:write'] });
   });
-  afterAll(async () => { await t?.close(); });
+  afterAll(async () => {
+    await t?.close();
+  });
 
   describe('authorization', () => {
     it('refuses visitors without admin rights, and administrators whose key holds no write scope', async () => {
-      const readOnlyAdmin = await t.user(`ro_${kind}`, { isAdmin: true, scopes: ['mc_dm_category:read', 'mc_dm_download:read'] });
+      const readOnlyAdmin = await t.user(`ro_${kind}`, {
+        isAdmin: true,
+        scopes: ['mc_dm_category:read', 'mc_dm_download:read'],
+      });
       for (const q of [USERS, KEYS, GROUPS]) {
         expect((await t.gql(q, {}, alice.key)).codes).toEqual(['do_not_have_permission']);
         expect((await t.gql(q, {}, readOnlyAdmin.key)).codes).toEqual(['api_scope_missing']);
@@ -47,7 +52,9 @@ forEachDatabase((kind) => {
       const ids = all.nodes.map((u: any) => u.userId);
       expect(ids).toEqual([...ids].sort((a: number, b: number) => a - b));
       const found = (await t.gqlOk(USERS, { search: `ALICE_${kind.toUpperCase()}` })).users;
-      expect(found.nodes).toEqual([{ userId: alice.userId, username: `alice_${kind}`, isAdmin: false, groups: ['registered'] }]);
+      expect(found.nodes).toEqual([
+        { userId: alice.userId, username: `alice_${kind}`, isAdmin: false, groups: ['registered'] },
+      ]);
       expect(found.pagination).toEqual({ total: 1, page: 1, perPage: 20, lastPage: 1 });
       const page2 = (await t.gqlOk(USERS, { page: 2, perPage: 1 })).users;
       expect(page2.nodes).toHaveLength(1);
@@ -66,14 +73,23 @@ forEachDatabase((kind) => {
       expect(Math.abs(row.createdAt - Date.now() / 1000)).toBeLessThan(120);
 
       expect((await t.rest('GET', '/api/mc-dm-categories/', { key: fresh })).status).toBe(200);
-      await expect.poll(async () => (await t.gqlOk(KEYS, { userId: alice.userId })).apiKeys.nodes.find((k: any) => k.apiKeyId === row.apiKeyId).lastUsedAt)
+      await expect
+        .poll(
+          async () =>
+            (await t.gqlOk(KEYS, { userId: alice.userId })).apiKeys.nodes.find((k: any) => k.apiKeyId === row.apiKeyId)
+              .lastUsedAt,
+        )
         .toBeGreaterThan(0);
 
-      await t.gqlOk(`mutation($id: Int!) { revokeApiKey(input: { apiKeyId: $id }) { apiKey { apiKeyId } } }`, { id: row.apiKeyId });
+      await t.gqlOk(`mutation($id: Int!) { revokeApiKey(input: { apiKeyId: $id }) { apiKey { apiKeyId } } }`, {
+        id: row.apiKeyId,
+      });
       keys = (await t.gqlOk(KEYS, { userId: alice.userId, active: false })).apiKeys.nodes;
       expect(keys.map((k: any) => k.apiKeyId)).toEqual([row.apiKeyId]);
       expect(keys[0].revokedAt).toBeGreaterThan(0);
-      expect((await t.gqlOk(KEYS, { userId: alice.userId, active: true })).apiKeys.nodes.map((k: any) => k.apiKeyId)).not.toContain(row.apiKeyId);
+      expect(
+        (await t.gqlOk(KEYS, { userId: alice.userId, active: true })).apiKeys.nodes.map((k: any) => k.apiKeyId),
+      ).not.toContain(row.apiKeyId);
     });
 
     it('records use at most once a minute per key, without writing on every read', async () => {
@@ -81,7 +97,10 @@ forEachDatabase((kind) => {
       expect((await t.rest('GET', '/api/mc-dm-categories/', { key })).status).toBe(200);
       const row = await (async () => {
         for (let i = 0; i < 50; i++) {
-          const r = await t.prisma.apiKey.findFirst({ where: { type: 'guest', lastUsedAt: { not: null } }, orderBy: { id: 'desc' } });
+          const r = await t.prisma.apiKey.findFirst({
+            where: { type: 'guest', lastUsedAt: { not: null } },
+            orderBy: { id: 'desc' },
+          });
           if (r) return r;
           await new Promise((res) => setTimeout(res, 20));
         }
@@ -114,33 +133,60 @@ forEachDatabase((kind) => {
 
   describe('effectivePermissions', () => {
     it('names the override on an ancestor category that refuses "add", and the global grant elsewhere', async () => {
-      const top = (await t.gqlOk(`mutation { createCategory(input: { title: "Top" }) { category { categoryId } } }`)).createCategory.category.categoryId;
-      const child = (await t.gqlOk(`mutation($p: Int) { createCategory(input: { title: "Child", parentCategoryId: $p }) { category { categoryId } } }`, { p: top })).createCategory.category.categoryId;
-      await t.gqlOk(`mutation($c: Int!) { setCategoryPermission(input: { categoryId: $c, group: "registered", permission: "add", value: DENY }) { ok } }`, { c: top });
+      const top = (await t.gqlOk(`mutation { createCategory(input: { title: "Top" }) { category { categoryId } } }`))
+        .createCategory.category.categoryId;
+      const child = (
+        await t.gqlOk(
+          `mutation($p: Int) { createCategory(input: { title: "Child", parentCategoryId: $p }) { category { categoryId } } }`,
+          { p: top },
+        )
+      ).createCategory.category.categoryId;
+      await t.gqlOk(
+        `mutation($c: Int!) { setCategoryPermission(input: { categoryId: $c, group: "registered", permission: "add", value: DENY }) { ok } }`,
+        { c: top },
+      );
 
       const inChild = (await t.gqlOk(EFFECTIVE, { u: alice.userId, c: child })).effectivePermissions;
       expect(inChild.map((p: any) => p.permission)).toContain('hardDeleteAny');
       expect(inChild.find((p: any) => p.permission === 'add')).toEqual({
-        permission: 'add', granted: false,
+        permission: 'add',
+        granted: false,
         decidedBy: { groupName: 'registered', level: 'CATEGORY', categoryId: top, value: 'DENY' },
         rules: [{ groupName: 'registered', level: 'CATEGORY', categoryId: top, value: 'DENY' }],
       });
-      expect(inChild.find((p: any) => p.permission === 'view')).toMatchObject({ granted: true, decidedBy: { level: 'GLOBAL', value: 'ALLOW', categoryId: null } });
-      expect(inChild.find((p: any) => p.permission === 'editAny')).toMatchObject({ granted: false, decidedBy: { groupName: 'registered', level: 'GLOBAL', value: 'UNSET' } });
+      expect(inChild.find((p: any) => p.permission === 'view')).toMatchObject({
+        granted: true,
+        decidedBy: { level: 'GLOBAL', value: 'ALLOW', categoryId: null },
+      });
+      expect(inChild.find((p: any) => p.permission === 'editAny')).toMatchObject({
+        granted: false,
+        decidedBy: { groupName: 'registered', level: 'GLOBAL', value: 'UNSET' },
+      });
 
       const global = (await t.gqlOk(EFFECTIVE, { u: alice.userId })).effectivePermissions;
-      expect(global.find((p: any) => p.permission === 'add')).toMatchObject({ granted: true, decidedBy: { level: 'GLOBAL', value: 'ALLOW' } });
+      expect(global.find((p: any) => p.permission === 'add')).toMatchObject({
+        granted: true,
+        decidedBy: { level: 'GLOBAL', value: 'ALLOW' },
+      });
       // The answer matches what the service does: alice cannot add in the child category.
-      const add = await t.rest('POST', '/api/mc-dm-downloads/', { key: alice.key, form: { category_id: child, title: 'x' } });
+      const add = await t.rest('POST', '/api/mc-dm-downloads/', {
+        key: alice.key,
+        form: { category_id: child, title: 'x' },
+      });
       expect(add.status).toBe(403);
 
       const guest = (await t.gqlOk(EFFECTIVE, { u: 0, c: child })).effectivePermissions;
-      expect(guest.find((p: any) => p.permission === 'add')).toMatchObject({ granted: false, decidedBy: { groupName: 'guest', level: 'GLOBAL', value: 'UNSET' } });
+      expect(guest.find((p: any) => p.permission === 'add')).toMatchObject({
+        granted: false,
+        decidedBy: { groupName: 'guest', level: 'GLOBAL', value: 'UNSET' },
+      });
     });
 
     it('answers not_found for an unknown user or category', async () => {
       expect((await t.gql(EFFECTIVE, { u: 999999 })).codes).toEqual(['mc_dm_api_error.user_not_found']);
-      expect((await t.gql(EFFECTIVE, { u: alice.userId, c: 999999 })).codes).toEqual(['mc_dm_api_error.category_not_found']);
+      expect((await t.gql(EFFECTIVE, { u: alice.userId, c: 999999 })).codes).toEqual([
+        'mc_dm_api_error.category_not_found',
+      ]);
     });
   });
 
@@ -155,14 +201,24 @@ forEachDatabase((kind) => {
 
     it('refuses unknown users and groups, and administrator changes without a super-user key, changing nothing', async () => {
       const u = await t.user(`target_${kind}`);
-      expect((await t.gql(SET_GROUPS, { i: { userId: 999999, groups: [] } })).codes).toEqual(['mc_dm_api_error.user_not_found']);
-      expect((await t.gql(SET_GROUPS, { i: { userId: u.userId, groups: ['moderator', 'wizards'] } })).codes).toEqual(['mc_dm_api_error.group_not_found']);
-      expect((await t.gql(SET_GROUPS, { i: { userId: u.userId, groups: ['administrator'] } }, admin.key)).codes).toEqual(['do_not_have_permission']);
-      expect((await t.gql(SET_GROUPS, { i: { userId: u.userId, groups: [] } }, alice.key)).codes).toEqual(['do_not_have_permission']);
+      expect((await t.gql(SET_GROUPS, { i: { userId: 999999, groups: [] } })).codes).toEqual([
+        'mc_dm_api_error.user_not_found',
+      ]);
+      expect((await t.gql(SET_GROUPS, { i: { userId: u.userId, groups: ['moderator', 'wizards'] } })).codes).toEqual([
+        'mc_dm_api_error.group_not_found',
+      ]);
+      expect(
+        (await t.gql(SET_GROUPS, { i: { userId: u.userId, groups: ['administrator'] } }, admin.key)).codes,
+      ).toEqual(['do_not_have_permission']);
+      expect((await t.gql(SET_GROUPS, { i: { userId: u.userId, groups: [] } }, alice.key)).codes).toEqual([
+        'do_not_have_permission',
+      ]);
       const after = (await t.gqlOk(USERS, { search: `target_${kind}` })).users.nodes[0];
       expect(after).toMatchObject({ isAdmin: false, groups: ['registered'] });
       // An administrator may change an ordinary user's groups.
-      expect((await t.gql(SET_GROUPS, { i: { userId: u.userId, groups: ['moderator'] } }, admin.key)).errors).toBeUndefined();
+      expect(
+        (await t.gql(SET_GROUPS, { i: { userId: u.userId, groups: ['moderator'] } }, admin.key)).errors,
+      ).toBeUndefined();
     });
   });
 });
@@ -170,7 +226,14 @@ forEachDatabase((kind) => {
 describe('AuthCache.noteUse', () => {
   it('writes once per key per interval, and swallows a failed write', async () => {
     const writes: number[] = [];
-    const prisma = { apiKey: { updateMany: async ({ where }: any) => { writes.push(where.id); throw new Error('database down'); } } } as never;
+    const prisma = {
+      apiKey: {
+        updateMany: async ({ where }: any) => {
+          writes.push(where.id);
+          throw new Error('database down');
+        },
+      },
+    } as never;
     const cache = new AuthCache(0);
     const t0 = 1_000_000;
     cache.noteUse(prisma, 1, t0);

@@ -12,21 +12,36 @@ const ASSIGN_PREFIX = `mutation($i: AssignPrefixInput!) { assignPrefix(input: $i
 
 forEachDatabase((kind) => {
   let t: TestApp;
-  beforeAll(async () => { t = await startTestApp(kind); });
-  afterAll(async () => { await t?.close(); });
+  beforeAll(async () => {
+    t = await startTestApp(kind);
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
 
   describe('createUser', () => {
     it('puts the user in registered, plus moderator/administrator when flagged, plus named groups', async () => {
       const a = await t.gqlOk(CREATE_USER, { i: { username: 'carol' } });
-      expect(a.createUser.user).toMatchObject({ username: 'carol', isAdmin: false, isModerator: false, groups: ['registered'] });
-      const b = await t.gqlOk(CREATE_USER, { i: { username: 'dave', isModerator: true, isAdmin: true, groups: ['guest'] } });
+      expect(a.createUser.user).toMatchObject({
+        username: 'carol',
+        isAdmin: false,
+        isModerator: false,
+        groups: ['registered'],
+      });
+      const b = await t.gqlOk(CREATE_USER, {
+        i: { username: 'dave', isModerator: true, isAdmin: true, groups: ['guest'] },
+      });
       expect(b.createUser.user.groups).toEqual(['registered', 'guest', 'moderator', 'administrator']);
     });
 
     it('refuses duplicates, unknown groups and empty names, creating nothing', async () => {
       const before = await t.prisma.user.count();
-      expect((await t.gql(CREATE_USER, { i: { username: 'carol' } })).codes).toEqual(['mc_dm_api_error.username_taken']);
-      expect((await t.gql(CREATE_USER, { i: { username: 'erin', groups: ['wizards'] } })).codes).toEqual(['mc_dm_api_error.group_not_found']);
+      expect((await t.gql(CREATE_USER, { i: { username: 'carol' } })).codes).toEqual([
+        'mc_dm_api_error.username_taken',
+      ]);
+      expect((await t.gql(CREATE_USER, { i: { username: 'erin', groups: ['wizards'] } })).codes).toEqual([
+        'mc_dm_api_error.group_not_found',
+      ]);
       expect((await t.gql(CREATE_USER, { i: { username: '  ' } })).codes).toEqual(['required_input_missing']);
       expect((await t.gql(CREATE_USER, { i: {} })).codes).toEqual(['invalid_input']);
       expect(await t.prisma.user.count()).toBe(before);
@@ -34,10 +49,17 @@ forEachDatabase((kind) => {
 
     it('needs admin rights and a write scope', async () => {
       const plain = await t.user(`plain_${kind}`);
-      expect((await t.gql(CREATE_USER, { i: { username: 'x1' } }, plain.key)).codes).toEqual(['do_not_have_permission']);
-      const adminReadOnly = await t.user(`ro_admin_${kind}`, { isAdmin: true, scopes: ['mc_dm_category:read', 'mc_dm_download:read'] });
+      expect((await t.gql(CREATE_USER, { i: { username: 'x1' } }, plain.key)).codes).toEqual([
+        'do_not_have_permission',
+      ]);
+      const adminReadOnly = await t.user(`ro_admin_${kind}`, {
+        isAdmin: true,
+        scopes: ['mc_dm_category:read', 'mc_dm_download:read'],
+      });
       // A key without any write scope lacks a scope: api_scope_missing, as for every other scope requirement.
-      expect((await t.gql(CREATE_USER, { i: { username: 'x2' } }, adminReadOnly.key)).codes).toEqual(['api_scope_missing']);
+      expect((await t.gql(CREATE_USER, { i: { username: 'x2' } }, adminReadOnly.key)).codes).toEqual([
+        'api_scope_missing',
+      ]);
       const admin = await t.user(`admin_${kind}`, { isAdmin: true, scopes: ['mc_dm_download:write'] });
       expect((await t.gql(CREATE_USER, { i: { username: 'x3' } }, admin.key)).errors).toBeUndefined();
     });
@@ -46,9 +68,19 @@ forEachDatabase((kind) => {
   describe('createApiKey / revokeApiKey', () => {
     it('creates keys of each type; "all" expands to the six scopes', async () => {
       const u = await t.gqlOk(CREATE_USER, { i: { username: `keyholder_${kind}` } });
-      const userKey = await t.gqlOk(CREATE_KEY, { i: { type: 'USER', userId: u.createUser.user.userId, scopes: ['all'], title: 'CI' } });
-      expect(userKey.createApiKey.apiKey).toMatchObject({ type: 'USER', scopes: [...SCOPES], userId: u.createUser.user.userId, title: 'CI', isActive: true });
-      const guest = await t.gqlOk(CREATE_KEY, { i: { type: 'GUEST', scopes: ['mc_dm_category:read', 'mc_dm_category:read'] } });
+      const userKey = await t.gqlOk(CREATE_KEY, {
+        i: { type: 'USER', userId: u.createUser.user.userId, scopes: ['all'], title: 'CI' },
+      });
+      expect(userKey.createApiKey.apiKey).toMatchObject({
+        type: 'USER',
+        scopes: [...SCOPES],
+        userId: u.createUser.user.userId,
+        title: 'CI',
+        isActive: true,
+      });
+      const guest = await t.gqlOk(CREATE_KEY, {
+        i: { type: 'GUEST', scopes: ['mc_dm_category:read', 'mc_dm_category:read'] },
+      });
       expect(guest.createApiKey.apiKey).toMatchObject({ type: 'GUEST', scopes: ['mc_dm_category:read'], userId: null });
       const superKey = await t.gqlOk(CREATE_KEY, { i: { type: 'SUPER', scopes: ['mc_dm_download:read'] } });
       const r = await t.rest('GET', '/api/mc-dm-categories/', { key: superKey.createApiKey.key });
@@ -57,15 +89,22 @@ forEachDatabase((kind) => {
 
     it('refuses bad requests', async () => {
       const before = await t.prisma.apiKey.count();
-      expect((await t.gql(CREATE_KEY, { i: { type: 'USER', scopes: ['all'] } })).codes).toEqual(['required_input_missing']);
-      expect((await t.gql(CREATE_KEY, { i: { type: 'USER', userId: 99999, scopes: ['all'] } })).codes).toEqual(['mc_dm_api_error.user_not_found']);
-      expect((await t.gql(CREATE_KEY, { i: { type: 'GUEST', userId: 1, scopes: ['all'] } })).codes).toEqual(['invalid_input']);
+      expect((await t.gql(CREATE_KEY, { i: { type: 'USER', scopes: ['all'] } })).codes).toEqual([
+        'required_input_missing',
+      ]);
+      expect((await t.gql(CREATE_KEY, { i: { type: 'USER', userId: 99999, scopes: ['all'] } })).codes).toEqual([
+        'mc_dm_api_error.user_not_found',
+      ]);
+      expect((await t.gql(CREATE_KEY, { i: { type: 'GUEST', userId: 1, scopes: ['all'] } })).codes).toEqual([
+        'invalid_input',
+      ]);
       expect((await t.gql(CREATE_KEY, { i: { type: 'SUPER', scopes: ['root'] } })).codes).toEqual(['invalid_input']);
       expect((await t.gql(CREATE_KEY, { i: { type: 'SUPER', scopes: [] } })).codes).toEqual(['invalid_input']);
       expect((await t.gql(CREATE_KEY, { i: { type: 'ROOT', scopes: ['all'] } })).codes).toEqual(['invalid_input']);
       expect(await t.prisma.apiKey.count()).toBe(before);
-      expect((await t.gql(`mutation { revokeApiKey(input: { apiKeyId: 99999 }) { apiKey { apiKeyId } } }`)).codes)
-        .toEqual(['mc_dm_api_error.api_key_not_found']);
+      expect(
+        (await t.gql(`mutation { revokeApiKey(input: { apiKeyId: 99999 }) { apiKey { apiKeyId } } }`)).codes,
+      ).toEqual(['mc_dm_api_error.api_key_not_found']);
     });
   });
 
@@ -75,7 +114,9 @@ forEachDatabase((kind) => {
       const cat = await t.gqlOk(`mutation { createCategory(input: { title: "Perm" }) { category { categoryId } } }`);
       const id = cat.createCategory.category.categoryId;
       expect((await t.rest('GET', `/api/mc-dm-categories/${id}/`, { key: guestKey })).status).toBe(200);
-      expect((await t.gqlOk(SET_GROUP, { i: { group: 'guest', permission: 'view', value: 'DENY' } })).setGroupPermission).toEqual({ ok: true });
+      expect(
+        (await t.gqlOk(SET_GROUP, { i: { group: 'guest', permission: 'view', value: 'DENY' } })).setGroupPermission,
+      ).toEqual({ ok: true });
       expect((await t.rest('GET', `/api/mc-dm-categories/${id}/`, { key: guestKey })).status).toBe(403);
       await t.gqlOk(SET_GROUP, { i: { group: 'guest', permission: 'view', value: 'ALLOW' } });
       expect((await t.rest('GET', `/api/mc-dm-categories/${id}/`, { key: guestKey })).status).toBe(200);
@@ -85,7 +126,8 @@ forEachDatabase((kind) => {
       const u = await t.user(`adder_${kind}`);
       const cat = await t.gqlOk(`mutation { createCategory(input: { title: "Adds" }) { category { categoryId } } }`);
       const id = cat.createCategory.category.categoryId;
-      const canAdd = async () => (await t.gqlOk(`{ category(categoryId: ${id}) { canAddDownload } }`, {}, u.key)).category.canAddDownload;
+      const canAdd = async () =>
+        (await t.gqlOk(`{ category(categoryId: ${id}) { canAddDownload } }`, {}, u.key)).category.canAddDownload;
       expect(await canAdd()).toBe(true);
       await t.gqlOk(SET_CATEGORY, { i: { categoryId: id, group: 'registered', permission: 'add', value: 'DENY' } });
       expect(await canAdd()).toBe(false);
@@ -95,15 +137,26 @@ forEachDatabase((kind) => {
     });
 
     it('refuses unknown permissions, groups and categories', async () => {
-      expect((await t.gql(SET_GROUP, { i: { group: 'guest', permission: 'fly', value: 'ALLOW' } })).codes).toEqual(['invalid_input']);
-      expect((await t.gql(SET_GROUP, { i: { group: 'nobody', permission: 'view', value: 'ALLOW' } })).codes).toEqual(['mc_dm_api_error.group_not_found']);
-      expect((await t.gql(SET_CATEGORY, { i: { categoryId: 99999, group: 'guest', permission: 'view', value: 'DENY' } })).codes).toEqual(['mc_dm_api_error.category_not_found']);
-      expect((await t.gql(SET_CATEGORY, { i: { categoryId: 1, group: 'guest', permission: 'view', value: 'MAYBE' } })).codes).toEqual(['invalid_input']);
+      expect((await t.gql(SET_GROUP, { i: { group: 'guest', permission: 'fly', value: 'ALLOW' } })).codes).toEqual([
+        'invalid_input',
+      ]);
+      expect((await t.gql(SET_GROUP, { i: { group: 'nobody', permission: 'view', value: 'ALLOW' } })).codes).toEqual([
+        'mc_dm_api_error.group_not_found',
+      ]);
+      expect(
+        (await t.gql(SET_CATEGORY, { i: { categoryId: 99999, group: 'guest', permission: 'view', value: 'DENY' } }))
+          .codes,
+      ).toEqual(['mc_dm_api_error.category_not_found']);
+      expect(
+        (await t.gql(SET_CATEGORY, { i: { categoryId: 1, group: 'guest', permission: 'view', value: 'MAYBE' } })).codes,
+      ).toEqual(['invalid_input']);
     });
 
     it('needs admin rights and mc_dm_category:write', async () => {
       const mod = await t.user(`mod_${kind}`, { isModerator: true });
-      expect((await t.gql(SET_GROUP, { i: { group: 'guest', permission: 'view', value: 'ALLOW' } }, mod.key)).codes).toEqual(['do_not_have_permission']);
+      expect(
+        (await t.gql(SET_GROUP, { i: { group: 'guest', permission: 'view', value: 'ALLOW' } }, mod.key)).codes,
+      ).toEqual(['do_not_have_permission']);
       const noScope = await t.key('SUPER', ['mc_dm_download:write']);
       const r = await t.gql(SET_GROUP, { i: { group: 'guest', permission: 'view', value: 'ALLOW' } }, noScope);
       expect(r.codes).toEqual(['api_scope_missing']);
@@ -114,7 +167,9 @@ forEachDatabase((kind) => {
     it('creates a prefix and assigns it to a category, idempotently', async () => {
       const p = await t.gqlOk(CREATE_PREFIX, { i: { title: ' Beta ' } });
       expect(p.createPrefix.prefix.title).toBe('Beta');
-      const cat = await t.gqlOk(`mutation { createCategory(input: { title: "Prefixed" }) { category { categoryId } } }`);
+      const cat = await t.gqlOk(
+        `mutation { createCategory(input: { title: "Prefixed" }) { category { categoryId } } }`,
+      );
       const i = { prefixId: p.createPrefix.prefix.prefixId, categoryId: cat.createCategory.category.categoryId };
       expect((await t.gqlOk(ASSIGN_PREFIX, { i })).assignPrefix).toEqual({ ok: true });
       await t.gqlOk(ASSIGN_PREFIX, { i });
@@ -130,16 +185,26 @@ forEachDatabase((kind) => {
       expect(assigned.map((r) => r.codes)).toEqual(Array.from({ length: 12 }, () => []));
       expect(await t.prisma.categoryPrefix.count({ where: i })).toBe(1);
       await t.prisma.group.create({ data: { name: `race_${kind}` } });
-      const grants = await Promise.all(Array.from({ length: 12 }, () => t.gql(SET_GROUP, { i: { group: `race_${kind}`, permission: 'view', value: 'ALLOW' } })));
+      const grants = await Promise.all(
+        Array.from({ length: 12 }, () =>
+          t.gql(SET_GROUP, { i: { group: `race_${kind}`, permission: 'view', value: 'ALLOW' } }),
+        ),
+      );
       expect(grants.map((r) => r.codes)).toEqual(Array.from({ length: 12 }, () => []));
-      expect(await t.prisma.groupPermission.count({ where: { group: { name: `race_${kind}` }, permission: 'view' } })).toBe(1);
+      expect(
+        await t.prisma.groupPermission.count({ where: { group: { name: `race_${kind}` }, permission: 'view' } }),
+      ).toBe(1);
     });
 
     it('refuses empty titles and unknown ids', async () => {
       expect((await t.gql(CREATE_PREFIX, { i: { title: '' } })).codes).toEqual(['required_input_missing']);
-      expect((await t.gql(ASSIGN_PREFIX, { i: { prefixId: 99999, categoryId: 1 } })).codes).toEqual(['mc_dm_api_error.prefix_not_found']);
+      expect((await t.gql(ASSIGN_PREFIX, { i: { prefixId: 99999, categoryId: 1 } })).codes).toEqual([
+        'mc_dm_api_error.prefix_not_found',
+      ]);
       const p = await t.gqlOk(CREATE_PREFIX, { i: { title: 'Alpha' } });
-      expect((await t.gql(ASSIGN_PREFIX, { i: { prefixId: p.createPrefix.prefix.prefixId, categoryId: 99999 } })).codes).toEqual(['mc_dm_api_error.category_not_found']);
+      expect(
+        (await t.gql(ASSIGN_PREFIX, { i: { prefixId: p.createPrefix.prefix.prefixId, categoryId: 99999 } })).codes,
+      ).toEqual(['mc_dm_api_error.category_not_found']);
     });
   });
 });

@@ -16,18 +16,25 @@ type Json = Record<string, any>;
 function mismatches(value: unknown, schema: Json, at: string): string[] {
   if (!schema) return [];
   if (schema.allOf) return mismatches(value, { ...schema.allOf[0], ...schema, allOf: undefined }, at);
-  if (schema.oneOf) return schema.oneOf.some((s: Json) => mismatches(value, s, at).length === 0) ? [] : [`${at}: matches no alternative`];
+  if (schema.oneOf)
+    return schema.oneOf.some((s: Json) => mismatches(value, s, at).length === 0)
+      ? []
+      : [`${at}: matches no alternative`];
   const types: string[] = Array.isArray(schema.type) ? schema.type : schema.type ? [schema.type] : [];
-  const actual = value === null ? 'null' : Array.isArray(value) ? 'array' : Number.isInteger(value) ? 'integer' : typeof value;
+  const actual =
+    value === null ? 'null' : Array.isArray(value) ? 'array' : Number.isInteger(value) ? 'integer' : typeof value;
   if (types.length && !types.includes(actual) && !(actual === 'integer' && types.includes('number'))) {
     return [`${at}: ${actual}, documented ${types.join('|')}`];
   }
-  if (schema.enum && !schema.enum.includes(value)) return [`${at}: ${JSON.stringify(value)} not in ${schema.enum.join(',')}`];
-  if (actual === 'array' && schema.items) return (value as unknown[]).flatMap((v, i) => mismatches(v, schema.items, `${at}[${i}]`));
+  if (schema.enum && !schema.enum.includes(value))
+    return [`${at}: ${JSON.stringify(value)} not in ${schema.enum.join(',')}`];
+  if (actual === 'array' && schema.items)
+    return (value as unknown[]).flatMap((v, i) => mismatches(v, schema.items, `${at}[${i}]`));
   if (actual === 'object' && schema.properties) {
     const out: string[] = [];
     for (const k of Object.keys(value as Json)) if (!(k in schema.properties)) out.push(`${at}.${k}: not documented`);
-    for (const k of schema.required ?? []) if (!(k in (value as Json))) out.push(`${at}.${k}: documented as always present, missing`);
+    for (const k of schema.required ?? [])
+      if (!(k in (value as Json))) out.push(`${at}.${k}: documented as always present, missing`);
     for (const [k, v] of Object.entries(value as Json)) out.push(...mismatches(v, schema.properties[k], `${at}.${k}`));
     return out;
   }
@@ -59,7 +66,8 @@ function codesInSource(): string[] {
 describe('docs/concepts.md', () => {
   const text = fs.readFileSync('docs/concepts.md', 'utf8');
   it('lists every error code with its status and meaning', () => {
-    for (const [code, meaning] of Object.entries(ERROR_CODES)) expect(text).toContain(`| ${statusOf(code)} | \`${code}\` | ${meaning} |`);
+    for (const [code, meaning] of Object.entries(ERROR_CODES))
+      expect(text).toContain(`| ${statusOf(code)} | \`${code}\` | ${meaning} |`);
   });
   it('names every permission, scope, key type and built-in group with its default grants', async () => {
     const { PERMISSIONS, SCOPES, BUILT_IN_GROUPS } = await import('../src/permissions/names.js');
@@ -85,7 +93,9 @@ forEachDatabase((kind) => {
     expect(r.headers.get('content-type')).toMatch(/^application\/json/);
     doc = await r.json();
   });
-  afterAll(async () => { await t?.close(); });
+  afterAll(async () => {
+    await t?.close();
+  });
 
   describe('/api/openapi.json', () => {
     it('is a valid OpenAPI 3.1 document, served without a key', async () => {
@@ -107,8 +117,12 @@ forEachDatabase((kind) => {
         expect(op.description.length, `${r.method} ${r.path} has the schema's description`).toBeGreaterThan(20);
       }
       expect(doc.paths['/api/mc-dm-files/{file_id}/data/'].get).toBeDefined();
-      expect(doc.components.securitySchemes.ForumApiKey).toEqual(expect.objectContaining({ type: 'apiKey', in: 'header', name: 'Forum-Api-Key' }));
-      expect(doc.components.securitySchemes.ForumApiUser).toEqual(expect.objectContaining({ type: 'apiKey', in: 'header', name: 'Forum-Api-User' }));
+      expect(doc.components.securitySchemes.ForumApiKey).toEqual(
+        expect.objectContaining({ type: 'apiKey', in: 'header', name: 'Forum-Api-Key' }),
+      );
+      expect(doc.components.securitySchemes.ForumApiUser).toEqual(
+        expect.objectContaining({ type: 'apiKey', in: 'header', name: 'Forum-Api-User' }),
+      );
     });
 
     it('names parameters as the adapter reads them: snake_case variables and input fields, name[] lists, with=full', () => {
@@ -118,23 +132,81 @@ forEachDatabase((kind) => {
         const body = Object.keys(op.requestBody?.content['application/x-www-form-urlencoded'].schema.properties ?? {});
         return [...query, ...body];
       };
-      expect(names('get', '/api/mc-dm-downloads/')).toEqual(expect.arrayContaining(['category_id', 'prefix_id', 'download_state', 'since', 'page', 'per_page', 'order', 'direction', 'with']));
-      expect(names('post', '/api/mc-dm-downloads/')).toEqual(expect.arrayContaining(['category_id', 'title', 'tag_line', 'description', 'prefix_id', 'tags[]', 'version_string']));
-      expect(names('put', '/api/mc-dm-categories/{category_id}/')).toEqual(expect.arrayContaining(['require_approval', 'enable_versioning', 'allow_multi_file', 'max_files_per_version', 'allowed_file_types']));
-      expect(names('delete', '/api/mc-dm-downloads/{download_id}/')).toEqual(expect.arrayContaining(['hard', 'reason']));
-      expect(names('post', '/api/mc-dm-files/')).toEqual(expect.arrayContaining(['version_id', 'file', 'external_url', 'link_only', 'display_label', 'is_primary', 'display_order']));
-      const create = doc.paths['/api/mc-dm-downloads/'].post.requestBody.content['application/x-www-form-urlencoded'].schema;
+      expect(names('get', '/api/mc-dm-downloads/')).toEqual(
+        expect.arrayContaining([
+          'category_id',
+          'prefix_id',
+          'download_state',
+          'since',
+          'page',
+          'per_page',
+          'order',
+          'direction',
+          'with',
+        ]),
+      );
+      expect(names('post', '/api/mc-dm-downloads/')).toEqual(
+        expect.arrayContaining([
+          'category_id',
+          'title',
+          'tag_line',
+          'description',
+          'prefix_id',
+          'tags[]',
+          'version_string',
+        ]),
+      );
+      expect(names('put', '/api/mc-dm-categories/{category_id}/')).toEqual(
+        expect.arrayContaining([
+          'require_approval',
+          'enable_versioning',
+          'allow_multi_file',
+          'max_files_per_version',
+          'allowed_file_types',
+        ]),
+      );
+      expect(names('delete', '/api/mc-dm-downloads/{download_id}/')).toEqual(
+        expect.arrayContaining(['hard', 'reason']),
+      );
+      expect(names('post', '/api/mc-dm-files/')).toEqual(
+        expect.arrayContaining([
+          'version_id',
+          'file',
+          'external_url',
+          'link_only',
+          'display_label',
+          'is_primary',
+          'display_order',
+        ]),
+      );
+      const create =
+        doc.paths['/api/mc-dm-downloads/'].post.requestBody.content['application/x-www-form-urlencoded'].schema;
       expect(create.required).toEqual(['category_id', 'title']);
       const order = doc.paths['/api/mc-dm-downloads/'].get.parameters.find((p: Json) => p.name === 'order');
       expect(order.schema.enum).toEqual(['created_date', 'last_update', 'download_count', 'view_count', 'title']);
-      expect(doc.paths['/api/mc-dm-files/'].post.requestBody.content['multipart/form-data'].schema.properties.file).toMatchObject({ type: 'string', format: 'binary' });
+      expect(
+        doc.paths['/api/mc-dm-files/'].post.requestBody.content['multipart/form-data'].schema.properties.file,
+      ).toMatchObject({ type: 'string', format: 'binary' });
       // the verbose fields are documented, marked as with=full only
-      const download = doc.paths['/api/mc-dm-downloads/{download_id}/'].get.responses['200'].content['application/json'].schema.properties.download;
-      for (const f of ['can_view', 'can_edit', 'can_delete', 'can_download', 'is_visible', 'is_password_protected', 'Category', 'CurrentVersion']) {
+      const download =
+        doc.paths['/api/mc-dm-downloads/{download_id}/'].get.responses['200'].content['application/json'].schema
+          .properties.download;
+      for (const f of [
+        'can_view',
+        'can_edit',
+        'can_delete',
+        'can_download',
+        'is_visible',
+        'is_password_protected',
+        'Category',
+        'CurrentVersion',
+      ]) {
         expect(download.properties[f]?.description, f).toMatch(/with=full/);
         expect(download.required).not.toContain(f);
       }
-      expect(download.required).toEqual(expect.arrayContaining(['download_id', 'view_url', 'download_state', 'current_version_id']));
+      expect(download.required).toEqual(
+        expect.arrayContaining(['download_id', 'view_url', 'download_state', 'current_version_id']),
+      );
     });
 
     it('lists every error code the source raises, each with its status', () => {
@@ -147,7 +219,9 @@ forEachDatabase((kind) => {
         expect(doc.info.description).toContain(`| ${status} | \`${code}\` |`);
       }
       expect(Object.keys(ERROR_CODES)).toEqual(documented);
-      expect(doc.paths['/api/mc-dm-categories/'].post.responses['403']).toEqual({ $ref: '#/components/responses/Error403' });
+      expect(doc.paths['/api/mc-dm-categories/'].post.responses['403']).toEqual({
+        $ref: '#/components/responses/Error403',
+      });
     });
   });
 
@@ -156,15 +230,27 @@ forEachDatabase((kind) => {
     beforeAll(async () => {
       const c = await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Maps' } });
       ids.category_id = c.body.category.category_id;
-      const d = await t.rest('POST', '/api/mc-dm-downloads/', { form: { category_id: ids.category_id, title: 'Pack', tags: ['a'] }, headers: { 'Forum-Api-User': String((await t.user('owner')).userId) } });
+      const d = await t.rest('POST', '/api/mc-dm-downloads/', {
+        form: { category_id: ids.category_id, title: 'Pack', tags: ['a'] },
+        headers: { 'Forum-Api-User': String((await t.user('owner')).userId) },
+      });
       ids.download_id = d.body.download.download_id;
       ids.version_id = d.body.download.current_version_id;
       const form = new FormData();
       form.append('version_id', String(ids.version_id));
       form.append('file', new Blob(['hello, world']), 'hello.txt');
-      const f = await (await fetch(`${t.url}/api/mc-dm-files/`, { method: 'POST', headers: { 'Forum-Api-Key': (await t.key('SUPER')) }, body: form })).json() as Json;
+      const f = (await (
+        await fetch(`${t.url}/api/mc-dm-files/`, {
+          method: 'POST',
+          headers: { 'Forum-Api-Key': await t.key('SUPER') },
+          body: form,
+        })
+      ).json()) as Json;
       ids.file_id = f.file.file_id;
-      const cm = await t.rest('POST', '/api/mc-dm-comments/', { form: { download_id: ids.download_id, message: 'hi' }, headers: { 'Forum-Api-User': String(d.body.download.user_id) } });
+      const cm = await t.rest('POST', '/api/mc-dm-comments/', {
+        form: { download_id: ids.download_id, message: 'hi' },
+        headers: { 'Forum-Api-User': String(d.body.download.user_id) },
+      });
       ids.comment_id = cm.body.comment.comment_id;
     });
 
@@ -174,10 +260,14 @@ forEachDatabase((kind) => {
         const op = ops.get;
         if (!op || p.endsWith('/data/')) continue;
         for (const full of [false, true]) {
-          const url = new URL(p.replace(/\{([a-z_]+)\}/g, (_m, name) => String(ids[name])), t.url);
+          const url = new URL(
+            p.replace(/\{([a-z_]+)\}/g, (_m, name) => String(ids[name])),
+            t.url,
+          );
           // required query parameters (none for a super-user key today) and one documented filter, from the seed
           for (const q of op.parameters.filter((x: Json) => x.in === 'query')) {
-            if (q.required || (q.name in ids && q.name !== 'category_id')) url.searchParams.set(q.name, String(ids[q.name]));
+            if (q.required || (q.name in ids && q.name !== 'category_id'))
+              url.searchParams.set(q.name, String(ids[q.name]));
           }
           if (full) url.searchParams.set('with', 'full');
           const r = await fetch(url, { headers: { 'Forum-Api-Key': 'dm_test_super_key_with_every_scope_000000000' } });
@@ -192,8 +282,12 @@ forEachDatabase((kind) => {
           if (full) {
             // with=full: every documented field of the row is there (embedded objects only when set)
             const item = Array.isArray(value) ? value[0] : value;
-            const itemSchema = Array.isArray(value) ? schema.properties[envelopeKey].items : schema.properties[envelopeKey];
-            const always = Object.entries(itemSchema.properties).filter(([, s]: [string, any]) => !/Left out when null/.test(s.description ?? '')).map(([k]) => k);
+            const itemSchema = Array.isArray(value)
+              ? schema.properties[envelopeKey].items
+              : schema.properties[envelopeKey];
+            const always = Object.entries(itemSchema.properties)
+              .filter(([, s]: [string, any]) => !/Left out when null/.test(s.description ?? ''))
+              .map(([k]) => k);
             expect(Object.keys(item), url.href).toEqual(expect.arrayContaining(always));
           }
           checked += 1;
@@ -217,7 +311,8 @@ forEachDatabase((kind) => {
       expect(r.status).toBe(200);
       expect(r.headers.get('content-type')).toMatch(/^text\/html/);
       const html = await r.text();
-      for (const href of ['/graphql', '/api/docs', '/api/openapi.json', '/healthz', '/readyz', '/site.css']) expect(html).toContain(`href="${href}"`);
+      for (const href of ['/graphql', '/api/docs', '/api/openapi.json', '/healthz', '/readyz', '/site.css'])
+        expect(html).toContain(`href="${href}"`);
       expect(html).toContain('Forum-Api-Key');
       const css = await fetch(`${t.url}/site.css`);
       expect(css.status).toBe(200);
@@ -255,10 +350,10 @@ forEachDatabase((kind) => {
       const post = await fetch(`${t.url}/api/openapi.json`, { method: 'POST' });
       expect(post.status).toBe(405);
       expect(post.headers.get('allow')).toBe('GET, HEAD');
-      expect((await post.json() as Json).errors[0].code).toBe('method_not_allowed');
+      expect(((await post.json()) as Json).errors[0].code).toBe('method_not_allowed');
     });
 
-    it('a view_url answers a 404 page that says it is the forum\'s page (BASE_URL)', async () => {
+    it("a view_url answers a 404 page that says it is the forum's page (BASE_URL)", async () => {
       const d = await t.rest('GET', '/api/mc-dm-downloads/', { query: { with: 'full' } });
       const urls = [d.body.downloads[0].view_url, d.body.downloads[0].Category.view_url];
       for (const u of urls) {

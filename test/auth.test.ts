@@ -5,8 +5,12 @@ import { forEachDatabase, startTestApp, SUPER_KEY, type TestApp } from './helper
 
 forEachDatabase((kind) => {
   let t: TestApp;
-  beforeAll(async () => { t = await startTestApp(kind); });
-  afterAll(async () => { await t?.close(); });
+  beforeAll(async () => {
+    t = await startTestApp(kind);
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
 
   const VIEWER = `{ viewer { userId username isGuest isSuperKey isAdmin scopes } }`;
   const both = async (key: string | null, headers: Record<string, string> = {}) => ({
@@ -33,12 +37,18 @@ forEachDatabase((kind) => {
     const key = await t.key('GUEST', ['mc_dm_category:read']);
     expect((await t.rest('GET', '/api/mc-dm-categories/', { key })).status).toBe(200);
     const row = await t.prisma.apiKey.findUniqueOrThrow({ where: { keyHash: hashKey(key) } });
-    const revoked = await t.gqlOk(`mutation($i: RevokeApiKeyInput!) { revokeApiKey(input: $i) { apiKey { apiKeyId isActive } } }`, { i: { apiKeyId: row.id } });
+    const revoked = await t.gqlOk(
+      `mutation($i: RevokeApiKeyInput!) { revokeApiKey(input: $i) { apiKey { apiKeyId isActive } } }`,
+      { i: { apiKeyId: row.id } },
+    );
     expect(revoked.revokeApiKey.apiKey).toEqual({ apiKeyId: row.id, isActive: false });
     await expectBoth(key, {}, 401, 'api_key_inactive');
 
     const key2 = await t.key('GUEST', ['mc_dm_category:read']);
-    await t.prisma.apiKey.update({ where: { keyHash: hashKey(key2) }, data: { expiresAt: new Date(Date.now() - 1000) } });
+    await t.prisma.apiKey.update({
+      where: { keyHash: hashKey(key2) },
+      data: { expiresAt: new Date(Date.now() - 1000) },
+    });
     await expectBoth(key2, {}, 401, 'api_key_inactive');
   });
 
@@ -61,7 +71,14 @@ forEachDatabase((kind) => {
   it('a user key acts as its user, and may not send Forum-Api-User', async () => {
     const u = await t.user(`alice_${kind}`, { scopes: ['mc_dm_category:read'] });
     const { viewer } = await t.gqlOk(VIEWER, {}, u.key);
-    expect(viewer).toEqual({ userId: u.userId, username: u.username, isGuest: false, isSuperKey: false, isAdmin: false, scopes: ['mc_dm_category:read'] });
+    expect(viewer).toEqual({
+      userId: u.userId,
+      username: u.username,
+      isGuest: false,
+      isSuperKey: false,
+      isAdmin: false,
+      scopes: ['mc_dm_category:read'],
+    });
     await expectBoth(u.key, { 'Forum-Api-User': String(u.userId) }, 403, 'api_user_header_not_allowed');
   });
 
@@ -87,16 +104,26 @@ forEachDatabase((kind) => {
 
   it('/graphql answers 413 request_too_large above MAX_BODY_BYTES, and invalid_input for malformed queries', async () => {
     const big = await fetch(`${t.url}/graphql`, {
-      method: 'POST', headers: { 'Forum-Api-Key': SUPER_KEY, 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { 'Forum-Api-Key': SUPER_KEY, 'content-type': 'application/json' },
       body: JSON.stringify({ query: '{ viewer { userId } }', variables: { pad: 'x'.repeat(t.config.maxBodyBytes) } }),
     });
     expect(big.status).toBe(413);
     expect(((await big.json()) as any).errors[0].extensions.code).toBe('request_too_large');
     // without Content-Length (chunked), the body is counted as it is read
-    const payload = new TextEncoder().encode(JSON.stringify({ query: '{ viewer { userId } }', variables: { pad: 'x'.repeat(t.config.maxBodyBytes) } }));
+    const payload = new TextEncoder().encode(
+      JSON.stringify({ query: '{ viewer { userId } }', variables: { pad: 'x'.repeat(t.config.maxBodyBytes) } }),
+    );
     const chunked = await fetch(`${t.url}/graphql`, {
-      method: 'POST', headers: { 'Forum-Api-Key': SUPER_KEY, 'content-type': 'application/json' },
-      body: new ReadableStream({ start(c) { c.enqueue(payload); c.close(); } }), duplex: 'half',
+      method: 'POST',
+      headers: { 'Forum-Api-Key': SUPER_KEY, 'content-type': 'application/json' },
+      body: new ReadableStream({
+        start(c) {
+          c.enqueue(payload);
+          c.close();
+        },
+      }),
+      duplex: 'half',
     } as RequestInit);
     expect(chunked.status).toBe(413);
     expect(((await chunked.json()) as any).errors[0].extensions.code).toBe('request_too_large');

@@ -8,15 +8,27 @@ import { statusOf } from '../src/errors.js';
 import { toGlobalId } from '../src/schema/node.js';
 import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
 import {
-  ACTORS, SCOPE_SETS, expected, fields, fileData, restRoutes, scopesFor, statesOf,
-  type Actor, type Outcome, type Row, type ScopeSet, type State,
+  ACTORS,
+  SCOPE_SETS,
+  expected,
+  fields,
+  fileData,
+  restRoutes,
+  scopesFor,
+  statesOf,
+  type Actor,
+  type Outcome,
+  type Row,
+  type ScopeSet,
+  type State,
 } from './authz/expectations.js';
 import { COMMENT_TEXT, LINK, SPARE_GROUP, World } from './authz/fixtures.js';
 
-const rootFields = (): Map<string, GraphQLField<unknown, unknown>> => new Map([
-  ...Object.entries(schema.getQueryType()!.getFields()),
-  ...Object.entries(schema.getMutationType()!.getFields()),
-]);
+const rootFields = (): Map<string, GraphQLField<unknown, unknown>> =>
+  new Map([
+    ...Object.entries(schema.getQueryType()!.getFields()),
+    ...Object.entries(schema.getMutationType()!.getFields()),
+  ]);
 const routeKeys = () => [...routes.map((r) => `${r.method} ${r.path}`), 'GET /api/mc-dm-files/:file_id/data/'];
 
 /** The root field a route's operation runs. */
@@ -30,17 +42,37 @@ function fieldOfRoute(key: string): string {
 describe('the authorization table covers the whole surface', () => {
   it('every GraphQL root field and mutation has a row, and every row is a field', () => {
     const names = [...rootFields().keys()];
-    expect(names.filter((n) => !(n in fields)), 'root fields without a row in test/authz/expectations.ts').toEqual([]);
-    expect(Object.keys(fields).filter((n) => !names.includes(n)), 'rows for fields the schema no longer has').toEqual([]);
+    expect(
+      names.filter((n) => !(n in fields)),
+      'root fields without a row in test/authz/expectations.ts',
+    ).toEqual([]);
+    expect(
+      Object.keys(fields).filter((n) => !names.includes(n)),
+      'rows for fields the schema no longer has',
+    ).toEqual([]);
   });
   it('every REST route (and the file data route) has a row, following the field its operation runs', () => {
-    expect(routeKeys().filter((k) => !(k in restRoutes)), 'REST routes without a row in test/authz/expectations.ts').toEqual([]);
-    expect(Object.keys(restRoutes).filter((k) => !routeKeys().includes(k)), 'rows for routes that no longer exist').toEqual([]);
+    expect(
+      routeKeys().filter((k) => !(k in restRoutes)),
+      'REST routes without a row in test/authz/expectations.ts',
+    ).toEqual([]);
+    expect(
+      Object.keys(restRoutes).filter((k) => !routeKeys().includes(k)),
+      'rows for routes that no longer exist',
+    ).toEqual([]);
     for (const k of routeKeys()) expect(restRoutes[k], k).toBe(fieldOfRoute(k));
   });
 });
 
-interface Case { face: 'graphql' | 'rest'; op: string; row: Row; actor: Actor; set: ScopeSet; state: string; expect: Outcome }
+interface Case {
+  face: 'graphql' | 'rest';
+  op: string;
+  row: Row;
+  actor: Actor;
+  set: ScopeSet;
+  state: string;
+  expect: Outcome;
+}
 
 function cases(): Case[] {
   const out: Case[] = [];
@@ -48,13 +80,16 @@ function cases(): Case[] {
     for (const actor of ACTORS) {
       for (const set of SCOPE_SETS) {
         // Without the needed scopes the state cannot matter: one open and one hidden object suffice.
-        const states = set === 'none' ? statesOf(row.target).filter((s, i) => i === 0 || s === 'hidden') : statesOf(row.target);
-        for (const state of states) out.push({ face, op, row, actor, set, state, expect: expected(row, actor, set, state) });
+        const states =
+          set === 'none' ? statesOf(row.target).filter((s, i) => i === 0 || s === 'hidden') : statesOf(row.target);
+        for (const state of states)
+          out.push({ face, op, row, actor, set, state, expect: expected(row, actor, set, state) });
       }
     }
   };
   for (const [name, row] of Object.entries(fields)) add('graphql', name, row);
-  for (const [key, field] of Object.entries(restRoutes)) add('rest', key, field === 'fileData' ? fileData : fields[field]!);
+  for (const [key, field] of Object.entries(restRoutes))
+    add('rest', key, field === 'fileData' ? fileData : fields[field]!);
   return out;
 }
 
@@ -63,13 +98,16 @@ async function targetOf(w: World, c: Case) {
   const fresh = c.row.destructive && c.expect === 'ok';
   const field = c.face === 'rest' ? restRoutes[c.op]! : c.op;
   switch (c.row.target) {
-    case 'none': return { apiKeyId: fresh && field === 'revokeApiKey' ? await w.freshKeyId() : 0 };
+    case 'none':
+      return { apiKeyId: fresh && field === 'revokeApiKey' ? await w.freshKeyId() : 0 };
     case 'category': {
       const state = c.state as 'open' | 'hidden';
       return { categoryId: fresh ? await w.freshCategory(state) : w.categories[state] };
     }
-    case 'download': return fresh ? await w.freshDownload(c.state as State) : w.downloads[c.state as State];
-    case 'comment': return fresh ? await w.freshComment(c.state as State) : w.comments[c.state as State];
+    case 'download':
+      return fresh ? await w.freshDownload(c.state as State) : w.downloads[c.state as State];
+    case 'comment':
+      return fresh ? await w.freshComment(c.state as State) : w.comments[c.state as State];
     case 'file': {
       const d = w.downloads[c.state as State];
       return { ...d, fileId: fresh ? await w.freshFile(d) : d.fileId };
@@ -81,51 +119,101 @@ async function targetOf(w: World, c: Case) {
 function argsOf(w: World, field: string, t: any): { args: Record<string, unknown>; select?: string; listKey?: string } {
   const input = (i: Record<string, unknown>) => ({ args: { input: i }, select: '__typename' });
   switch (field) {
-    case 'node': return { args: { id: toGlobalId('Download', t.downloadId) }, select: '__typename' };
-    case 'nodes': return { args: { ids: [toGlobalId('Download', t.downloadId)] }, select: '__typename' };
-    case 'viewer': return { args: {}, select: 'userId' };
-    case 'categories': return { args: { perPage: 100 }, select: 'nodes { categoryId }', listKey: 'categoryId' };
-    case 'categoriesConnection': return { args: { first: 100 }, select: 'nodes { categoryId }', listKey: 'categoryId' };
-    case 'category': return { args: { categoryId: t.categoryId }, select: 'categoryId' };
-    case 'downloads': return { args: { categoryId: t.categoryId, perPage: 100 }, select: 'nodes { downloadId }', listKey: 'downloadId' };
-    case 'downloadsConnection': return { args: { categoryId: t.categoryId, first: 100 }, select: 'nodes { downloadId }', listKey: 'downloadId' };
-    case 'download': return { args: { downloadId: t.downloadId }, select: 'downloadId' };
-    case 'comments': return { args: { downloadId: t.downloadId, perPage: 100 }, select: 'nodes { commentId }', listKey: 'commentId' };
-    case 'commentsConnection': return { args: { downloadId: t.downloadId, first: 100 }, select: 'nodes { commentId }', listKey: 'commentId' };
-    case 'comment': return { args: { commentId: t.commentId }, select: 'commentId' };
-    case 'files': return { args: { versionId: t.versionId, perPage: 100 }, select: 'nodes { fileId }', listKey: 'fileId' };
-    case 'filesConnection': return { args: { versionId: t.versionId, first: 100 }, select: 'nodes { fileId }', listKey: 'fileId' };
-    case 'file': return { args: { fileId: t.fileId }, select: 'fileId' };
-    case 'fileData': return { args: { fileId: t.fileId } };
-    case 'createCategory': return input({ title: 'matrix' });
-    case 'updateCategory': return input({ categoryId: t.categoryId });
-    case 'deleteCategory': return input({ categoryId: t.categoryId, hard: true });
-    case 'users': return { args: { perPage: 5 }, select: '__typename' };
-    case 'apiKeys': return { args: { perPage: 5 }, select: '__typename' };
-    case 'groups': return { args: {}, select: 'name' };
-    case 'prefixes': return { args: {}, select: 'title' };
-    case 'effectivePermissions': return { args: { userId: w.users.alice }, select: 'permission' };
-    case 'createUser': return input({ username: `matrix${w.next()}` });
-    case 'setUserGroups': return input({ userId: w.users.carol, groups: [] });
-    case 'createApiKey': return input({ type: 'USER', userId: w.users.alice, scopes: ['mc_dm_category:write'] });
-    case 'revokeApiKey': return input({ apiKeyId: t.apiKeyId || 1 });
-    case 'setGroupPermission': return input({ group: SPARE_GROUP, permission: 'view', value: 'DENY' });
-    case 'setCategoryPermission': return input({ categoryId: t.categoryId, group: SPARE_GROUP, permission: 'view', value: 'DENY' });
-    case 'createPrefix': return input({ title: 'M' });
-    case 'assignPrefix': return input({ prefixId: w.prefixId, categoryId: t.categoryId });
-    case 'createDownload': return input({ categoryId: t.categoryId, title: 'matrix' });
-    case 'updateDownload': return input({ downloadId: t.downloadId });
-    case 'deleteDownload': return input({ downloadId: t.downloadId, hard: false, reason: 'matrix' });
-    case 'restoreDownload': return input({ downloadId: t.downloadId });
-    case 'createVersion': return input({ downloadId: t.downloadId, versionString: '2' });
-    case 'addTeamMember': case 'removeTeamMember': return input({ downloadId: t.downloadId, userId: w.users.carol });
-    case 'createComment': return input({ downloadId: t.downloadId, message: 'matrix' });
-    case 'updateComment': return input({ commentId: t.commentId, message: COMMENT_TEXT });
-    case 'deleteComment': return input({ commentId: t.commentId, hard: false });
-    case 'createFile': return input({ versionId: t.versionId, externalUrl: LINK, linkOnly: true });
-    case 'updateFile': return input({ fileId: t.fileId });
-    case 'deleteFile': return input({ fileId: t.fileId, hard: false });
-    default: throw new Error(`no arguments for ${field}: add them to argsOf`);
+    case 'node':
+      return { args: { id: toGlobalId('Download', t.downloadId) }, select: '__typename' };
+    case 'nodes':
+      return { args: { ids: [toGlobalId('Download', t.downloadId)] }, select: '__typename' };
+    case 'viewer':
+      return { args: {}, select: 'userId' };
+    case 'categories':
+      return { args: { perPage: 100 }, select: 'nodes { categoryId }', listKey: 'categoryId' };
+    case 'categoriesConnection':
+      return { args: { first: 100 }, select: 'nodes { categoryId }', listKey: 'categoryId' };
+    case 'category':
+      return { args: { categoryId: t.categoryId }, select: 'categoryId' };
+    case 'downloads':
+      return {
+        args: { categoryId: t.categoryId, perPage: 100 },
+        select: 'nodes { downloadId }',
+        listKey: 'downloadId',
+      };
+    case 'downloadsConnection':
+      return { args: { categoryId: t.categoryId, first: 100 }, select: 'nodes { downloadId }', listKey: 'downloadId' };
+    case 'download':
+      return { args: { downloadId: t.downloadId }, select: 'downloadId' };
+    case 'comments':
+      return { args: { downloadId: t.downloadId, perPage: 100 }, select: 'nodes { commentId }', listKey: 'commentId' };
+    case 'commentsConnection':
+      return { args: { downloadId: t.downloadId, first: 100 }, select: 'nodes { commentId }', listKey: 'commentId' };
+    case 'comment':
+      return { args: { commentId: t.commentId }, select: 'commentId' };
+    case 'files':
+      return { args: { versionId: t.versionId, perPage: 100 }, select: 'nodes { fileId }', listKey: 'fileId' };
+    case 'filesConnection':
+      return { args: { versionId: t.versionId, first: 100 }, select: 'nodes { fileId }', listKey: 'fileId' };
+    case 'file':
+      return { args: { fileId: t.fileId }, select: 'fileId' };
+    case 'fileData':
+      return { args: { fileId: t.fileId } };
+    case 'createCategory':
+      return input({ title: 'matrix' });
+    case 'updateCategory':
+      return input({ categoryId: t.categoryId });
+    case 'deleteCategory':
+      return input({ categoryId: t.categoryId, hard: true });
+    case 'users':
+      return { args: { perPage: 5 }, select: '__typename' };
+    case 'apiKeys':
+      return { args: { perPage: 5 }, select: '__typename' };
+    case 'groups':
+      return { args: {}, select: 'name' };
+    case 'prefixes':
+      return { args: {}, select: 'title' };
+    case 'effectivePermissions':
+      return { args: { userId: w.users.alice }, select: 'permission' };
+    case 'createUser':
+      return input({ username: `matrix${w.next()}` });
+    case 'setUserGroups':
+      return input({ userId: w.users.carol, groups: [] });
+    case 'createApiKey':
+      return input({ type: 'USER', userId: w.users.alice, scopes: ['mc_dm_category:write'] });
+    case 'revokeApiKey':
+      return input({ apiKeyId: t.apiKeyId || 1 });
+    case 'setGroupPermission':
+      return input({ group: SPARE_GROUP, permission: 'view', value: 'DENY' });
+    case 'setCategoryPermission':
+      return input({ categoryId: t.categoryId, group: SPARE_GROUP, permission: 'view', value: 'DENY' });
+    case 'createPrefix':
+      return input({ title: 'M' });
+    case 'assignPrefix':
+      return input({ prefixId: w.prefixId, categoryId: t.categoryId });
+    case 'createDownload':
+      return input({ categoryId: t.categoryId, title: 'matrix' });
+    case 'updateDownload':
+      return input({ downloadId: t.downloadId });
+    case 'deleteDownload':
+      return input({ downloadId: t.downloadId, hard: false, reason: 'matrix' });
+    case 'restoreDownload':
+      return input({ downloadId: t.downloadId });
+    case 'createVersion':
+      return input({ downloadId: t.downloadId, versionString: '2' });
+    case 'addTeamMember':
+    case 'removeTeamMember':
+      return input({ downloadId: t.downloadId, userId: w.users.carol });
+    case 'createComment':
+      return input({ downloadId: t.downloadId, message: 'matrix' });
+    case 'updateComment':
+      return input({ commentId: t.commentId, message: COMMENT_TEXT });
+    case 'deleteComment':
+      return input({ commentId: t.commentId, hard: false });
+    case 'createFile':
+      return input({ versionId: t.versionId, externalUrl: LINK, linkOnly: true });
+    case 'updateFile':
+      return input({ fileId: t.fileId });
+    case 'deleteFile':
+      return input({ fileId: t.fileId, hard: false });
+    default:
+      throw new Error(`no arguments for ${field}: add them to argsOf`);
   }
 }
 
@@ -149,14 +237,25 @@ async function run(t: TestApp, w: World, c: Case): Promise<string> {
   const { args, select, listKey } = argsOf(w, field, target);
   const scopes = scopesFor(c.row, c.set);
   const { key, headers } = await w.credentials(c.actor, scopes);
-  const got = c.face === 'graphql'
-    ? await runGraphql(t, field, args, select, listKey, target, key, headers)
-    : await runRest(t, c.op, field, args, listKey, target, key, headers);
-  return got === c.expect ? '' : `${c.face} ${c.op} actor=${c.actor} scopes=${c.set} state=${c.state}: expected ${c.expect}, got ${got}`;
+  const got =
+    c.face === 'graphql'
+      ? await runGraphql(t, field, args, select, listKey, target, key, headers)
+      : await runRest(t, c.op, field, args, listKey, target, key, headers);
+  return got === c.expect
+    ? ''
+    : `${c.face} ${c.op} actor=${c.actor} scopes=${c.set} state=${c.state}: expected ${c.expect}, got ${got}`;
 }
 
-async function runGraphql(t: TestApp, field: string, args: Record<string, unknown>, select: string | undefined, listKey: string | undefined,
-  target: any, key: string, headers: Record<string, string>): Promise<string> {
+async function runGraphql(
+  t: TestApp,
+  field: string,
+  args: Record<string, unknown>,
+  select: string | undefined,
+  listKey: string | undefined,
+  target: any,
+  key: string,
+  headers: Record<string, string>,
+): Promise<string> {
   const r = await t.gql(documentOf(field, args, select), args, key, headers);
   // `nodes` is a list that is never null: a refused entry is null with its own error.
   const value = field === 'nodes' ? r.data?.nodes?.[0] : r.data?.[field];
@@ -169,13 +268,25 @@ async function runGraphql(t: TestApp, field: string, args: Record<string, unknow
   return 'ok';
 }
 
-async function runRest(t: TestApp, route: string, field: string, args: Record<string, unknown>, listKey: string | undefined,
-  target: any, key: string, headers: Record<string, string>): Promise<string> {
+async function runRest(
+  t: TestApp,
+  route: string,
+  field: string,
+  args: Record<string, unknown>,
+  listKey: string | undefined,
+  target: any,
+  key: string,
+  headers: Record<string, string>,
+): Promise<string> {
   const [method, pattern] = route.split(' ') as [string, string];
   const flat: Record<string, unknown> = { ...((args.input as Record<string, unknown>) ?? args) };
   if (field === 'fileData') flat.file_id = target.fileId;
   const values = new Map(Object.entries(flat).map(([k, v]) => [snake(k), v]));
-  const path = pattern.replace(/:([a-z_]+)/g, (_m, name: string) => { const v = values.get(name); values.delete(name); return String(v); });
+  const path = pattern.replace(/:([a-z_]+)/g, (_m, name: string) => {
+    const v = values.get(name);
+    values.delete(name);
+    return String(v);
+  });
   const params = new URLSearchParams();
   for (const [k, v] of values) {
     if (Array.isArray(v)) v.forEach((x) => params.append(`${k}[]`, String(x)));
@@ -191,7 +302,11 @@ async function runRest(t: TestApp, route: string, field: string, args: Record<st
   const res = await fetch(url, init);
   const text = await res.text();
   let body: any = null;
-  try { body = JSON.parse(text); } catch { /* the file data route answers bytes or a redirect */ }
+  try {
+    body = JSON.parse(text);
+  } catch {
+    /* the file data route answers bytes or a redirect */
+  }
   if (res.status >= 300 && res.status < 400) return field === 'fileData' ? 'ok' : `status ${res.status}`;
   if (res.status !== 200) {
     const code = body?.errors?.[0]?.code as string | undefined;
@@ -210,9 +325,14 @@ async function runRest(t: TestApp, route: string, field: string, args: Record<st
 async function pool<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
   const out: R[] = new Array(items.length);
   let next = 0;
-  await Promise.all(Array.from({ length: limit }, async () => {
-    while (next < items.length) { const i = next++; out[i] = await fn(items[i]!); }
-  }));
+  await Promise.all(
+    Array.from({ length: limit }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        out[i] = await fn(items[i]!);
+      }
+    }),
+  );
   return out;
 }
 
@@ -225,20 +345,29 @@ forEachDatabase((kind) => {
     w = await new World(t).build();
     console.log(`authorization matrix (${kind}): world built in ${Date.now() - started} ms`);
   }, 120_000);
-  afterAll(async () => { await t?.close(); });
+  afterAll(async () => {
+    await t?.close();
+  });
 
   it('every field and route answers each key type, scope set and object state as the table says', async () => {
     const all = cases();
     // Reads first, on the untouched world; then writes (a write expected to succeed on a shared object leaves it as it was).
-    const isWrite = (c: Case) => (c.face === 'graphql' ? c.op in schema.getMutationType()!.getFields() : !c.op.startsWith('GET '));
+    const isWrite = (c: Case) =>
+      c.face === 'graphql' ? c.op in schema.getMutationType()!.getFields() : !c.op.startsWith('GET ');
     const reads = all.filter((c) => !isWrite(c));
     const writes = all.filter(isWrite);
     const started = Date.now();
     const failures = [
-      ...await pool(reads, 16, (c) => run(t, w, c).catch((e) => `${c.face} ${c.op} ${c.actor} ${c.set} ${c.state}: threw ${e}`)),
-      ...await pool(writes, 16, (c) => run(t, w, c).catch((e) => `${c.face} ${c.op} ${c.actor} ${c.set} ${c.state}: threw ${e}`)),
+      ...(await pool(reads, 16, (c) =>
+        run(t, w, c).catch((e) => `${c.face} ${c.op} ${c.actor} ${c.set} ${c.state}: threw ${e}`),
+      )),
+      ...(await pool(writes, 16, (c) =>
+        run(t, w, c).catch((e) => `${c.face} ${c.op} ${c.actor} ${c.set} ${c.state}: threw ${e}`),
+      )),
     ].filter(Boolean);
-    console.log(`authorization matrix (${kind}): ${all.length} cases (${reads.length} reads, ${writes.length} writes) in ${Date.now() - started} ms`);
+    console.log(
+      `authorization matrix (${kind}): ${all.length} cases (${reads.length} reads, ${writes.length} writes) in ${Date.now() - started} ms`,
+    );
     expect(failures).toEqual([]);
   }, 240_000);
 });

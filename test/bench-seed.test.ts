@@ -12,8 +12,9 @@ forEachDatabase((kind) => {
   let db: Database;
   let drop = async () => {};
   let seeded: SeedResult;
-  const one = async <R,>(sql: string) => (await db.query<R>(sql))[0]!;
-  const schema = () => db.query<{ n: string }>(`SELECT count(*)::text AS n FROM pg_indexes WHERE schemaname = current_schema()
+  const one = async <R>(sql: string) => (await db.query<R>(sql))[0]!;
+  const schema = () =>
+    db.query<{ n: string }>(`SELECT count(*)::text AS n FROM pg_indexes WHERE schemaname = current_schema()
     UNION ALL SELECT count(*)::text FROM pg_constraint WHERE connamespace = current_schema()::regnamespace`);
 
   beforeAll(async () => {
@@ -35,7 +36,9 @@ forEachDatabase((kind) => {
     it('seeds the rows of its size: a version, 2 files and 4 comments per download, a user per 50 downloads (at least 100)', async () => {
       expect(sizeFor(50_000)).toEqual({ users: 1000, downloads: 50_000, filesPerDownload: 2, commentsPerDownload: 4 });
       expect(sizeFor(2000).users).toBe(100);
-      const counts = await one<Record<string, number>>(`SELECT (SELECT count(*) FROM download)::int AS d, (SELECT count(*) FROM version)::int AS v,
+      const counts = await one<
+        Record<string, number>
+      >(`SELECT (SELECT count(*) FROM download)::int AS d, (SELECT count(*) FROM version)::int AS v,
         (SELECT count(*) FROM file)::int AS f, (SELECT count(*) FROM comment)::int AS c, (SELECT count(*) FROM "user")::int AS u,
         (SELECT count(*) FROM download WHERE "currentVersionId" IS NULL)::int AS unversioned`);
       expect(counts).toEqual({ d: 1000, v: 1000, f: 2000, c: 4000, u: 100, unversioned: 0 });
@@ -48,9 +51,18 @@ forEachDatabase((kind) => {
       await grow(db, { anchor: seeded.anchor, size: { ...big, downloads: 4_999_990, users: seeded.size.users } }, big);
       expect(await schema()).toEqual(before); // indexes and foreign keys are back
       // Timestamps are stored as UTC without a zone: their epoch is read as UTC.
-      const rows = await db.query<{ title: string; downloadCount: number; viewCount: number; categoryId: number; userId: number; lastUpdate: number; createdDate: number }>(
+      const rows = await db.query<{
+        title: string;
+        downloadCount: number;
+        viewCount: number;
+        categoryId: number;
+        userId: number;
+        lastUpdate: number;
+        createdDate: number;
+      }>(
         `SELECT title, "downloadCount", "viewCount", "categoryId", "userId", (extract(epoch FROM "lastUpdate") * 1000)::float8 AS "lastUpdate",
-                (extract(epoch FROM "createdDate") * 1000)::float8 AS "createdDate" FROM download WHERE id > 1000 ORDER BY id`);
+                (extract(epoch FROM "createdDate") * 1000)::float8 AS "createdDate" FROM download WHERE id > 1000 ORDER BY id`,
+      );
       expect(rows).toHaveLength(10);
       const anchor = new Date(seeded.anchor).getTime();
       rows.forEach((r, i) => {
@@ -63,7 +75,9 @@ forEachDatabase((kind) => {
         expect(r.lastUpdate).toBe(anchor - g * MINUTE);
         expect(r.createdDate).toBe(anchor - 2 * g * MINUTE);
       });
-      const counts = await one<Record<string, number>>(`SELECT (SELECT count(*) FROM "user")::int AS u, (SELECT max(id) FROM "user")::int AS "maxUser",
+      const counts = await one<
+        Record<string, number>
+      >(`SELECT (SELECT count(*) FROM "user")::int AS u, (SELECT max(id) FROM "user")::int AS "maxUser",
         (SELECT count(*) FROM version v JOIN download d ON d."currentVersionId" = v.id WHERE d.id > 1000)::int AS v,
         (SELECT count(*) FROM file f JOIN version v ON v.id = f."versionId" WHERE v."downloadId" > 1000)::int AS f,
         (SELECT count(*) FROM comment WHERE "downloadId" > 1000)::int AS c`);

@@ -17,10 +17,13 @@ const B = 'bodyfuzzboundary';
 const CT = `multipart/form-data; boundary=${B}`;
 const part = (headers: string, value: string) => `--${B}\r\n${headers}\r\n\r\n${value}\r\n`;
 const field = (name: string, value: string) => part(`Content-Disposition: form-data; name="${name}"`, value);
-const filePart = (name: string, value: string) => part(`Content-Disposition: form-data; name="${name}"; filename="a.txt"\r\nContent-Type: text/plain`, value);
-const createFile = (versionId: number) => JSON.stringify({
-  query: `mutation($f: Upload) { createFile(input: { versionId: ${versionId}, file: $f }) { file { fileId } } }`, variables: { f: null },
-});
+const filePart = (name: string, value: string) =>
+  part(`Content-Disposition: form-data; name="${name}"; filename="a.txt"\r\nContent-Type: text/plain`, value);
+const createFile = (versionId: number) =>
+  JSON.stringify({
+    query: `mutation($f: Upload) { createFile(input: { versionId: ${versionId}, file: $f }) { file { fileId } } }`,
+    variables: { f: null },
+  });
 
 /** The tails the safety review sent after a valid `operations` and an empty `map`; three ended the process. */
 const REVIEW_TAILS: Record<string, string> = {
@@ -32,10 +35,18 @@ const REVIEW_TAILS: Record<string, string> = {
 };
 
 async function post(url: string, key: string, contentType: string, body: string | Buffer) {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': contentType, 'Forum-Api-Key': key, 'Forum-Api-User': '1' }, body: typeof body === 'string' ? body : new Uint8Array(body) });
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': contentType, 'Forum-Api-Key': key, 'Forum-Api-User': '1' },
+    body: typeof body === 'string' ? body : new Uint8Array(body),
+  });
   const text = await res.text();
   let json: any;
-  try { json = JSON.parse(text); } catch { json = text; }
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = text;
+  }
   return { status: res.status, body: json };
 }
 
@@ -52,7 +63,12 @@ forEachDatabase((kind) => {
     t = await startTestApp(kind);
     await t.user('owner', { isAdmin: true });
     const c = (await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'c' } })).body.category.category_id;
-    versionId = (await t.rest('POST', '/api/mc-dm-downloads/', { headers: { 'Forum-Api-User': '1' }, form: { category_id: c, title: 'd' } })).body.download.current_version_id;
+    versionId = (
+      await t.rest('POST', '/api/mc-dm-downloads/', {
+        headers: { 'Forum-Api-User': '1' },
+        form: { category_id: c, title: 'd' },
+      })
+    ).body.download.current_version_id;
   });
   afterAll(() => t?.close());
 
@@ -85,17 +101,28 @@ forEachDatabase((kind) => {
         const g = await post(`${t.url}/graphql`, SUPER_KEY, CT, head + tail);
         expect(g.status, JSON.stringify(g.body)).toBe(400);
         expect(errorOf(g.body)).toEqual({ code: 'invalid_input', field: 'body' });
-        const r = await post(`${t.url}/api/mc-dm-files/`, SUPER_KEY, CT, field('version_id', String(versionId)) + tail.replace('name="0"', 'name="file"'));
+        const r = await post(
+          `${t.url}/api/mc-dm-files/`,
+          SUPER_KEY,
+          CT,
+          field('version_id', String(versionId)) + tail.replace('name="0"', 'name="file"'),
+        );
         expect(r.status, JSON.stringify(r.body)).toBe(400);
         expect(errorOf(r.body)).toEqual({ code: 'invalid_input', field: 'body' });
       }
       expect(await rowCount()).toBe(before);
       await new Promise((r) => setTimeout(r, 100));
-      expect(fs.readdirSync((t.app.services.storage as LocalStorage).tmpDir).filter((n) => n.endsWith('.part'))).toEqual([]);
+      expect(
+        fs.readdirSync((t.app.services.storage as LocalStorage).tmpDir).filter((n) => n.endsWith('.part')),
+      ).toEqual([]);
     });
 
     it('a well-formed upload still succeeds after all of them', async () => {
-      const body = field('operations', createFile(versionId)) + field('map', '{"0":["variables.f"]}') + filePart('0', 'hello') + `--${B}--\r\n`;
+      const body =
+        field('operations', createFile(versionId)) +
+        field('map', '{"0":["variables.f"]}') +
+        filePart('0', 'hello') +
+        `--${B}--\r\n`;
       const g = await post(`${t.url}/graphql`, SUPER_KEY, CT, body);
       expect(g.status, JSON.stringify(g.body)).toBe(200);
       expect(g.body.data.createFile.file.fileId).toBeGreaterThan(0);
@@ -104,7 +131,13 @@ forEachDatabase((kind) => {
 
   describe('malformed JSON and form bodies answer 400 invalid_input (field "body")', () => {
     it('on /graphql and on a REST write', async () => {
-      for (const body of ['{"query": "{ viewer { userId } }"', '{"query":', '\u0000\u0001', '[1,2', '{"query": "x"}}']) {
+      for (const body of [
+        '{"query": "{ viewer { userId } }"',
+        '{"query":',
+        '\u0000\u0001',
+        '[1,2',
+        '{"query": "x"}}',
+      ]) {
         const g = await post(`${t.url}/graphql`, SUPER_KEY, 'application/json', body);
         expect(g.status, `${body}: ${JSON.stringify(g.body)}`).toBe(400);
         expect(errorOf(g.body).code).toBe('invalid_input');
@@ -130,26 +163,48 @@ describe('fuzz: mutated bodies never end the process and never answer 5xx', () =
   beforeAll(async () => {
     child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
       cwd: path.resolve(import.meta.dirname, '..'),
-      env: { ...process.env, DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'info', DM_BOOTSTRAP_KEY: SUPER_KEY, RATE_LIMIT_PER_MINUTE: '0', DATABASE_URL: '' },
+      env: {
+        ...process.env,
+        DATA_DIR: dir,
+        PORT: '0',
+        LOG_LEVEL: 'info',
+        DM_BOOTSTRAP_KEY: SUPER_KEY,
+        RATE_LIMIT_PER_MINUTE: '0',
+        DATABASE_URL: '',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    child.on('exit', (code, signal) => { exited = `exited with code ${code}, signal ${signal}`; });
+    child.on('exit', (code, signal) => {
+      exited = `exited with code ${code}, signal ${signal}`;
+    });
     let out = '';
-    child.stdout!.on('data', (c) => { out += c; });
-    child.stderr!.on('data', (c) => { out += c; });
+    child.stdout!.on('data', (c) => {
+      out += c;
+    });
+    child.stderr!.on('data', (c) => {
+      out += c;
+    });
     const deadline = Date.now() + 60_000;
     while (!/"msg":"listening"/.test(out)) {
       if (Date.now() > deadline || exited) throw new Error(`not listening: ${exited ?? ''} ${out}`);
       await new Promise((r) => setTimeout(r, 50));
     }
     base = JSON.parse(out.split('\n').find((l) => l.includes('"msg":"listening"'))!).url;
-    const gql = (query: string, user = true) => fetch(`${base}/graphql`, {
-      method: 'POST', headers: { 'content-type': 'application/json', 'Forum-Api-Key': SUPER_KEY, ...(user ? { 'Forum-Api-User': '1' } : {}) },
-      body: JSON.stringify({ query }),
-    }).then((r) => r.json() as Promise<any>);
+    const gql = (query: string, user = true) =>
+      fetch(`${base}/graphql`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'Forum-Api-Key': SUPER_KEY,
+          ...(user ? { 'Forum-Api-User': '1' } : {}),
+        },
+        body: JSON.stringify({ query }),
+      }).then((r) => r.json() as Promise<any>);
     await gql('mutation { createUser(input: { username: "owner", isAdmin: true }) { user { userId } } }', false);
     const c = await gql('mutation { createCategory(input: { title: "c" }) { category { categoryId } } }');
-    const d = await gql(`mutation { createDownload(input: { categoryId: ${c.data.createCategory.category.categoryId}, title: "d" }) { download { currentVersion { versionId } } } }`);
+    const d = await gql(
+      `mutation { createDownload(input: { categoryId: ${c.data.createCategory.category.categoryId}, title: "d" }) { download { currentVersion { versionId } } } }`,
+    );
     versionId = d.data.createDownload.download.currentVersion.versionId;
   }, 90_000);
 
@@ -163,64 +218,137 @@ describe('fuzz: mutated bodies never end the process and never answer 5xx', () =
 
   /** A valid body of each kind, as bytes, with the content type it is sent with. */
   const valid = () => ({
-    graphqlMultipart: Buffer.from(field('operations', createFile(versionId)) + field('map', '{"0":["variables.f"]}') + filePart('0', 'hello world') + `--${B}--\r\n`),
-    restMultipart: Buffer.from(field('version_id', String(versionId)) + filePart('file', 'hello world') + `--${B}--\r\n`),
-    json: Buffer.from(JSON.stringify({ query: 'query($d: Int!) { download(downloadId: $d) { title } }', variables: { d: 1 } })),
+    graphqlMultipart: Buffer.from(
+      field('operations', createFile(versionId)) +
+        field('map', '{"0":["variables.f"]}') +
+        filePart('0', 'hello world') +
+        `--${B}--\r\n`,
+    ),
+    restMultipart: Buffer.from(
+      field('version_id', String(versionId)) + filePart('file', 'hello world') + `--${B}--\r\n`,
+    ),
+    json: Buffer.from(
+      JSON.stringify({ query: 'query($d: Int!) { download(downloadId: $d) { title } }', variables: { d: 1 } }),
+    ),
     form: Buffer.from('title=fuzzed&description=x'),
   });
 
   /** One mutation of a body: cut it, drop, repeat or replace a slice, insert random or structural bytes. */
   const mutation = fc.oneof(
     fc.record({ op: fc.constant('truncate'), at: fc.double({ min: 0, max: 1, noNaN: true }) }),
-    fc.record({ op: fc.constant('insert'), at: fc.double({ min: 0, max: 1, noNaN: true }), bytes: fc.oneof(
-      fc.uint8Array({ minLength: 1, maxLength: 64 }).map((a) => Buffer.from(a)),
-      fc.constantFrom('\r\n', '\r\n\r\n', `--${B}`, `--${B}--`, '--', ':', '"', 'Content-Disposition: form-data; name="0"\r\n\r\n', '\0', '{', ']').map((s) => Buffer.from(s)),
-    ) }),
-    fc.record({ op: fc.constant('delete'), at: fc.double({ min: 0, max: 1, noNaN: true }), length: fc.integer({ min: 1, max: 40 }) }),
-    fc.record({ op: fc.constant('repeat'), at: fc.double({ min: 0, max: 1, noNaN: true }), length: fc.integer({ min: 1, max: 40 }), times: fc.integer({ min: 2, max: 50 }) }),
+    fc.record({
+      op: fc.constant('insert'),
+      at: fc.double({ min: 0, max: 1, noNaN: true }),
+      bytes: fc.oneof(
+        fc.uint8Array({ minLength: 1, maxLength: 64 }).map((a) => Buffer.from(a)),
+        fc
+          .constantFrom(
+            '\r\n',
+            '\r\n\r\n',
+            `--${B}`,
+            `--${B}--`,
+            '--',
+            ':',
+            '"',
+            'Content-Disposition: form-data; name="0"\r\n\r\n',
+            '\0',
+            '{',
+            ']',
+          )
+          .map((s) => Buffer.from(s)),
+      ),
+    }),
+    fc.record({
+      op: fc.constant('delete'),
+      at: fc.double({ min: 0, max: 1, noNaN: true }),
+      length: fc.integer({ min: 1, max: 40 }),
+    }),
+    fc.record({
+      op: fc.constant('repeat'),
+      at: fc.double({ min: 0, max: 1, noNaN: true }),
+      length: fc.integer({ min: 1, max: 40 }),
+      times: fc.integer({ min: 2, max: 50 }),
+    }),
   );
   type Mutation = { op: string; at: number; bytes?: Buffer; length?: number; times?: number };
   const apply = (body: Buffer, m: Mutation): Buffer => {
     const i = Math.floor(m.at * body.length);
     switch (m.op) {
-      case 'truncate': return body.subarray(0, i);
-      case 'insert': return Buffer.concat([body.subarray(0, i), m.bytes!, body.subarray(i)]);
-      case 'delete': return Buffer.concat([body.subarray(0, i), body.subarray(i + m.length!)]);
-      default: return Buffer.concat([body.subarray(0, i), ...Array(m.times!).fill(body.subarray(i, i + m.length!)), body.subarray(i)]);
+      case 'truncate':
+        return body.subarray(0, i);
+      case 'insert':
+        return Buffer.concat([body.subarray(0, i), m.bytes!, body.subarray(i)]);
+      case 'delete':
+        return Buffer.concat([body.subarray(0, i), body.subarray(i + m.length!)]);
+      default:
+        return Buffer.concat([
+          body.subarray(0, i),
+          ...Array(m.times!).fill(body.subarray(i, i + m.length!)),
+          body.subarray(i),
+        ]);
     }
   };
 
   const targets = [
     { name: 'GraphQL multipart', kind: 'graphqlMultipart', method: 'POST', path: '/graphql', type: CT },
-    { name: 'GraphQL multipart, boundary mutated', kind: 'graphqlMultipart', method: 'POST', path: '/graphql', type: 'boundary' },
+    {
+      name: 'GraphQL multipart, boundary mutated',
+      kind: 'graphqlMultipart',
+      method: 'POST',
+      path: '/graphql',
+      type: 'boundary',
+    },
     { name: 'REST multipart', kind: 'restMultipart', method: 'POST', path: '/api/mc-dm-files/', type: CT },
     { name: 'GraphQL JSON', kind: 'json', method: 'POST', path: '/graphql', type: 'application/json' },
-    { name: 'REST form', kind: 'form', method: 'PUT', path: '/api/mc-dm-downloads/1/', type: 'application/x-www-form-urlencoded' },
+    {
+      name: 'REST form',
+      kind: 'form',
+      method: 'PUT',
+      path: '/api/mc-dm-downloads/1/',
+      type: 'application/x-www-form-urlencoded',
+    },
   ] as const;
 
   for (const target of targets) {
     it(`${target.name}: ${RUNS} mutated bodies`, async () => {
       const answers = new Map<number, number>();
-      await fc.assert(fc.asyncProperty(fc.array(mutation, { minLength: 1, maxLength: 4 }), fc.string({ maxLength: 80 }), async (mutations, boundary) => {
-        const body = mutations.reduce<Buffer>((b, m) => apply(b, m as Mutation), valid()[target.kind]);
-        const type = target.type === 'boundary' ? `multipart/form-data; boundary=${boundary}` : target.type;
-        let status = 0;
-        try {
-          const res = await fetch(`${base}${target.path}`, { method: target.method, headers: { 'content-type': type, 'Forum-Api-Key': SUPER_KEY, 'Forum-Api-User': '1' }, body: new Uint8Array(body), signal: AbortSignal.timeout(15_000) });
-          status = res.status;
-          await res.arrayBuffer();
-        } catch (err) {
-          // A content type fetch refuses to send (an invalid header value) is not a request at all.
-          if ((err as Error).name === 'TypeError' && /header/i.test(String((err as Error).message))) return;
-          throw err;
-        }
-        answers.set(status, (answers.get(status) ?? 0) + 1);
-        expect(exited).toBeNull();
-        expect(status, `${target.name}: ${JSON.stringify(mutations)}`).toBeLessThan(500);
-      }), { numRuns: RUNS, seed: 20261124, endOnFailure: true });
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(mutation, { minLength: 1, maxLength: 4 }),
+          fc.string({ maxLength: 80 }),
+          async (mutations, boundary) => {
+            const body = mutations.reduce<Buffer>((b, m) => apply(b, m as Mutation), valid()[target.kind]);
+            const type = target.type === 'boundary' ? `multipart/form-data; boundary=${boundary}` : target.type;
+            let status = 0;
+            try {
+              const res = await fetch(`${base}${target.path}`, {
+                method: target.method,
+                headers: { 'content-type': type, 'Forum-Api-Key': SUPER_KEY, 'Forum-Api-User': '1' },
+                body: new Uint8Array(body),
+                signal: AbortSignal.timeout(15_000),
+              });
+              status = res.status;
+              await res.arrayBuffer();
+            } catch (err) {
+              // A content type fetch refuses to send (an invalid header value) is not a request at all.
+              if ((err as Error).name === 'TypeError' && /header/i.test(String((err as Error).message))) return;
+              throw err;
+            }
+            answers.set(status, (answers.get(status) ?? 0) + 1);
+            expect(exited).toBeNull();
+            expect(status, `${target.name}: ${JSON.stringify(mutations)}`).toBeLessThan(500);
+          },
+        ),
+        { numRuns: RUNS, seed: 20261124, endOnFailure: true },
+      );
       expect(exited).toBeNull();
       expect((await fetch(`${base}/healthz`)).status).toBe(200);
-      console.log(`${target.name}: ${[...answers].sort().map(([s, n]) => `${n}× ${s}`).join(', ')}`);
+      console.log(
+        `${target.name}: ${[...answers]
+          .sort()
+          .map(([s, n]) => `${n}× ${s}`)
+          .join(', ')}`,
+      );
     }, 120_000);
   }
 });

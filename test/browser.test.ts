@@ -9,14 +9,20 @@ import { routes } from '../rest-adapter/routes.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const haveChromium = fs.existsSync(CHROMIUM);
-if (!haveChromium) console.warn(`test/browser.test.ts skipped: ${CHROMIUM} is missing (apt-get install -y chromium; .ci/run installs it).`);
+if (!haveChromium)
+  console.warn(
+    `test/browser.test.ts skipped: ${CHROMIUM} is missing (apt-get install -y chromium; .ci/run installs it).`,
+  );
 
 describe.skipIf(!haveChromium)('pages in headless Chromium', () => {
   let t: TestApp;
   let browser: Browser;
   beforeAll(async () => {
     t = await startTestApp('pglite');
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+    });
   });
   afterAll(async () => {
     await browser?.close();
@@ -29,7 +35,9 @@ describe.skipIf(!haveChromium)('pages in headless Chromium', () => {
     const page = await context.newPage();
     const problems: string[] = [];
     const requests: string[] = [];
-    page.on('console', (m) => { if (/Content Security Policy|Refused to/i.test(m.text())) problems.push(m.text()); });
+    page.on('console', (m) => {
+      if (/Content Security Policy|Refused to/i.test(m.text())) problems.push(m.text());
+    });
     page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
     page.on('request', (r) => requests.push(r.url()));
     await page.goto(`${t.url}${path}`);
@@ -39,12 +47,17 @@ describe.skipIf(!haveChromium)('pages in headless Chromium', () => {
   it('the REST reference lists every route of the table, with nothing loaded from elsewhere', async () => {
     const { page, problems, requests } = await open('/api/docs');
     await page.waitForSelector('.opblock-summary-path', { timeout: 20_000 });
-    const listed = await page.$$eval('.opblock', (els) => els.map((e) => {
-      const method = e.querySelector('.opblock-summary-method')?.textContent?.trim();
-      const p = e.querySelector('.opblock-summary-path')?.getAttribute('data-path') ?? e.querySelector('.opblock-summary-path')?.textContent;
-      return `${method} ${p?.replace(/\u200b/g, '').trim()}`;
-    }));
-    for (const r of routes) expect(listed, `${r.method} ${r.path}`).toContain(`${r.method} ${r.path.replace(/:([a-z_]+)/g, '{$1}')}`);
+    const listed = await page.$$eval('.opblock', (els) =>
+      els.map((e) => {
+        const method = e.querySelector('.opblock-summary-method')?.textContent?.trim();
+        const p =
+          e.querySelector('.opblock-summary-path')?.getAttribute('data-path') ??
+          e.querySelector('.opblock-summary-path')?.textContent;
+        return `${method} ${p?.replace(/\u200b/g, '').trim()}`;
+      }),
+    );
+    for (const r of routes)
+      expect(listed, `${r.method} ${r.path}`).toContain(`${r.method} ${r.path.replace(/:([a-z_]+)/g, '{$1}')}`);
     expect(listed).toContain('GET /api/mc-dm-files/{file_id}/data/');
     expect(await page.textContent('body')).toContain('Forum-Api-Key');
     expect(requests.filter((u) => !u.startsWith(t.url) && !u.startsWith('data:'))).toEqual([]);
@@ -64,7 +77,14 @@ describe.skipIf(!haveChromium)('pages in headless Chromium', () => {
     await page.waitForTimeout(500);
     expect(await page.locator('.graphiql-doc-explorer').textContent()).not.toMatch(/query\s*:\s*Query/);
     // … and the page says what to do (without sending a request bound to answer 401)
-    await page.waitForFunction(() => /Paste your API key in the bar above to load the schema/.test((document.querySelector('.graphiql-response')?.textContent ?? '').replace(/\s+/g, ' ')), null, { timeout: 10_000 });
+    await page.waitForFunction(
+      () =>
+        /Paste your API key in the bar above to load the schema/.test(
+          (document.querySelector('.graphiql-response')?.textContent ?? '').replace(/\s+/g, ' '),
+        ),
+      null,
+      { timeout: 10_000 },
+    );
 
     await input.fill(SUPER_KEY);
     await page.click('#key-bar button[type="submit"]');
@@ -78,13 +98,21 @@ describe.skipIf(!haveChromium)('pages in headless Chromium', () => {
 
     // Running the default query sends the key.
     await page.click('.graphiql-execute-button');
-    await page.waitForFunction(() => document.querySelector('.graphiql-response')?.textContent?.includes('isSuperKey'), null, { timeout: 20_000 });
+    await page.waitForFunction(
+      () => document.querySelector('.graphiql-response')?.textContent?.includes('isSuperKey'),
+      null,
+      { timeout: 20_000 },
+    );
     const response = await page.locator('.graphiql-response').textContent();
     expect(response?.replace(/\s+/g, ' ')).toContain('"isSuperKey": true');
 
     const storage = await page.evaluate(() => ({
-      local: Object.keys(localStorage).map((k) => `${k}=${localStorage.getItem(k)}`).join('\n'),
-      session: Object.keys(sessionStorage).map((k) => `${k}=${sessionStorage.getItem(k)}`).join('\n'),
+      local: Object.keys(localStorage)
+        .map((k) => `${k}=${localStorage.getItem(k)}`)
+        .join('\n'),
+      session: Object.keys(sessionStorage)
+        .map((k) => `${k}=${sessionStorage.getItem(k)}`)
+        .join('\n'),
     }));
     expect(storage.local).not.toContain(SUPER_KEY);
     expect(storage.session).toContain(SUPER_KEY);
@@ -100,12 +128,14 @@ describe.skipIf(!haveChromium)('pages in headless Chromium', () => {
     expect(await other.page.inputValue('#api-key')).toBe('');
     await other.page.context().close();
 
-    expect(requests.filter((u) => !u.startsWith(t.url) && !u.startsWith('data:') && !u.startsWith('blob:'))).toEqual([]);
+    expect(requests.filter((u) => !u.startsWith(t.url) && !u.startsWith('data:') && !u.startsWith('blob:'))).toEqual(
+      [],
+    );
     expect(problems).toEqual([]);
     await page.context().close();
   });
 
-  it('a key typed into the Headers tab is used, becomes the tab\'s key, and is never written to localStorage', async () => {
+  it("a key typed into the Headers tab is used, becomes the tab's key, and is never written to localStorage", async () => {
     const readOnly = await t.key('GUEST', ['mc_dm_category:read']);
     const { page, problems } = await open('/graphql');
     await page.waitForSelector('.graphiql-container', { timeout: 30_000 });
@@ -118,11 +148,17 @@ describe.skipIf(!haveChromium)('pages in headless Chromium', () => {
     await page.keyboard.press('Delete');
     await page.keyboard.insertText(JSON.stringify({ 'Forum-Api-Key': readOnly }));
     await page.click('.graphiql-execute-button');
-    await page.waitForFunction(() => /mc_dm_category:read/.test(document.querySelector('.graphiql-response')?.textContent ?? ''), null, { timeout: 20_000 });
+    await page.waitForFunction(
+      () => /mc_dm_category:read/.test(document.querySelector('.graphiql-response')?.textContent ?? ''),
+      null,
+      { timeout: 20_000 },
+    );
     const response = (await page.locator('.graphiql-response').textContent())!.replace(/\s+/g, ' ');
     expect(response).toContain('"isSuperKey": false');
     expect(response).not.toContain('mc_dm_download:read');
-    await page.waitForFunction((k) => (document.querySelector('#api-key') as HTMLInputElement).value === k, readOnly, { timeout: 5_000 });
+    await page.waitForFunction((k) => (document.querySelector('#api-key') as HTMLInputElement).value === k, readOnly, {
+      timeout: 5_000,
+    });
     const local = await page.evaluate(() => JSON.stringify(Object.entries(localStorage)));
     expect(local).not.toContain(readOnly);
     expect(local).not.toContain(SUPER_KEY);
@@ -134,7 +170,9 @@ describe.skipIf(!haveChromium)('pages in headless Chromium', () => {
   it('the landing page renders its links', async () => {
     const { page, problems } = await open('/');
     const links = await page.$$eval('a', (as) => as.map((a) => a.getAttribute('href')));
-    expect(links).toEqual(expect.arrayContaining(['/graphql', '/api/docs', '/api/openapi.json', '/healthz', '/readyz']));
+    expect(links).toEqual(
+      expect.arrayContaining(['/graphql', '/api/docs', '/api/openapi.json', '/healthz', '/readyz']),
+    );
     expect(await page.evaluate(() => getComputedStyle(document.querySelector('.cards')!).display)).toBe('grid'); // site.css applied
     expect(problems).toEqual([]);
     await page.context().close();

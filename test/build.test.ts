@@ -10,14 +10,22 @@ import { ensureTemplate, templateFile } from '../src/db/template.js';
 
 const root = path.resolve(import.meta.dirname, '..');
 const made: string[] = [];
-const tmp = () => { const d = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-build-')); made.push(d); return d; };
-afterAll(() => { for (const d of made) fs.rmSync(d, { recursive: true, force: true }); });
-const build = () => execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: root, encoding: 'utf8', stdio: 'pipe' });
+const tmp = () => {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-build-'));
+  made.push(d);
+  return d;
+};
+afterAll(() => {
+  for (const d of made) fs.rmSync(d, { recursive: true, force: true });
+});
+const build = () =>
+  execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: root, encoding: 'utf8', stdio: 'pipe' });
 
 describe('npm run build', () => {
   it('leaves dist/ with the compiled entry points and a matching ready-made database, and writes nothing when nothing changed', () => {
     build();
-    for (const file of ['dist/src/main.js', 'dist/src/cli/admin.js', 'dist/rest-adapter/plugin.js']) expect(fs.existsSync(path.join(root, file))).toBe(true);
+    for (const file of ['dist/src/main.js', 'dist/src/cli/admin.js', 'dist/rest-adapter/plugin.js'])
+      expect(fs.existsSync(path.join(root, file))).toBe(true);
     expect(fs.existsSync(templateFile())).toBe(true);
     const stamp = path.join(root, 'dist', '.sources.json');
     const before = fs.statSync(stamp).mtimeMs;
@@ -32,7 +40,9 @@ describe('ready-made embedded database', () => {
   it('is named after the migrations: another set of migrations needs another one', () => {
     const all = readMigrations();
     expect(templateFile(all)).not.toBe(templateFile(all.slice(0, -1)));
-    expect(templateFile(all.map((m, i) => (i === 0 ? { ...m, checksum: 'c'.repeat(64) } : m)))).not.toBe(templateFile(all));
+    expect(templateFile(all.map((m, i) => (i === 0 ? { ...m, checksum: 'c'.repeat(64) } : m)))).not.toBe(
+      templateFile(all),
+    );
   });
 
   it('gives a fresh data directory every migration before the migrator runs, and a restart keeps its data', async () => {
@@ -40,11 +50,15 @@ describe('ready-made embedded database', () => {
     const dir = path.join(tmp(), 'db');
     const db = await openDatabase({ pgliteDir: dir });
     try {
-      const rows = await db.query<{ migration_name: string }>('SELECT migration_name FROM "_prisma_migrations" ORDER BY migration_name');
+      const rows = await db.query<{ migration_name: string }>(
+        'SELECT migration_name FROM "_prisma_migrations" ORDER BY migration_name',
+      );
       expect(rows.map((r) => r.migration_name)).toEqual(readMigrations().map((m) => m.name));
       expect(await migrate(db)).toEqual([]);
       // only the database the service uses: PostgreSQL's template databases are left out (fewer files to write)
-      expect((await db.query<{ datname: string }>('SELECT datname FROM pg_database')).map((r) => r.datname)).toEqual(['postgres']);
+      expect((await db.query<{ datname: string }>('SELECT datname FROM pg_database')).map((r) => r.datname)).toEqual([
+        'postgres',
+      ]);
       await db.prisma.group.create({ data: { name: 'kept' } });
     } finally {
       await db.close();

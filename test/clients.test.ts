@@ -18,7 +18,9 @@ function possibleTypesOf(schema: GraphQLSchema): Record<string, string[]> {
   }
   return out;
 }
-const possibleTypes = possibleTypesOf(buildSchema(fs.readFileSync(path.resolve(import.meta.dirname, '../schema.graphql'), 'utf8')));
+const possibleTypes = possibleTypesOf(
+  buildSchema(fs.readFileSync(path.resolve(import.meta.dirname, '../schema.graphql'), 'utf8')),
+);
 
 const PAGE = gql`
   query DownloadPage($downloadId: Int!) {
@@ -36,23 +38,32 @@ forEachDatabase((kind) => {
   let t: TestApp;
   let owner: { userId: number; key: string };
   let reader: { userId: number; key: string };
-  let dl: number; let versionId: number;
+  let dl: number;
+  let versionId: number;
 
   beforeAll(async () => {
     t = await startTestApp(kind, { commentFloodSeconds: 0 });
     owner = await t.user(`client_owner_${kind}`);
     reader = await t.user(`client_reader_${kind}`);
-    const cat = (await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Clients' } })).body.category.category_id;
-    const d = (await t.rest('POST', '/api/mc-dm-downloads/', { key: owner.key, form: { category_id: cat, title: 'Cached' } })).body.download;
-    dl = d.download_id; versionId = d.current_version_id;
-    for (const message of ['first', 'second']) await t.rest('POST', '/api/mc-dm-comments/', { key: reader.key, form: { download_id: dl, message } });
+    const cat = (await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Clients' } })).body.category
+      .category_id;
+    const d = (
+      await t.rest('POST', '/api/mc-dm-downloads/', { key: owner.key, form: { category_id: cat, title: 'Cached' } })
+    ).body.download;
+    dl = d.download_id;
+    versionId = d.current_version_id;
+    for (const message of ['first', 'second'])
+      await t.rest('POST', '/api/mc-dm-comments/', { key: reader.key, form: { download_id: dl, message } });
   });
-  afterAll(async () => { await t?.close(); });
+  afterAll(async () => {
+    await t?.close();
+  });
 
-  const apollo = (key: string, link?: ApolloLink) => new ApolloClient({
-    link: link ?? new HttpLink({ uri: `${t.url}/graphql`, headers: { 'Forum-Api-Key': key } }),
-    cache: new InMemoryCache({ possibleTypes }),
-  });
+  const apollo = (key: string, link?: ApolloLink) =>
+    new ApolloClient({
+      link: link ?? new HttpLink({ uri: `${t.url}/graphql`, headers: { 'Forum-Api-Key': key } }),
+      cache: new InMemoryCache({ possibleTypes }),
+    });
 
   describe('Apollo Client 4', () => {
     it('normalises every entity by its id with no type policies written by hand', async () => {
@@ -68,13 +79,16 @@ forEachDatabase((kind) => {
       const walk = (v: unknown, at: string, top: boolean) => {
         if (Array.isArray(v)) v.forEach((x, i) => walk(x, `${at}[${i}]`, false));
         else if (v && typeof v === 'object') {
-          if (!top && typeof (v as any).__typename === 'string' && typenames.has((v as any).__typename)) embedded.push(at);
+          if (!top && typeof (v as any).__typename === 'string' && typenames.has((v as any).__typename))
+            embedded.push(at);
           for (const [k, x] of Object.entries(v)) walk(x, `${at}.${k}`, false);
         }
       };
       for (const [k, v] of Object.entries(cache)) walk(v, k, true);
       expect(embedded).toEqual([]);
-      expect(cache.ROOT_QUERY[`download({"downloadId":${dl}})`]).toEqual({ __ref: client.cache.identify({ __typename: 'Download', id: (data as any).download.id }) });
+      expect(cache.ROOT_QUERY[`download({"downloadId":${dl}})`]).toEqual({
+        __ref: client.cache.identify({ __typename: 'Download', id: (data as any).download.id }),
+      });
     });
 
     it('updates and deletes reach the cache through payloads alone', async () => {
@@ -94,7 +108,9 @@ forEachDatabase((kind) => {
       const victim = page.comments.nodes[0];
       const r = await mod.mutate({
         mutation: gql`mutation($i: DeleteCommentInput!) { deleteComment(input: $i) { success deletedId } }`,
-        variables: { i: { commentId: Number(Buffer.from(victim.id, 'base64url').toString().split(':')[1]), hard: true } },
+        variables: {
+          i: { commentId: Number(Buffer.from(victim.id, 'base64url').toString().split(':')[1]), hard: true },
+        },
       });
       const deletedId = (r.data as any).deleteComment.deletedId;
       expect(deletedId).toBe(victim.id);
@@ -109,28 +125,51 @@ forEachDatabase((kind) => {
         query: gql`query($id: ID!) { node(id: $id) { id ... on Download { title owner { username } } } }`,
         variables: { id: first.download.id },
       });
-      expect((data as any).node).toMatchObject({ __typename: 'Download', id: first.download.id, owner: { username: `client_owner_${kind}` } });
+      expect((data as any).node).toMatchObject({
+        __typename: 'Download',
+        id: first.download.id,
+        owner: { username: `client_owner_${kind}` },
+      });
     });
 
     it('uploads a file with apollo-upload-client', async () => {
-      const client = apollo(owner.key, new UploadHttpLink({ uri: `${t.url}/graphql`, headers: { 'Forum-Api-Key': owner.key } }));
+      const client = apollo(
+        owner.key,
+        new UploadHttpLink({ uri: `${t.url}/graphql`, headers: { 'Forum-Api-Key': owner.key } }),
+      );
       const bytes = Buffer.from('uploaded by Apollo');
       const { data } = await client.mutate({
         mutation: gql`mutation($i: CreateFileInput!) { createFile(input: $i) { file { id filename fileSize version { id versionId } } } }`,
         variables: { i: { versionId, file: new File([bytes], 'apollo.txt', { type: 'text/plain' }) } },
       });
-      expect((data as any).createFile.file).toMatchObject({ filename: 'apollo.txt', fileSize: bytes.length, version: { versionId } });
-      const res = await fetch(`${t.url}/api/mc-dm-files/${(await t.prisma.file.findFirstOrThrow({ where: { filename: 'apollo.txt' } })).id}/data/`, { headers: { 'Forum-Api-Key': owner.key } });
+      expect((data as any).createFile.file).toMatchObject({
+        filename: 'apollo.txt',
+        fileSize: bytes.length,
+        version: { versionId },
+      });
+      const res = await fetch(
+        `${t.url}/api/mc-dm-files/${(await t.prisma.file.findFirstOrThrow({ where: { filename: 'apollo.txt' } })).id}/data/`,
+        { headers: { 'Forum-Api-Key': owner.key } },
+      );
       expect(Buffer.from(await res.arrayBuffer())).toEqual(bytes);
     });
   });
 
   describe('graphql-request', () => {
     it('receives partial data: a refused field is null with its error, the rest arrives', async () => {
-      const client = new GraphQLClient(`${t.url}/graphql`, { headers: { 'Forum-Api-Key': reader.key }, errorPolicy: 'all' });
+      const client = new GraphQLClient(`${t.url}/graphql`, {
+        headers: { 'Forum-Api-Key': reader.key },
+        errorPolicy: 'all',
+      });
       const comment = (await t.prisma.comment.findFirstOrThrow({ where: { downloadId: dl } })).id;
-      const r = await client.rawRequest<any>(`query($c: Int!) { comment(commentId: $c) { message edits { oldMessage } } viewer { username } }`, { c: comment });
-      expect(r.data).toEqual({ comment: { message: expect.any(String), edits: null }, viewer: { username: `client_reader_${kind}` } });
+      const r = await client.rawRequest<any>(
+        `query($c: Int!) { comment(commentId: $c) { message edits { oldMessage } } viewer { username } }`,
+        { c: comment },
+      );
+      expect(r.data).toEqual({
+        comment: { message: expect.any(String), edits: null },
+        viewer: { username: `client_reader_${kind}` },
+      });
       expect(r.errors?.map((e: any) => e.extensions.code)).toEqual(['do_not_have_permission']);
       expect(r.status).toBe(200);
     });

@@ -36,19 +36,33 @@ forEachDatabase((kind) => {
     reader = await t.user(`apollo_reader_${kind}`);
     cat = (await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Apollo' } })).body.category.category_id;
     await t.prisma.download.createMany({
-      data: Array.from({ length: 23 }, (_, i) => ({ categoryId: cat, userId: ownerId, title: `M${String(i).padStart(2, '0')}` })),
+      data: Array.from({ length: 23 }, (_, i) => ({
+        categoryId: cat,
+        userId: ownerId,
+        title: `M${String(i).padStart(2, '0')}`,
+      })),
     });
   });
-  afterAll(async () => { await t?.close(); });
+  afterAll(async () => {
+    await t?.close();
+  });
 
   it('Apollo Client 4 pages downloadsConnection with fetchMore and relayStylePagination: every row once', async () => {
     const client = new ApolloClient({
-      link: new HttpLink({ uri: new URL('/graphql', t.url).toString(), headers: { 'Forum-Api-Key': reader.key }, fetch }),
+      link: new HttpLink({
+        uri: new URL('/graphql', t.url).toString(),
+        headers: { 'Forum-Api-Key': reader.key },
+        fetch,
+      }),
       cache: new InMemoryCache({
-        typePolicies: { Query: { fields: { downloadsConnection: relayStylePagination(['categoryId', 'order', 'direction']) } } },
+        typePolicies: {
+          Query: { fields: { downloadsConnection: relayStylePagination(['categoryId', 'order', 'direction']) } },
+        },
       }),
     });
-    const original = (await t.prisma.download.findMany({ where: { categoryId: cat }, orderBy: [{ title: 'asc' }, { id: 'asc' }] })).map((d) => d.id);
+    const original = (
+      await t.prisma.download.findMany({ where: { categoryId: cat }, orderBy: [{ title: 'asc' }, { id: 'asc' }] })
+    ).map((d) => d.id);
     const variables = { categoryId: cat, first: 5 };
     const query = client.watchQuery<Data>({ query: DOWNLOADS, variables });
     const sub = query.subscribe(() => {});
@@ -59,7 +73,9 @@ forEachDatabase((kind) => {
       while (result.data!.downloadsConnection.pageInfo.hasNextPage) {
         if (!inserted) {
           // Rows arrive between fetches: before the boundary (an offset page would repeat a row) and at the end.
-          await t.prisma.download.createMany({ data: ['A0', 'A1', 'Z9'].map((title) => ({ categoryId: cat, userId: ownerId, title })) });
+          await t.prisma.download.createMany({
+            data: ['A0', 'A1', 'Z9'].map((title) => ({ categoryId: cat, userId: ownerId, title })),
+          });
           inserted = true;
         }
         result = await query.fetchMore({ variables: { after: result.data!.downloadsConnection.pageInfo.endCursor } });
@@ -75,7 +91,9 @@ forEachDatabase((kind) => {
       expect(ids).toEqual([...original, late.find((d) => d.title === 'Z9')!.id]);
       expect(cached.totalCount).toBe(original.length + 3);
       // Normalised: one cache entry per download, keyed by its global id, nothing written by hand.
-      const entries = Object.keys(client.cache.extract() as Record<string, unknown>).filter((k) => k.startsWith('Download:'));
+      const entries = Object.keys(client.cache.extract() as Record<string, unknown>).filter((k) =>
+        k.startsWith('Download:'),
+      );
       expect(entries.sort()).toEqual(cached.edges.map((e) => `Download:${e.node.id}`).sort());
     } finally {
       sub.unsubscribe();

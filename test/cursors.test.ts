@@ -14,13 +14,21 @@ const BY_TITLE = `query($a: String) { categoriesConnection(first: 50, after: $a,
   edges { cursor node { title } } pageInfo { startCursor endCursor } } }`;
 
 /** Every way a client might try to read a cursor: base64url and base64, as bytes. */
-const readings = (cursor: string) => [Buffer.from(cursor, 'base64url').toString('latin1'), Buffer.from(cursor, 'base64').toString('latin1'), cursor];
+const readings = (cursor: string) => [
+  Buffer.from(cursor, 'base64url').toString('latin1'),
+  Buffer.from(cursor, 'base64').toString('latin1'),
+  cursor,
+];
 
 async function makeCategories(t: TestApp) {
-  const make = async (title: string) => (await t.rest('POST', '/api/mc-dm-categories/', { form: { title } })).body.category.category_id as number;
+  const make = async (title: string) =>
+    (await t.rest('POST', '/api/mc-dm-categories/', { form: { title } })).body.category.category_id as number;
   await make('Aardvark Public Notes');
   const hidden = await make('Zebra Secret Roadmap');
-  await t.gqlOk(`mutation($c: Int!) { setCategoryPermission(input: { categoryId: $c, group: "guest", permission: "view", value: DENY }) { ok } }`, { c: hidden });
+  await t.gqlOk(
+    `mutation($c: Int!) { setCategoryPermission(input: { categoryId: $c, group: "guest", permission: "view", value: DENY }) { ok } }`,
+    { c: hidden },
+  );
 }
 
 /**
@@ -28,7 +36,10 @@ async function makeCategories(t: TestApp) {
  * the body, as the GraphQL-over-HTTP spec asks; invalid_input is the code whose status is 400, src/http/statuses.ts.)
  */
 async function refused(t: TestApp, cursor: string, field: 'after' | 'before' = 'after') {
-  const q = field === 'after' ? BY_TITLE : `query($a: String) { categoriesConnection(last: 5, before: $a, order: TITLE, direction: ASC) { edges { cursor } } }`;
+  const q =
+    field === 'after'
+      ? BY_TITLE
+      : `query($a: String) { categoriesConnection(last: 5, before: $a, order: TITLE, direction: ASC) { edges { cursor } } }`;
   const r = await t.gql(q, { a: cursor });
   return { codes: r.codes, params: r.errors?.[0]?.extensions?.params, data: r.data };
 }
@@ -60,12 +71,17 @@ forEachDatabase((kind) => {
       for (const cursor of cursors) {
         expect(cursor).toMatch(/^[A-Za-z0-9_-]{40,200}$/);
         for (const text of readings(cursor)) {
-          for (const leak of ['Aardvark', 'Zebra', 'Secret', 'Roadmap', 'categoriesConnection', 'title']) expect(text).not.toContain(leak);
+          for (const leak of ['Aardvark', 'Zebra', 'Secret', 'Roadmap', 'categoriesConnection', 'title'])
+            expect(text).not.toContain(leak);
         }
       }
       // Still a working cursor: paging on after the hidden row finds nothing more.
-      expect((await a.gqlOk(BY_TITLE, { a: guest.pageInfo.endCursor }, guestKey)).categoriesConnection.edges).toEqual([]);
-      expect((await a.gqlOk(BY_TITLE, { a: all.edges[0].cursor })).categoriesConnection.edges.map((e: any) => e.node.title)).toEqual(['Zebra Secret Roadmap']);
+      expect((await a.gqlOk(BY_TITLE, { a: guest.pageInfo.endCursor }, guestKey)).categoriesConnection.edges).toEqual(
+        [],
+      );
+      expect(
+        (await a.gqlOk(BY_TITLE, { a: all.edges[0].cursor })).categoriesConnection.edges.map((e: any) => e.node.title),
+      ).toEqual(['Zebra Secret Roadmap']);
     });
 
     it('one byte altered, or the cursor cut: 400 invalid_input naming the argument', async () => {
@@ -77,10 +93,22 @@ forEachDatabase((kind) => {
         copy[i] ^= 0x04;
         altered.push(copy.toString('base64url'));
       }
-      for (const bad of [...altered, cursor.slice(0, -1), cursor.slice(0, -2), `${cursor.slice(0, -1)}${cursor.endsWith('A') ? 'B' : 'A'}`]) {
-        expect(await refused(a, bad), bad).toMatchObject({ codes: ['invalid_input'], params: { field: 'after' }, data: { categoriesConnection: null } });
+      for (const bad of [
+        ...altered,
+        cursor.slice(0, -1),
+        cursor.slice(0, -2),
+        `${cursor.slice(0, -1)}${cursor.endsWith('A') ? 'B' : 'A'}`,
+      ]) {
+        expect(await refused(a, bad), bad).toMatchObject({
+          codes: ['invalid_input'],
+          params: { field: 'after' },
+          data: { categoriesConnection: null },
+        });
       }
-      expect(await refused(a, altered[3]!, 'before')).toMatchObject({ codes: ['invalid_input'], params: { field: 'before' } });
+      expect(await refused(a, altered[3]!, 'before')).toMatchObject({
+        codes: ['invalid_input'],
+        params: { field: 'before' },
+      });
       expect((await a.gqlOk(BY_TITLE, { a: cursor })).categoriesConnection.edges).toHaveLength(1);
     });
 
@@ -95,21 +123,30 @@ forEachDatabase((kind) => {
 describe.skipIf(!process.env.TEST_DATABASE_URL)('instances on one PostgreSQL database without CURSOR_SECRET', () => {
   let fresh: Awaited<ReturnType<typeof freshPostgres>>;
   let apps: TestApp[] = [];
-  beforeAll(async () => { fresh = await freshPostgres(); });
+  beforeAll(async () => {
+    fresh = await freshPostgres();
+  });
   afterAll(async () => {
     for (const t of apps.reverse()) await t.close();
     await fresh?.drop();
   });
 
-  it('started together, accept each other\'s cursors', async () => {
+  it("started together, accept each other's cursors", async () => {
     // Both start on the fresh database at once: each generates a secret, one is kept, both read it back.
-    apps = await Promise.all([startTestApp('postgres', { allowSplitStorage: true }, { url: fresh.url }), startTestApp('postgres', { allowSplitStorage: true }, { url: fresh.url })]);
+    apps = await Promise.all([
+      startTestApp('postgres', { allowSplitStorage: true }, { url: fresh.url }),
+      startTestApp('postgres', { allowSplitStorage: true }, { url: fresh.url }),
+    ]);
     const [a, b] = apps as [TestApp, TestApp];
     await makeCategories(a);
     const fromA = (await a.gqlOk(BY_TITLE)).categoriesConnection.pageInfo.startCursor as string;
     const fromB = (await b.gqlOk(BY_TITLE)).categoriesConnection.pageInfo.startCursor as string;
-    expect((await b.gqlOk(BY_TITLE, { a: fromA })).categoriesConnection.edges.map((e: any) => e.node.title)).toEqual(['Zebra Secret Roadmap']);
-    expect((await a.gqlOk(BY_TITLE, { a: fromB })).categoriesConnection.edges.map((e: any) => e.node.title)).toEqual(['Zebra Secret Roadmap']);
+    expect((await b.gqlOk(BY_TITLE, { a: fromA })).categoriesConnection.edges.map((e: any) => e.node.title)).toEqual([
+      'Zebra Secret Roadmap',
+    ]);
+    expect((await a.gqlOk(BY_TITLE, { a: fromB })).categoriesConnection.edges.map((e: any) => e.node.title)).toEqual([
+      'Zebra Secret Roadmap',
+    ]);
     // A third, started later, too.
     const c = await startTestApp('postgres', { allowSplitStorage: true }, { url: fresh.url });
     apps.push(c);
@@ -133,7 +170,9 @@ describe('the embedded database without CURSOR_SECRET', () => {
     }
     const second = await startTestApp('pglite', { dataDir }, target);
     try {
-      expect((await second.gqlOk(BY_TITLE, { a: cursor })).categoriesConnection.edges.map((e: any) => e.node.title)).toEqual(['Zebra Secret Roadmap']);
+      expect(
+        (await second.gqlOk(BY_TITLE, { a: cursor })).categoriesConnection.edges.map((e: any) => e.node.title),
+      ).toEqual(['Zebra Secret Roadmap']);
     } finally {
       await second.close();
     }

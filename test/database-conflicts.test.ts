@@ -13,13 +13,25 @@ import { GraphQLError } from 'graphql';
 import { freshPostgres, startTestApp, type TestApp } from './helpers/app.js';
 
 describe('which errors are conflicts', () => {
-  const adapter = (code: string) => Object.assign(new Error('driver'), { name: 'DriverAdapterError', cause: { originalCode: code, kind: 'postgres', code } });
+  const adapter = (code: string) =>
+    Object.assign(new Error('driver'), {
+      name: 'DriverAdapterError',
+      cause: { originalCode: code, kind: 'postgres', code },
+    });
   it.each([
     ['a deadlock', adapter('40P01')],
     ['a serialization failure', adapter('40001')],
     ['a lock not had within lock_timeout', adapter('55P03')],
-    ["Prisma's write conflict", Object.assign(new Error('Transaction failed due to a write conflict or a deadlock'), { code: 'P2034' })],
-    ['a transaction that could not start in time', Object.assign(new Error('Transaction API error: Unable to start a transaction in the given time.'), { code: 'P2028' })],
+    [
+      "Prisma's write conflict",
+      Object.assign(new Error('Transaction failed due to a write conflict or a deadlock'), { code: 'P2034' }),
+    ],
+    [
+      'a transaction that could not start in time',
+      Object.assign(new Error('Transaction API error: Unable to start a transaction in the given time.'), {
+        code: 'P2028',
+      }),
+    ],
   ])('%s answers server_busy with Retry-After, wrapped by GraphQL or not', (_name, err) => {
     expect(toErrorItem(err)).toMatchObject({ code: 'server_busy', params: { retry_after: 1 } });
     const wrapped = new GraphQLError('x', { originalError: err });
@@ -28,7 +40,10 @@ describe('which errors are conflicts', () => {
   });
   it.each([
     ['a unique violation', adapter('23505')],
-    ['a transaction misused', Object.assign(new Error('Transaction API error: Transaction already closed'), { code: 'P2028' })],
+    [
+      'a transaction misused',
+      Object.assign(new Error('Transaction API error: Transaction already closed'), { code: 'P2028' }),
+    ],
     ['a plain error', new Error('boom')],
   ])('%s stays a server_error', (_name, err) => {
     expect(databaseConflict(err)).toBeNull();
@@ -48,8 +63,14 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL server: a row lock h
     url.searchParams.set('options', '-c lock_timeout=300');
     t = await startTestApp('postgres', { dataDir }, { url: url.toString() });
     const owner = await t.user('owner');
-    const category = (await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Locks' } })).body.category.category_id;
-    downloadId = (await t.rest('POST', '/api/mc-dm-downloads/', { key: owner.key, form: { category_id: category, title: 'Before' } })).body.download.download_id;
+    const category = (await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Locks' } })).body.category
+      .category_id;
+    downloadId = (
+      await t.rest('POST', '/api/mc-dm-downloads/', {
+        key: owner.key,
+        form: { category_id: category, title: 'Before' },
+      })
+    ).body.download.download_id;
     holder = new pg.Client({ connectionString: fresh.url });
     await holder.connect();
   });
@@ -68,7 +89,9 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL server: a row lock h
       expect(rest.status).toBe(503);
       expect(rest.body.errors[0]).toMatchObject({ code: 'server_busy', params: { retry_after: 1 } });
       expect(rest.headers.get('retry-after')).toBe('1');
-      const gql = await t.gql(`mutation { updateDownload(input: { downloadId: ${downloadId}, title: "After GraphQL" }) { download { title } } }`);
+      const gql = await t.gql(
+        `mutation { updateDownload(input: { downloadId: ${downloadId}, title: "After GraphQL" }) { download { title } } }`,
+      );
       expect(gql.codes).toEqual(['server_busy']);
     } finally {
       await holder.query('ROLLBACK');

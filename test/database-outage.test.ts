@@ -25,8 +25,12 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL server unreachable, 
     url.port = String(await proxy.start());
     t = await startTestApp('postgres', { dataDir, commentFloodSeconds: 0 }, { url: url.toString() });
     user = await t.user('reader');
-    const category = (await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Outage' } })).body.category.category_id;
-    const made = await t.rest('POST', '/api/mc-dm-downloads/', { key: user.key, form: { category_id: category, title: 'Outage' } });
+    const category = (await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Outage' } })).body.category
+      .category_id;
+    const made = await t.rest('POST', '/api/mc-dm-downloads/', {
+      key: user.key,
+      form: { category_id: category, title: 'Outage' },
+    });
     downloadId = made.body.download.download_id;
   });
   afterAll(async () => {
@@ -38,10 +42,17 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL server unreachable, 
   });
 
   const requests = (key: string) => ({
-    graphqlRead: () => t.gql('query($d: Int!) { comments(downloadId: $d, perPage: 5) { nodes { commentId } } }', { d: downloadId }, key),
-    graphqlWrite: () => t.gql('mutation($d: Int!) { createComment(input: { downloadId: $d, message: "during the outage" }) { comment { commentId } } }', { d: downloadId }, key),
+    graphqlRead: () =>
+      t.gql('query($d: Int!) { comments(downloadId: $d, perPage: 5) { nodes { commentId } } }', { d: downloadId }, key),
+    graphqlWrite: () =>
+      t.gql(
+        'mutation($d: Int!) { createComment(input: { downloadId: $d, message: "during the outage" }) { comment { commentId } } }',
+        { d: downloadId },
+        key,
+      ),
     restRead: () => t.rest('GET', `/api/mc-dm-downloads/${downloadId}/`, { key }),
-    restWrite: () => t.rest('POST', '/api/mc-dm-comments/', { key, form: { download_id: downloadId, message: 'during the outage' } }),
+    restWrite: () =>
+      t.rest('POST', '/api/mc-dm-comments/', { key, form: { download_id: downloadId, message: 'during the outage' } }),
   });
 
   async function graphqlWithStatus(key: string, accept: string) {
@@ -50,13 +61,14 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL server unreachable, 
       headers: { 'content-type': 'application/json', accept, 'Forum-Api-Key': key },
       body: JSON.stringify({ query: '{ download(downloadId: 1) { title } }' }),
     });
-    return { status: res.status, retryAfter: res.headers.get('retry-after'), body: await res.json() as any };
+    return { status: res.status, retryAfter: res.headers.get('retry-after'), body: (await res.json()) as any };
   }
 
   it('answers 503 service_unavailable with Retry-After on both faces, /readyz 503 naming nothing, and recovers', async () => {
     // A known key (cached) and an unknown one (looked up in the database) both meet the outage.
     const stranger = 'dm_not_a_key_0000000000000000000000000000000';
-    for (const r of Object.values(requests(user.key))) expect([(await r()).status, (await r() as { errors?: unknown }).errors]).toEqual([200, undefined]);
+    for (const r of Object.values(requests(user.key)))
+      expect([(await r()).status, ((await r()) as { errors?: unknown }).errors]).toEqual([200, undefined]);
     expect((await fetch(new URL('/readyz', t.url))).status).toBe(200);
 
     await proxy.stop();
@@ -83,7 +95,16 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL server unreachable, 
       const ready = await fetch(new URL('/readyz', t.url));
       expect(ready.status).toBe(503);
       const text = await ready.text();
-      for (const secret of ['127.0.0.1', 'localhost', String(proxy.port), '5432', 'postgres://', 'postgres@', server.hostname, fresh.url]) {
+      for (const secret of [
+        '127.0.0.1',
+        'localhost',
+        String(proxy.port),
+        '5432',
+        'postgres://',
+        'postgres@',
+        server.hostname,
+        fresh.url,
+      ]) {
         expect(text).not.toContain(secret);
       }
       expect(JSON.parse(text).status).toBe('unavailable');
@@ -110,7 +131,8 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL server unreachable, 
 
     // No restart: the next requests find the database again.
     const r = requests(user.key);
-    for (const answer of [await r.graphqlRead(), await r.graphqlWrite()]) expect([answer.status, answer.errors]).toEqual([200, undefined]);
+    for (const answer of [await r.graphqlRead(), await r.graphqlWrite()])
+      expect([answer.status, answer.errors]).toEqual([200, undefined]);
     for (const answer of [await r.restRead(), await r.restWrite()]) expect(answer.status).toBe(200);
     expect((await fetch(new URL('/readyz', t.url))).status).toBe(200);
   });

@@ -9,72 +9,103 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshPostgres, startTestApp, type TestApp } from './helpers/app.js';
 
-describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL server: the deadline cancels the statements of the operation', () => {
-  let t: TestApp;
-  let fresh: Awaited<ReturnType<typeof freshPostgres>>;
-  let holder: pg.Client;
-  /** Reads pg_stat_activity outside the holder's transaction (whose view of it is fixed at its first read). */
-  let observer: pg.Client;
-  let downloadId: number;
-  let ownerKey: string;
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-deadline-'));
+describe.skipIf(!process.env.TEST_DATABASE_URL)(
+  'PostgreSQL server: the deadline cancels the statements of the operation',
+  () => {
+    let t: TestApp;
+    let fresh: Awaited<ReturnType<typeof freshPostgres>>;
+    let holder: pg.Client;
+    /** Reads pg_stat_activity outside the holder's transaction (whose view of it is fixed at its first read). */
+    let observer: pg.Client;
+    let downloadId: number;
+    let ownerKey: string;
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-deadline-'));
 
-  beforeAll(async () => {
-    fresh = await freshPostgres();
-    t = await startTestApp('postgres', { dataDir, readCacheMb: 0 }, { url: fresh.url });
-    holder = new pg.Client({ connectionString: fresh.url });
-    await holder.connect();
-    observer = new pg.Client({ connectionString: fresh.url });
-    await observer.connect();
-    const category = (await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Slow' } })).body.category.category_id;
-    const owner = await t.user('owner');
-    ownerKey = owner.key;
-    downloadId = (await t.rest('POST', '/api/mc-dm-downloads/', { key: owner.key, form: { category_id: category, title: 'Slow' } })).body.download.download_id;
-    t.config.graphql.timeoutMs = 500;
-  });
-  afterAll(async () => {
-    await holder?.end();
-    await observer?.end();
-    await t?.close();
-    await fresh?.drop();
-    fs.rmSync(dataDir, { recursive: true, force: true });
-  });
+    beforeAll(async () => {
+      fresh = await freshPostgres();
+      t = await startTestApp('postgres', { dataDir, readCacheMb: 0 }, { url: fresh.url });
+      holder = new pg.Client({ connectionString: fresh.url });
+      await holder.connect();
+      observer = new pg.Client({ connectionString: fresh.url });
+      await observer.connect();
+      const category = (await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Slow' } })).body.category
+        .category_id;
+      const owner = await t.user('owner');
+      ownerKey = owner.key;
+      downloadId = (
+        await t.rest('POST', '/api/mc-dm-downloads/', {
+          key: owner.key,
+          form: { category_id: category, title: 'Slow' },
+        })
+      ).body.download.download_id;
+      t.config.graphql.timeoutMs = 500;
+    });
+    afterAll(async () => {
+      await holder?.end();
+      await observer?.end();
+      await t?.close();
+      await fresh?.drop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    });
 
-  /** Statements of the service's connections running (or waiting for a lock) in the test's database now. */
-  const running = async () => (await observer.query(
-    `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND pid <> $1 AND state = 'active'`, [(holder as unknown as { processID: number }).processID])).rows[0].n as number;
+    /** Statements of the service's connections running (or waiting for a lock) in the test's database now. */
+    const running = async () =>
+      (
+        await observer.query(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND pid <> $1 AND state = 'active'`,
+          [(holder as unknown as { processID: number }).processID],
+        )
+      ).rows[0].n as number;
 
-  async function noneWithin(ms: number): Promise<boolean> {
-    const end = Date.now() + ms;
-    for (;;) {
-      if (await running() === 0) return true;
-      if (Date.now() > end) return false;
-      await new Promise((r) => setTimeout(r, 50));
+    async function noneWithin(ms: number): Promise<boolean> {
+      const end = Date.now() + ms;
+      for (;;) {
+        if ((await running()) === 0) return true;
+        if (Date.now() > end) return false;
+        await new Promise((r) => setTimeout(r, 50));
+      }
     }
-  }
 
-  it.each([
-    ['/graphql', () => t.gql('query($d: Int!) { comments(downloadId: $d, perPage: 5) { nodes { commentId } } }', { d: downloadId })],
-    ['REST', () => t.rest('GET', '/api/mc-dm-comments/', { query: { download_id: downloadId } })],
-    // A write: Prisma's interactive transaction, its INSERT waiting for the lock.
-    ['/graphql mutation', () => t.gql('mutation($d: Int!) { createComment(input: { downloadId: $d, message: "late" }) { comment { commentId } } }', { d: downloadId }, ownerKey)],
-  ] as const)('%s: answers 503 operation_timeout, and its statement is gone from the server within a second', async (_face, send) => {
-    await t.gqlOk('{ viewer { userId } }'); // the key is known and cached before the lock is taken
-    await holder.query('BEGIN');
-    await holder.query('LOCK TABLE comment IN ACCESS EXCLUSIVE MODE');
-    try {
-      const answer = await send();
-      expect(answer.status).toBe(503);
-      const body = answer as { codes?: string[]; body?: { errors: { code: string }[] } };
-      expect(body.codes ?? body.body!.errors.map((e) => e.code)).toEqual(['operation_timeout']);
-      // The lock is still held: a statement that was not cancelled would still be waiting for it.
-      expect(await noneWithin(1000)).toBe(true);
-    } finally {
-      await holder.query('ROLLBACK');
-    }
-    // The service goes on answering (the closed connections are replaced).
-    const after = await t.gql('query($d: Int!) { comments(downloadId: $d, perPage: 5) { nodes { commentId } } }', { d: downloadId });
-    expect([after.status, after.errors]).toEqual([200, undefined]);
-    expect((await t.rest('GET', '/api/mc-dm-comments/', { query: { download_id: downloadId } })).status).toBe(200);
-  });
-});
+    it.each([
+      [
+        '/graphql',
+        () =>
+          t.gql('query($d: Int!) { comments(downloadId: $d, perPage: 5) { nodes { commentId } } }', { d: downloadId }),
+      ],
+      ['REST', () => t.rest('GET', '/api/mc-dm-comments/', { query: { download_id: downloadId } })],
+      // A write: Prisma's interactive transaction, its INSERT waiting for the lock.
+      [
+        '/graphql mutation',
+        () =>
+          t.gql(
+            'mutation($d: Int!) { createComment(input: { downloadId: $d, message: "late" }) { comment { commentId } } }',
+            { d: downloadId },
+            ownerKey,
+          ),
+      ],
+    ] as const)(
+      '%s: answers 503 operation_timeout, and its statement is gone from the server within a second',
+      async (_face, send) => {
+        await t.gqlOk('{ viewer { userId } }'); // the key is known and cached before the lock is taken
+        await holder.query('BEGIN');
+        await holder.query('LOCK TABLE comment IN ACCESS EXCLUSIVE MODE');
+        try {
+          const answer = await send();
+          expect(answer.status).toBe(503);
+          const body = answer as { codes?: string[]; body?: { errors: { code: string }[] } };
+          expect(body.codes ?? body.body!.errors.map((e) => e.code)).toEqual(['operation_timeout']);
+          // The lock is still held: a statement that was not cancelled would still be waiting for it.
+          expect(await noneWithin(1000)).toBe(true);
+        } finally {
+          await holder.query('ROLLBACK');
+        }
+        // The service goes on answering (the closed connections are replaced).
+        const after = await t.gql('query($d: Int!) { comments(downloadId: $d, perPage: 5) { nodes { commentId } } }', {
+          d: downloadId,
+        });
+        expect([after.status, after.errors]).toEqual([200, undefined]);
+        expect((await t.rest('GET', '/api/mc-dm-comments/', { query: { download_id: downloadId } })).status).toBe(200);
+      },
+    );
+  },
+);

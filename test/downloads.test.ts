@@ -4,10 +4,38 @@ import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
 import { purgeExpiredDownloads } from '../src/jobs/purge.js';
 import { todayVersionString } from '../src/domain/downloads.js';
 
-const FIELDS = ['download_id', 'category_id', 'user_id', 'title', 'tag_line', 'description', 'view_url', 'icon_url', 'cover_url',
-  'rating_avg', 'rating_count', 'review_count', 'download_count', 'view_count', 'last_update', 'created_date', 'download_state',
-  'prefix_id', 'current_version_id'];
-const FULL = [...FIELDS, 'can_view', 'can_edit', 'can_delete', 'can_download', 'is_visible', 'is_password_protected', 'Category', 'CurrentVersion'];
+const FIELDS = [
+  'download_id',
+  'category_id',
+  'user_id',
+  'title',
+  'tag_line',
+  'description',
+  'view_url',
+  'icon_url',
+  'cover_url',
+  'rating_avg',
+  'rating_count',
+  'review_count',
+  'download_count',
+  'view_count',
+  'last_update',
+  'created_date',
+  'download_state',
+  'prefix_id',
+  'current_version_id',
+];
+const FULL = [
+  ...FIELDS,
+  'can_view',
+  'can_edit',
+  'can_delete',
+  'can_download',
+  'is_visible',
+  'is_password_protected',
+  'Category',
+  'CurrentVersion',
+];
 
 forEachDatabase((kind) => {
   let t: TestApp;
@@ -22,7 +50,9 @@ forEachDatabase((kind) => {
     mod = await t.user('mod', { isModerator: true });
     cat = await category('Main');
   });
-  afterAll(async () => { await t?.close(); });
+  afterAll(async () => {
+    await t?.close();
+  });
 
   async function category(title: string, knobs: Record<string, any> = {}, parent = 0): Promise<number> {
     const r = await t.rest('POST', '/api/mc-dm-categories/', { form: { title, parent_category_id: parent } });
@@ -39,20 +69,53 @@ forEachDatabase((kind) => {
   describe('create', () => {
     it('makes a visible download with its first version and tags', async () => {
       const r = await t.rest('POST', '/api/mc-dm-downloads/', {
-        key: owner.key, query: { with: 'full' },
-        form: { category_id: cat, title: ' First ', tag_line: 'Short', description: '[b]Bold[/b]', tags: ['Maps', ' maps ', 'Big  Map'], version_string: '1.2.3' },
+        key: owner.key,
+        query: { with: 'full' },
+        form: {
+          category_id: cat,
+          title: ' First ',
+          tag_line: 'Short',
+          description: '[b]Bold[/b]',
+          tags: ['Maps', ' maps ', 'Big  Map'],
+          version_string: '1.2.3',
+        },
       });
       expect(r.status).toBe(200);
       const d = r.body.download;
       expect(Object.keys(d)).toEqual(FULL);
       expect(d).toMatchObject({
-        category_id: cat, user_id: owner.userId, title: 'First', tag_line: 'Short', description: '[b]Bold[/b]', download_state: 'visible',
-        prefix_id: 0, cover_url: null, can_view: true, can_edit: true, can_delete: true, can_download: true, is_visible: true, is_password_protected: false,
+        category_id: cat,
+        user_id: owner.userId,
+        title: 'First',
+        tag_line: 'Short',
+        description: '[b]Bold[/b]',
+        download_state: 'visible',
+        prefix_id: 0,
+        cover_url: null,
+        can_view: true,
+        can_edit: true,
+        can_delete: true,
+        can_download: true,
+        is_visible: true,
+        is_password_protected: false,
       });
       expect(d.current_version_id).toBeGreaterThan(0);
       expect(d.view_url).toBe(`${t.url}/downloads/${d.download_id}/`);
-      expect(d.CurrentVersion).toMatchObject({ version_id: d.current_version_id, download_id: d.download_id, version_string: '1.2.3', download_count: 0, version_state: 'visible' });
-      expect(Object.keys(d.CurrentVersion)).toEqual(['version_id', 'download_id', 'version_string', 'release_date', 'download_count', 'version_state']);
+      expect(d.CurrentVersion).toMatchObject({
+        version_id: d.current_version_id,
+        download_id: d.download_id,
+        version_string: '1.2.3',
+        download_count: 0,
+        version_state: 'visible',
+      });
+      expect(Object.keys(d.CurrentVersion)).toEqual([
+        'version_id',
+        'download_id',
+        'version_string',
+        'release_date',
+        'download_count',
+        'version_state',
+      ]);
       expect(d.Category).toMatchObject({ category_id: cat, title: 'Main' });
       expect(Object.keys(d.Category)).toHaveLength(9);
       expect(Math.abs(d.created_date - Date.now() / 1000)).toBeLessThan(60);
@@ -67,7 +130,9 @@ forEachDatabase((kind) => {
       expect(v.versionString).toBe(todayVersionString());
       const flat = await category('Flat', { enable_versioning: 0 });
       const d2 = await create({ title: 'Unversioned', category_id: flat, version_string: '9.9' });
-      expect((await t.prisma.version.findUniqueOrThrow({ where: { id: d2.current_version_id } })).versionString).toBe('');
+      expect((await t.prisma.version.findUniqueOrThrow({ where: { id: d2.current_version_id } })).versionString).toBe(
+        '',
+      );
     });
 
     it('is moderated when the category requires approval, unless the visitor bypasses it', async () => {
@@ -78,12 +143,22 @@ forEachDatabase((kind) => {
     });
 
     it('accepts a prefix assigned to the category and refuses others', async () => {
-      const p = (await t.gqlOk(`mutation { createPrefix(input: { title: "Beta" }) { prefix { prefixId } } }`)).createPrefix.prefix.prefixId;
+      const p = (await t.gqlOk(`mutation { createPrefix(input: { title: "Beta" }) { prefix { prefixId } } }`))
+        .createPrefix.prefix.prefixId;
       const before = await t.prisma.download.count();
-      const refused = await t.rest('POST', '/api/mc-dm-downloads/', { key: owner.key, form: { category_id: cat, title: 'x', prefix_id: p } });
+      const refused = await t.rest('POST', '/api/mc-dm-downloads/', {
+        key: owner.key,
+        form: { category_id: cat, title: 'x', prefix_id: p },
+      });
       expect(refused.status).toBe(422);
-      expect(refused.body.errors[0]).toMatchObject({ code: 'mc_dm_api_error.prefix_not_allowed', params: { prefix_id: p, category_id: cat } });
-      const unknown = await t.rest('POST', '/api/mc-dm-downloads/', { key: owner.key, form: { category_id: cat, title: 'x', prefix_id: 9999 } });
+      expect(refused.body.errors[0]).toMatchObject({
+        code: 'mc_dm_api_error.prefix_not_allowed',
+        params: { prefix_id: p, category_id: cat },
+      });
+      const unknown = await t.rest('POST', '/api/mc-dm-downloads/', {
+        key: owner.key,
+        form: { category_id: cat, title: 'x', prefix_id: 9999 },
+      });
       expect(unknown.status).toBe(404);
       expect(unknown.body.errors[0].code).toBe('mc_dm_api_error.prefix_not_found');
       expect(await t.prisma.download.count()).toBe(before);
@@ -107,15 +182,26 @@ forEachDatabase((kind) => {
         expect(r.body.errors[0]).toMatchObject({ code, params });
       }
       const closed = await category('Closed');
-      await t.gqlOk(`mutation { setCategoryPermission(input: { categoryId: ${closed}, group: "registered", permission: "add", value: DENY }) { ok } }`);
-      const denied = await t.rest('POST', '/api/mc-dm-downloads/', { key: owner.key, form: { category_id: closed, title: 'x' } });
+      await t.gqlOk(
+        `mutation { setCategoryPermission(input: { categoryId: ${closed}, group: "registered", permission: "add", value: DENY }) { ok } }`,
+      );
+      const denied = await t.rest('POST', '/api/mc-dm-downloads/', {
+        key: owner.key,
+        form: { category_id: closed, title: 'x' },
+      });
       expect(denied.status).toBe(403);
       expect(denied.body.errors[0].code).toBe('do_not_have_permission');
       const asGuest = await t.rest('POST', '/api/mc-dm-downloads/', { form: { category_id: cat, title: 'x' } });
       expect(asGuest.status).toBe(403);
       const readOnly = await t.key('USER', ['mc_dm_download:read'], owner.userId);
-      const scoped = await t.rest('POST', '/api/mc-dm-downloads/', { key: readOnly, form: { category_id: cat, title: 'x' } });
-      expect(scoped.body.errors[0]).toMatchObject({ code: 'api_scope_missing', params: { scope: 'mc_dm_download:write' } });
+      const scoped = await t.rest('POST', '/api/mc-dm-downloads/', {
+        key: readOnly,
+        form: { category_id: cat, title: 'x' },
+      });
+      expect(scoped.body.errors[0]).toMatchObject({
+        code: 'api_scope_missing',
+        params: { scope: 'mc_dm_download:write' },
+      });
       expect(await t.prisma.download.count()).toBe(before);
     });
   });
@@ -132,7 +218,9 @@ forEachDatabase((kind) => {
     });
 
     it('404 for unknown ids, 403 for downloads hidden from the visitor', async () => {
-      expect((await t.rest('GET', '/api/mc-dm-downloads/99999/')).body.errors[0].code).toBe('mc_dm_api_error.download_not_found');
+      expect((await t.rest('GET', '/api/mc-dm-downloads/99999/')).body.errors[0].code).toBe(
+        'mc_dm_api_error.download_not_found',
+      );
       expect((await t.rest('GET', '/api/mc-dm-downloads/x1/')).status).toBe(400);
       const strict = await category('Strict get', { require_approval: 1 });
       const d = await create({ title: 'Waiting', category_id: strict });
@@ -141,15 +229,22 @@ forEachDatabase((kind) => {
       expect(hidden.status).toBe(403);
       expect(hidden.body.errors[0].code).toBe('do_not_have_permission');
       expect((await t.rest('GET', `/api/mc-dm-downloads/${d.download_id}/`, { key: mod.key })).status).toBe(200);
-      const full = await t.rest('GET', `/api/mc-dm-downloads/${d.download_id}/`, { key: other.key, query: { with: 'full' } });
+      const full = await t.rest('GET', `/api/mc-dm-downloads/${d.download_id}/`, {
+        key: other.key,
+        query: { with: 'full' },
+      });
       expect(full.status).toBe(403);
     });
 
     it('with=full reports the visitor permissions', async () => {
       const d = await create({ title: 'Perms' });
-      const asOther = (await t.rest('GET', `/api/mc-dm-downloads/${d.download_id}/`, { key: other.key, query: { with: 'full' } })).body.download;
+      const asOther = (
+        await t.rest('GET', `/api/mc-dm-downloads/${d.download_id}/`, { key: other.key, query: { with: 'full' } })
+      ).body.download;
       expect(asOther).toMatchObject({ can_view: true, can_edit: false, can_delete: false, can_download: true });
-      const asMod = (await t.rest('GET', `/api/mc-dm-downloads/${d.download_id}/`, { key: mod.key, query: { with: 'full' } })).body.download;
+      const asMod = (
+        await t.rest('GET', `/api/mc-dm-downloads/${d.download_id}/`, { key: mod.key, query: { with: 'full' } })
+      ).body.download;
       expect(asMod).toMatchObject({ can_edit: true, can_delete: true });
     });
   });
@@ -164,19 +259,35 @@ forEachDatabase((kind) => {
         const d = await create({ title, category_id: listCat });
         await t.prisma.download.update({
           where: { id: d.download_id },
-          data: { lastUpdate: new Date(Date.UTC(2026, 0, 1 + i)), createdDate: new Date(Date.UTC(2025, 0, 10 - i)), downloadCount: [5, 50, 500, 0][i], viewCount: [3, 1, 2, 4][i] },
+          data: {
+            lastUpdate: new Date(Date.UTC(2026, 0, 1 + i)),
+            createdDate: new Date(Date.UTC(2025, 0, 10 - i)),
+            downloadCount: [5, 50, 500, 0][i],
+            viewCount: [3, 1, 2, 4][i],
+          },
         });
         ids.push(d.download_id);
       }
     });
     const titles = (r: any) => r.body.downloads.map((d: any) => d.title);
-    const list = (query: Record<string, any>, key?: string) => t.rest('GET', '/api/mc-dm-downloads/', { key, query: { category_id: listCat, ...query } });
+    const list = (query: Record<string, any>, key?: string) =>
+      t.rest('GET', '/api/mc-dm-downloads/', { key, query: { category_id: listCat, ...query } });
 
     it('defaults to last_update desc and orders by every whitelisted field', async () => {
       expect(titles(await list({}))).toEqual(['Delta', 'Bravo', 'Alpha', 'Charlie']);
-      expect(titles(await list({ order: 'created_date', direction: 'asc' }))).toEqual(['Delta', 'Bravo', 'Alpha', 'Charlie']);
+      expect(titles(await list({ order: 'created_date', direction: 'asc' }))).toEqual([
+        'Delta',
+        'Bravo',
+        'Alpha',
+        'Charlie',
+      ]);
       expect(titles(await list({ order: 'download_count' }))).toEqual(['Bravo', 'Alpha', 'Charlie', 'Delta']);
-      expect(titles(await list({ order: 'view_count', direction: 'asc' }))).toEqual(['Alpha', 'Bravo', 'Charlie', 'Delta']);
+      expect(titles(await list({ order: 'view_count', direction: 'asc' }))).toEqual([
+        'Alpha',
+        'Bravo',
+        'Charlie',
+        'Delta',
+      ]);
       expect(titles(await list({ order: 'title', direction: 'asc' }))).toEqual(['Alpha', 'Bravo', 'Charlie', 'Delta']);
       const r = await list({ per_page: 3, page: 2 });
       expect(titles(r)).toEqual(['Charlie']);
@@ -200,8 +311,13 @@ forEachDatabase((kind) => {
     it('counts total before the permission filter and drops hidden rows after paging', async () => {
       const sub = await category('Hidden sub', {}, listCat);
       await create({ title: 'Zulu', category_id: sub });
-      await t.gqlOk(`mutation { setCategoryPermission(input: { categoryId: ${sub}, group: "registered", permission: "view", value: DENY }) { ok } }`);
-      const r = await t.rest('GET', '/api/mc-dm-downloads/', { key: other.key, query: { order: 'title', direction: 'desc', per_page: 2 } });
+      await t.gqlOk(
+        `mutation { setCategoryPermission(input: { categoryId: ${sub}, group: "registered", permission: "view", value: DENY }) { ok } }`,
+      );
+      const r = await t.rest('GET', '/api/mc-dm-downloads/', {
+        key: other.key,
+        query: { order: 'title', direction: 'desc', per_page: 2 },
+      });
       const all = await t.prisma.download.count({ where: { state: 'visible' } });
       expect(r.body.pagination.total).toBe(all);
       expect(titles(r)).not.toContain('Zulu');
@@ -210,8 +326,14 @@ forEachDatabase((kind) => {
 
     it('refuses malformed filters with 400 invalid_input', async () => {
       for (const [query, field] of [
-        [{ since: 'yesterday' }, 'since'], [{ since: '2026-13-45' }, 'since'], [{ since: '2026-02-30' }, 'since'], [{ since: '2026-11-22T25:00:00Z' }, 'since'], [{ download_state: 'gone' }, 'download_state'],
-        [{ order: 'rating' }, 'order'], [{ category_id: '-1' }, 'category_id'], [{ prefix_id: 'x' }, 'prefix_id'],
+        [{ since: 'yesterday' }, 'since'],
+        [{ since: '2026-13-45' }, 'since'],
+        [{ since: '2026-02-30' }, 'since'],
+        [{ since: '2026-11-22T25:00:00Z' }, 'since'],
+        [{ download_state: 'gone' }, 'download_state'],
+        [{ order: 'rating' }, 'order'],
+        [{ category_id: '-1' }, 'category_id'],
+        [{ prefix_id: 'x' }, 'prefix_id'],
       ] as const) {
         const r = await t.rest('GET', '/api/mc-dm-downloads/', { query: query as any });
         expect(r.status, JSON.stringify(query)).toBe(400);
@@ -231,7 +353,10 @@ forEachDatabase((kind) => {
       const count = async (perPage: number) => {
         t.app.readCache.clear(); // what computing the answer costs, not what giving it again costs
         const before = t.app.db.statements();
-        const r = await t.rest('GET', '/api/mc-dm-downloads/', { key: owner.key, query: { category_id: big, per_page: perPage, with: 'full' } });
+        const r = await t.rest('GET', '/api/mc-dm-downloads/', {
+          key: owner.key,
+          query: { category_id: big, per_page: perPage, with: 'full' },
+        });
         expect(r.body.downloads).toHaveLength(perPage);
         expect(r.body.downloads[0].CurrentVersion.version_string).toBe('1');
         return t.app.db.statements() - before;
@@ -247,36 +372,58 @@ forEachDatabase((kind) => {
   describe('update', () => {
     it('changes only the sent fields; empty strings clear; no keys changes nothing', async () => {
       const d = await create({ title: 'Editable', tag_line: 'Tag', description: 'Desc', tags: ['a'] });
-      await t.prisma.download.update({ where: { id: d.download_id }, data: { lastUpdate: new Date(Date.UTC(2020, 0, 1)) } });
+      await t.prisma.download.update({
+        where: { id: d.download_id },
+        data: { lastUpdate: new Date(Date.UTC(2020, 0, 1)) },
+      });
       const same = await t.rest('PUT', `/api/mc-dm-downloads/${d.download_id}/`, { key: owner.key });
       expect(same.status).toBe(200);
       expect(same.body.download.last_update).toBe(Date.UTC(2020, 0, 1) / 1000);
-      const r = await t.rest('PUT', `/api/mc-dm-downloads/${d.download_id}/`, { key: owner.key, form: { tag_line: '', title: 'Edited', tags: ['b', 'c'] } });
+      const r = await t.rest('PUT', `/api/mc-dm-downloads/${d.download_id}/`, {
+        key: owner.key,
+        form: { tag_line: '', title: 'Edited', tags: ['b', 'c'] },
+      });
       expect(r.body.download).toMatchObject({ title: 'Edited', tag_line: '', description: 'Desc' });
       expect(r.body.download.last_update).toBeGreaterThan(Date.UTC(2020, 0, 1) / 1000);
       expect((await t.gqlOk(`{ download(downloadId: ${d.download_id}) { tags } }`)).download.tags).toEqual(['b', 'c']);
     });
 
     it('prefix_id=0 clears the prefix', async () => {
-      const p = (await t.gqlOk(`mutation { createPrefix(input: { title: "Old" }) { prefix { prefixId } } }`)).createPrefix.prefix.prefixId;
+      const p = (await t.gqlOk(`mutation { createPrefix(input: { title: "Old" }) { prefix { prefixId } } }`))
+        .createPrefix.prefix.prefixId;
       await t.gqlOk(`mutation { assignPrefix(input: { prefixId: ${p}, categoryId: ${cat} }) { ok } }`);
       const d = await create({ title: 'Has prefix', prefix_id: p });
-      const r = await t.rest('PUT', `/api/mc-dm-downloads/${d.download_id}/`, { key: owner.key, form: { prefix_id: 0 } });
+      const r = await t.rest('PUT', `/api/mc-dm-downloads/${d.download_id}/`, {
+        key: owner.key,
+        form: { prefix_id: 0 },
+      });
       expect(r.body.download.prefix_id).toBe(0);
     });
 
     it('only editors may edit; moving needs moveAny and keeps category counts right', async () => {
       const d = await create({ title: 'Movable' });
       const target = await category('Target');
-      const denied = await t.rest('PUT', `/api/mc-dm-downloads/${d.download_id}/`, { key: other.key, form: { title: 'Mine now' } });
+      const denied = await t.rest('PUT', `/api/mc-dm-downloads/${d.download_id}/`, {
+        key: other.key,
+        form: { title: 'Mine now' },
+      });
       expect(denied.status).toBe(403);
-      const noMove = await t.rest('PUT', `/api/mc-dm-downloads/${d.download_id}/`, { key: owner.key, form: { category_id: target } });
+      const noMove = await t.rest('PUT', `/api/mc-dm-downloads/${d.download_id}/`, {
+        key: owner.key,
+        form: { category_id: target },
+      });
       expect(noMove.status).toBe(403);
       expect((await t.prisma.download.findUniqueOrThrow({ where: { id: d.download_id } })).categoryId).toBe(cat);
-      const missing = await t.rest('PUT', `/api/mc-dm-downloads/${d.download_id}/`, { key: mod.key, form: { category_id: 99999 } });
+      const missing = await t.rest('PUT', `/api/mc-dm-downloads/${d.download_id}/`, {
+        key: mod.key,
+        form: { category_id: 99999 },
+      });
       expect(missing.status).toBe(404);
       const before = (await t.prisma.category.findUniqueOrThrow({ where: { id: cat } })).downloadCount;
-      const moved = await t.rest('PUT', `/api/mc-dm-downloads/${d.download_id}/`, { key: mod.key, form: { category_id: target } });
+      const moved = await t.rest('PUT', `/api/mc-dm-downloads/${d.download_id}/`, {
+        key: mod.key,
+        form: { category_id: target },
+      });
       expect(moved.body.download.category_id).toBe(target);
       expect((await t.prisma.category.findUniqueOrThrow({ where: { id: cat } })).downloadCount).toBe(before - 1);
       expect((await t.prisma.category.findUniqueOrThrow({ where: { id: target } })).downloadCount).toBe(1);
@@ -284,7 +431,10 @@ forEachDatabase((kind) => {
 
     it('refuses an empty title and changes nothing', async () => {
       const d = await create({ title: 'Keep title' });
-      const r = await t.rest('PUT', `/api/mc-dm-downloads/${d.download_id}/`, { key: owner.key, form: { title: '', tag_line: 'new' } });
+      const r = await t.rest('PUT', `/api/mc-dm-downloads/${d.download_id}/`, {
+        key: owner.key,
+        form: { title: '', tag_line: 'new' },
+      });
       expect(r.status).toBe(400);
       expect(r.body.errors[0]).toMatchObject({ code: 'invalid_input', params: { field: 'title' } });
       expect((await t.prisma.download.findUniqueOrThrow({ where: { id: d.download_id } })).tagLine).toBe('');
@@ -293,45 +443,80 @@ forEachDatabase((kind) => {
     it('concurrent updates of different fields lose none of them', async () => {
       const d = await create({ title: 'Racy' });
       const fields = ['title', 'tag_line', 'description'] as const;
-      await Promise.all(fields.map((f) => t.rest('PUT', `/api/mc-dm-downloads/${d.download_id}/`, { key: owner.key, form: { [f]: `new ${f}` } })));
-      expect(await t.prisma.download.findUniqueOrThrow({ where: { id: d.download_id } })).toMatchObject({ title: 'new title', tagLine: 'new tag_line', description: 'new description' });
+      await Promise.all(
+        fields.map((f) =>
+          t.rest('PUT', `/api/mc-dm-downloads/${d.download_id}/`, { key: owner.key, form: { [f]: `new ${f}` } }),
+        ),
+      );
+      expect(await t.prisma.download.findUniqueOrThrow({ where: { id: d.download_id } })).toMatchObject({
+        title: 'new title',
+        tagLine: 'new tag_line',
+        description: 'new description',
+      });
     });
   });
 
   describe('delete and restore', () => {
     it('soft delete keeps the row, remembers the state and audits the reason', async () => {
       const d = await create({ title: 'Soft' });
-      const r = await t.rest('DELETE', `/api/mc-dm-downloads/${d.download_id}/`, { key: owner.key, query: { reason: 'Outdated' } });
+      const r = await t.rest('DELETE', `/api/mc-dm-downloads/${d.download_id}/`, {
+        key: owner.key,
+        query: { reason: 'Outdated' },
+      });
       expect(r.body).toEqual({ success: true });
       const row = await t.prisma.download.findUniqueOrThrow({ where: { id: d.download_id } });
       expect(row).toMatchObject({ state: 'deleted', stateBeforeDelete: 'visible' });
       expect(row.deletedAt).not.toBeNull();
-      expect(await t.prisma.auditLog.findFirst({ where: { contentId: d.download_id, action: 'download.soft_deleted' } })).toMatchObject({ reason: 'Outdated', userId: owner.userId });
+      expect(
+        await t.prisma.auditLog.findFirst({ where: { contentId: d.download_id, action: 'download.soft_deleted' } }),
+      ).toMatchObject({ reason: 'Outdated', userId: owner.userId });
       expect((await t.rest('GET', `/api/mc-dm-downloads/${d.download_id}/`, { key: owner.key })).status).toBe(403);
-      expect((await t.rest('GET', `/api/mc-dm-downloads/${d.download_id}/`, { key: mod.key })).body.download.download_state).toBe('deleted');
+      expect(
+        (await t.rest('GET', `/api/mc-dm-downloads/${d.download_id}/`, { key: mod.key })).body.download.download_state,
+      ).toBe('deleted');
 
       const restore = `mutation($i: RestoreDownloadInput!) { restoreDownload(input: $i) { download { downloadState } } }`;
-      expect((await t.gql(restore, { i: { downloadId: d.download_id } }, owner.key)).codes).toEqual(['do_not_have_permission']);
-      expect((await t.gqlOk(restore, { i: { downloadId: d.download_id } }, mod.key)).restoreDownload.download.downloadState).toBe('VISIBLE');
-      expect((await t.gql(restore, { i: { downloadId: d.download_id } }, mod.key)).codes).toEqual(['mc_dm_api_error.download_not_deleted']);
+      expect((await t.gql(restore, { i: { downloadId: d.download_id } }, owner.key)).codes).toEqual([
+        'do_not_have_permission',
+      ]);
+      expect(
+        (await t.gqlOk(restore, { i: { downloadId: d.download_id } }, mod.key)).restoreDownload.download.downloadState,
+      ).toBe('VISIBLE');
+      expect((await t.gql(restore, { i: { downloadId: d.download_id } }, mod.key)).codes).toEqual([
+        'mc_dm_api_error.download_not_deleted',
+      ]);
     });
 
     it('hard delete needs the scope and hardDeleteAny, then removes everything and audits', async () => {
       const d = await create({ title: 'Hard', tags: ['x'] });
       await t.prisma.comment.create({ data: { downloadId: d.download_id, userId: other.userId, message: 'hi' } });
-      const noScope = await t.rest('DELETE', `/api/mc-dm-downloads/${d.download_id}/`, { key: await t.key('SUPER', ['mc_dm_download:write']), query: { hard: 1 } });
+      const noScope = await t.rest('DELETE', `/api/mc-dm-downloads/${d.download_id}/`, {
+        key: await t.key('SUPER', ['mc_dm_download:write']),
+        query: { hard: 1 },
+      });
       expect(noScope.status).toBe(403);
-      expect(noScope.body.errors[0]).toMatchObject({ code: 'api_scope_missing', params: { scope: 'mc_dm_download:delete_hard' } });
-      const ownerHard = await t.rest('DELETE', `/api/mc-dm-downloads/${d.download_id}/`, { key: owner.key, query: { hard: 1 } });
+      expect(noScope.body.errors[0]).toMatchObject({
+        code: 'api_scope_missing',
+        params: { scope: 'mc_dm_download:delete_hard' },
+      });
+      const ownerHard = await t.rest('DELETE', `/api/mc-dm-downloads/${d.download_id}/`, {
+        key: owner.key,
+        query: { hard: 1 },
+      });
       expect(ownerHard.status).toBe(403);
       expect(await t.prisma.download.count({ where: { id: d.download_id } })).toBe(1);
-      const r = await t.rest('DELETE', `/api/mc-dm-downloads/${d.download_id}/`, { key: mod.key, form: { hard: 1, reason: 'Spam' } });
+      const r = await t.rest('DELETE', `/api/mc-dm-downloads/${d.download_id}/`, {
+        key: mod.key,
+        form: { hard: 1, reason: 'Spam' },
+      });
       expect(r.body).toEqual({ success: true });
       expect(await t.prisma.download.count({ where: { id: d.download_id } })).toBe(0);
       expect(await t.prisma.version.count({ where: { downloadId: d.download_id } })).toBe(0);
       expect(await t.prisma.comment.count({ where: { downloadId: d.download_id } })).toBe(0);
       expect(await t.prisma.downloadTag.count({ where: { downloadId: d.download_id } })).toBe(0);
-      expect(await t.prisma.auditLog.findFirst({ where: { contentId: d.download_id, action: 'download.hard_deleted' } })).toMatchObject({ reason: 'Spam', userId: mod.userId });
+      expect(
+        await t.prisma.auditLog.findFirst({ where: { contentId: d.download_id, action: 'download.hard_deleted' } }),
+      ).toMatchObject({ reason: 'Spam', userId: mod.userId });
       expect((await t.rest('DELETE', `/api/mc-dm-downloads/${d.download_id}/`, { key: mod.key })).status).toBe(404);
     });
 
@@ -346,13 +531,21 @@ forEachDatabase((kind) => {
       const fresh = await create({ title: 'New trash' });
       await t.rest('DELETE', `/api/mc-dm-downloads/${d.download_id}/`, { key: owner.key });
       await t.rest('DELETE', `/api/mc-dm-downloads/${fresh.download_id}/`, { key: owner.key });
-      await t.prisma.download.update({ where: { id: d.download_id }, data: { deletedAt: new Date(Date.now() - 31 * 86_400_000) } });
+      await t.prisma.download.update({
+        where: { id: d.download_id },
+        data: { deletedAt: new Date(Date.now() - 31 * 86_400_000) },
+      });
       const purged = await purgeExpiredDownloads(t.prisma, t.app.services.storage, 30);
       expect(purged).toContain(d.download_id);
       expect(purged).not.toContain(fresh.download_id);
       expect(await t.prisma.download.count({ where: { id: d.download_id } })).toBe(0);
       expect(await t.prisma.auditLog.count({ where: { contentId: d.download_id, action: 'download.purged' } })).toBe(1);
-      const later = await purgeExpiredDownloads(t.prisma, t.app.services.storage, 30, new Date(Date.now() + 31 * 86_400_000));
+      const later = await purgeExpiredDownloads(
+        t.prisma,
+        t.app.services.storage,
+        30,
+        new Date(Date.now() + 31 * 86_400_000),
+      );
       expect(later).toContain(fresh.download_id);
     });
   });
@@ -360,45 +553,125 @@ forEachDatabase((kind) => {
   describe('versions and team', () => {
     it('createVersion makes a new current version', async () => {
       const d = await create({ title: 'Versioned', version_string: '1.0' });
-      const r = await t.gqlOk(`mutation { createVersion(input: { downloadId: ${d.download_id}, versionString: "2.0" }) { version { versionId versionString versionState } download { currentVersionId currentVersion { versionString } versions { versionString } } } }`, {}, owner.key);
+      const r = await t.gqlOk(
+        `mutation { createVersion(input: { downloadId: ${d.download_id}, versionString: "2.0" }) { version { versionId versionString versionState } download { currentVersionId currentVersion { versionString } versions { versionString } } } }`,
+        {},
+        owner.key,
+      );
       expect(r.createVersion.version).toMatchObject({ versionString: '2.0', versionState: 'VISIBLE' });
       expect(r.createVersion.download.currentVersionId).toBe(r.createVersion.version.versionId);
       expect(r.createVersion.download.versions.map((v: any) => v.versionString)).toEqual(['2.0', '1.0']);
-      expect((await t.gql(`mutation { createVersion(input: { downloadId: ${d.download_id} }) { version { versionId } } }`, {}, other.key)).codes).toEqual(['do_not_have_permission']);
+      expect(
+        (
+          await t.gql(
+            `mutation { createVersion(input: { downloadId: ${d.download_id} }) { version { versionId } } }`,
+            {},
+            other.key,
+          )
+        ).codes,
+      ).toEqual(['do_not_have_permission']);
       const flat = await category('Flat 2', { enable_versioning: 0 });
       const d2 = await create({ title: 'Flat', category_id: flat });
-      expect((await t.gql(`mutation { createVersion(input: { downloadId: ${d2.download_id} }) { version { versionId } } }`, {}, owner.key)).codes).toEqual(['mc_dm_api_error.versioning_disabled']);
+      expect(
+        (
+          await t.gql(
+            `mutation { createVersion(input: { downloadId: ${d2.download_id} }) { version { versionId } } }`,
+            {},
+            owner.key,
+          )
+        ).codes,
+      ).toEqual(['mc_dm_api_error.versioning_disabled']);
     });
 
     it('team members get edit rights; the team is capped by max_team_members', async () => {
       const small = await category('Small team', { max_team_members: 1 });
       const d = await create({ title: 'Team work', category_id: small });
-      const add = (userId: number, key = owner.key) => t.gql(`mutation { addTeamMember(input: { downloadId: ${d.download_id}, userId: ${userId} }) { ok } }`, {}, key);
+      const add = (userId: number, key = owner.key) =>
+        t.gql(`mutation { addTeamMember(input: { downloadId: ${d.download_id}, userId: ${userId} }) { ok } }`, {}, key);
       expect((await add(other.userId, other.key)).codes).toEqual(['do_not_have_permission']);
       expect((await add(other.userId)).data.addTeamMember).toEqual({ ok: true });
-      expect((await t.rest('PUT', `/api/mc-dm-downloads/${d.download_id}/`, { key: other.key, form: { tag_line: 'team edit' } })).status).toBe(200);
+      expect(
+        (
+          await t.rest('PUT', `/api/mc-dm-downloads/${d.download_id}/`, {
+            key: other.key,
+            form: { tag_line: 'team edit' },
+          })
+        ).status,
+      ).toBe(200);
       expect((await add(mod.userId)).codes).toEqual(['mc_dm_api_error.too_many_team_members']);
       expect((await add(99999)).codes).toEqual(['mc_dm_api_error.user_not_found']);
       expect((await add(owner.userId)).codes).toEqual(['invalid_input']);
-      await t.gqlOk(`mutation { removeTeamMember(input: { downloadId: ${d.download_id}, userId: ${other.userId} }) { ok } }`, {}, owner.key);
-      expect((await t.rest('PUT', `/api/mc-dm-downloads/${d.download_id}/`, { key: other.key, form: { tag_line: 'no more' } })).status).toBe(403);
+      await t.gqlOk(
+        `mutation { removeTeamMember(input: { downloadId: ${d.download_id}, userId: ${other.userId} }) { ok } }`,
+        {},
+        owner.key,
+      );
+      expect(
+        (
+          await t.rest('PUT', `/api/mc-dm-downloads/${d.download_id}/`, {
+            key: other.key,
+            form: { tag_line: 'no more' },
+          })
+        ).status,
+      ).toBe(403);
     });
   });
 
   describe('GraphQL face', () => {
     it('lists, creates, updates and deletes with the same rules and codes', async () => {
-      const created = await t.gqlOk(`mutation($i: CreateDownloadInput!) { createDownload(input: $i) { download { downloadId title downloadState tags category { title } currentVersion { versionString } } } }`,
-        { i: { categoryId: cat, title: 'Via GraphQL', tags: ['Q'], versionString: '0.1' } }, owner.key);
+      const created = await t.gqlOk(
+        `mutation($i: CreateDownloadInput!) { createDownload(input: $i) { download { downloadId title downloadState tags category { title } currentVersion { versionString } } } }`,
+        { i: { categoryId: cat, title: 'Via GraphQL', tags: ['Q'], versionString: '0.1' } },
+        owner.key,
+      );
       const d = created.createDownload.download;
-      expect(d).toMatchObject({ title: 'Via GraphQL', downloadState: 'VISIBLE', tags: ['q'], category: { title: 'Main' }, currentVersion: { versionString: '0.1' } });
-      const list = await t.gqlOk(`{ downloads(categoryId: ${cat}, order: TITLE, direction: ASC, perPage: 2) { nodes { title } pagination { perPage total } } }`, {}, other.key);
+      expect(d).toMatchObject({
+        title: 'Via GraphQL',
+        downloadState: 'VISIBLE',
+        tags: ['q'],
+        category: { title: 'Main' },
+        currentVersion: { versionString: '0.1' },
+      });
+      const list = await t.gqlOk(
+        `{ downloads(categoryId: ${cat}, order: TITLE, direction: ASC, perPage: 2) { nodes { title } pagination { perPage total } } }`,
+        {},
+        other.key,
+      );
       expect(list.downloads.pagination.perPage).toBe(2);
       expect((await t.gql(`{ downloads(since: "soon") { nodes { title } } }`)).codes).toEqual(['invalid_input']);
-      const upd = await t.gqlOk(`mutation { updateDownload(input: { downloadId: ${d.downloadId}, description: "new" }) { download { description title } } }`, {}, owner.key);
+      const upd = await t.gqlOk(
+        `mutation { updateDownload(input: { downloadId: ${d.downloadId}, description: "new" }) { download { description title } } }`,
+        {},
+        owner.key,
+      );
       expect(upd.updateDownload.download).toEqual({ description: 'new', title: 'Via GraphQL' });
-      expect((await t.gql(`mutation { updateDownload(input: { downloadId: ${d.downloadId}, title: "x" }) { download { title } } }`, {}, other.key)).codes).toEqual(['do_not_have_permission']);
-      expect((await t.gql(`mutation { deleteDownload(input: { downloadId: ${d.downloadId}, hard: true }) { success } }`, {}, owner.key)).codes).toEqual(['do_not_have_permission']);
-      expect((await t.gqlOk(`mutation { deleteDownload(input: { downloadId: ${d.downloadId}, hard: true, reason: "gql" }) { success } }`, {}, mod.key)).deleteDownload).toEqual({ success: true });
+      expect(
+        (
+          await t.gql(
+            `mutation { updateDownload(input: { downloadId: ${d.downloadId}, title: "x" }) { download { title } } }`,
+            {},
+            other.key,
+          )
+        ).codes,
+      ).toEqual(['do_not_have_permission']);
+      expect(
+        (
+          await t.gql(
+            `mutation { deleteDownload(input: { downloadId: ${d.downloadId}, hard: true }) { success } }`,
+            {},
+            owner.key,
+          )
+        ).codes,
+      ).toEqual(['do_not_have_permission']);
+      expect(
+        (
+          await t.gqlOk(
+            `mutation { deleteDownload(input: { downloadId: ${d.downloadId}, hard: true, reason: "gql" }) { success } }`,
+            {},
+            mod.key,
+          )
+        ).deleteDownload,
+      ).toEqual({ success: true });
       const node = Buffer.from(`Download:${d.downloadId}`).toString('base64url');
       const gone = await t.gql(`{ node(id: "${node}") { id } }`);
       expect([gone.codes, gone.data]).toEqual([[], { node: null }]);

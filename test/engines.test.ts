@@ -13,11 +13,16 @@ describe('dependencies and engines', () => {
   it('every package npm ci installs supports the oldest Node that package.json allows', () => {
     const oldest = semver.minVersion(read('package.json').engines.node as string)!.version;
     expect(oldest).toBe('20.19.0');
-    const lock = read('package-lock.json') as { packages: Record<string, { engines?: { node?: string } | string[]; optional?: boolean; version?: string }> };
+    const lock = read('package-lock.json') as {
+      packages: Record<string, { engines?: { node?: string } | string[]; optional?: boolean; version?: string }>;
+    };
     const refusing = Object.entries(lock.packages)
       .filter(([name, p]) => name !== '' && !p.optional && p.engines && !Array.isArray(p.engines) && p.engines.node)
       .filter(([, p]) => !semver.satisfies(oldest, (p.engines as { node: string }).node))
-      .map(([name, p]) => `${name.replace(/^.*node_modules\//, '')}@${p.version} wants node ${(p.engines as { node: string }).node}`);
+      .map(
+        ([name, p]) =>
+          `${name.replace(/^.*node_modules\//, '')}@${p.version} wants node ${(p.engines as { node: string }).node}`,
+      );
     expect(refusing).toEqual([]);
   });
 });

@@ -20,7 +20,10 @@ describe('FairShare', () => {
     const a = await share.acquire('a');
     await share.acquire('a');
     let third = false;
-    const p = share.acquire('a').then((r) => { third = true; return r; });
+    const p = share.acquire('a').then((r) => {
+      third = true;
+      return r;
+    });
     await tick();
     expect([share.inFlight, share.queued, third]).toEqual([2, 1, false]);
     a();
@@ -32,8 +35,19 @@ describe('FairShare', () => {
     const share = new FairShare(1);
     const first = await share.acquire('busy');
     const order: string[] = [];
-    const wait = (client: string, label: string) => share.acquire(client).then((release) => { order.push(label); release(); });
-    const all = [wait('busy', 'busy1'), wait('busy', 'busy2'), wait('busy', 'busy3'), wait('other', 'other1'), wait('third', 'third1'), wait('other', 'other2')];
+    const wait = (client: string, label: string) =>
+      share.acquire(client).then((release) => {
+        order.push(label);
+        release();
+      });
+    const all = [
+      wait('busy', 'busy1'),
+      wait('busy', 'busy2'),
+      wait('busy', 'busy3'),
+      wait('other', 'other1'),
+      wait('third', 'third1'),
+      wait('other', 'other2'),
+    ];
     first();
     await Promise.all(all);
     expect(order).toEqual(['busy1', 'other1', 'third1', 'busy2', 'other2', 'busy3']);
@@ -44,8 +58,18 @@ describe('FairShare', () => {
     const share = new FairShare(1);
     const heavy = await share.acquire('heavy');
     const order: string[] = [];
-    const wait = (client: string, label: string) => share.acquire(client).then((release) => { order.push(label); release(); });
-    const all = [wait('heavy', 'heavy1'), wait('heavy', 'heavy2'), wait('light', 'light1'), wait('light', 'light2'), wait('light', 'light3')];
+    const wait = (client: string, label: string) =>
+      share.acquire(client).then((release) => {
+        order.push(label);
+        release();
+      });
+    const all = [
+      wait('heavy', 'heavy1'),
+      wait('heavy', 'heavy2'),
+      wait('light', 'light1'),
+      wait('light', 'light2'),
+      wait('light', 'light3'),
+    ];
     await new Promise((r) => setTimeout(r, 40));
     heavy();
     await Promise.all(all);
@@ -60,7 +84,10 @@ describe('FairShare', () => {
     await new Promise((r) => setTimeout(r, BURST_MS + 50));
     heavy(); // heavy is charged ~150 ms; light, still running, has paid nothing yet
     let again = false;
-    const next = share.acquire('heavy').then((release) => { again = true; return release; });
+    const next = share.acquire('heavy').then((release) => {
+      again = true;
+      return release;
+    });
     await tick();
     expect([again, share.inFlight, share.queued]).toEqual([false, 1, 1]);
     light(); // light pays ~150 ms: the clock moves up to heavy's charge
@@ -72,19 +99,30 @@ describe('FairShare', () => {
     await new Promise((res) => setTimeout(res, BURST_MS + 50));
     r();
     let soon = false;
-    const p = alone.acquire('solo').then((release) => { soon = true; release(); });
+    const p = alone.acquire('solo').then((release) => {
+      soon = true;
+      release();
+    });
     await tick();
     expect(soon).toBe(true);
     await p;
   });
 
   it('the bytes of a result add to the charge of its client (resultCharge: 64 KB a millisecond)', async () => {
-    expect(resultCharge({ [RESPONSE_BUDGET]: Object.assign(new ResponseBudget(1 << 30, () => {}), { used: 16 * 64 * 1024 }) })).toBe(16);
+    expect(
+      resultCharge({
+        [RESPONSE_BUDGET]: Object.assign(new ResponseBudget(1 << 30, () => {}), { used: 16 * 64 * 1024 }),
+      }),
+    ).toBe(16);
     expect(resultCharge({})).toBe(0);
     const share = new FairShare(1);
     const big = await share.acquire('big');
     const order: string[] = [];
-    const wait = (client: string, label: string) => share.acquire(client).then((release) => { order.push(label); release(); });
+    const wait = (client: string, label: string) =>
+      share.acquire(client).then((release) => {
+        order.push(label);
+        release();
+      });
     const all = [wait('big', 'big1'), wait('small', 'small1'), wait('small', 'small2')];
     big(BURST_MS + 20); // no time spent, but a large result
     await Promise.all(all);
@@ -125,18 +163,28 @@ describe('FairShare', () => {
     const order: string[] = [];
     let synchronous = true;
     let turns = 0;
-    const countTurns = () => { turns++; if (share.queued > 0 || share.inFlight > 0) setImmediate(countTurns); };
+    const countTurns = () => {
+      turns++;
+      if (share.queued > 0 || share.inFlight > 0) setImmediate(countTurns);
+    };
     setImmediate(countTurns);
     const seen: number[] = [];
-    const run = (client: string, label: string) => share.acquire(client).then((release) => {
-      expect(synchronous).toBe(false);
-      expect(share.inFlight).toBe(1);
-      seen.push(turns);
-      order.push(label);
-      release();
-    });
+    const run = (client: string, label: string) =>
+      share.acquire(client).then((release) => {
+        expect(synchronous).toBe(false);
+        expect(share.inFlight).toBe(1);
+        seen.push(turns);
+        order.push(label);
+        release();
+      });
     // Arrivals of one pass of the event loop: the busy client's three first, then two others.
-    const all = [run('busy', 'busy1'), run('busy', 'busy2'), run('busy', 'busy3'), run('other', 'other1'), run('third', 'third1')];
+    const all = [
+      run('busy', 'busy1'),
+      run('busy', 'busy2'),
+      run('busy', 'busy3'),
+      run('other', 'other1'),
+      run('third', 'third1'),
+    ];
     synchronous = false;
     expect(share.queued).toBe(5);
     await Promise.all(all);
@@ -150,7 +198,10 @@ describe('FairShare', () => {
     const stalled = await share.acquire('a');
     const second = await share.acquire('b');
     let third = false;
-    const p = share.acquire('c').then((r) => { third = true; return r; });
+    const p = share.acquire('c').then((r) => {
+      third = true;
+      return r;
+    });
     await new Promise((r) => setTimeout(r, 20));
     expect([share.inFlight, share.queued, third]).toEqual([2, 1, false]);
     stalled();
@@ -176,11 +227,16 @@ forEachDatabase((kind) => {
       // Key and user caches long enough to stay warm while the database is held (holdDownloads); the
       // read cache off, since these tests repeat one read to watch it queue.
       t = await startTestApp(kind, { maxConcurrentOperations: 1, cacheSeconds: 600, readCacheMb: 0 });
-      const { categoryId } = (await t.gqlOk('mutation { createCategory(input: { title: "Fair" }) { category { categoryId } } }')).createCategory.category;
+      const { categoryId } = (
+        await t.gqlOk('mutation { createCategory(input: { title: "Fair" }) { category { categoryId } } }')
+      ).createCategory.category;
       const user = await t.user('busy');
       for (let i = 0; i < 40; i++) {
-        await t.gqlOk('mutation($i: CreateDownloadInput!) { createDownload(input: $i) { download { downloadId } } }',
-          { i: { categoryId, title: `Fair ${i}`, description: 'x'.repeat(200) } }, user.key);
+        await t.gqlOk(
+          'mutation($i: CreateDownloadInput!) { createDownload(input: $i) { download { downloadId } } }',
+          { i: { categoryId, title: `Fair ${i}`, description: 'x'.repeat(200) } },
+          user.key,
+        );
       }
       busy = { 'Forum-Api-Key': user.key };
       otherKey = await t.key('SUPER', ['mc_dm_category:read', 'mc_dm_download:read']);
@@ -188,10 +244,15 @@ forEachDatabase((kind) => {
     afterAll(() => t?.close());
 
     const heavyRest = () => fetch(`${t.url}/api/mc-dm-downloads/?per_page=40&with=full`, { headers: busy });
-    const heavyGql = () => fetch(`${t.url}/graphql`, {
-      method: 'POST', headers: { ...busy, 'content-type': 'application/json' },
-      body: JSON.stringify({ query: '{ downloads(perPage: 40) { nodes { downloadId title category { title } currentVersion { versionString } } } }' }),
-    });
+    const heavyGql = () =>
+      fetch(`${t.url}/graphql`, {
+        method: 'POST',
+        headers: { ...busy, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          query:
+            '{ downloads(perPage: 40) { nodes { downloadId title category { title } currentVersion { versionString } } } }',
+        }),
+      });
 
     /**
      * Makes the backlog certain, then measures the other client's wait. The database is held (holdDownloads), so
@@ -201,21 +262,37 @@ forEachDatabase((kind) => {
      * admitted before the other client's one (`admitted`, from the scheduler: in arrival order all 30), and how many
      * of their answers had arrived when the other client's did (`answered`).
      */
-    async function servedBefore(heavy: () => Promise<Response>, light: () => Promise<Response>): Promise<{ admitted: number; answered: number }> {
+    async function servedBefore(
+      heavy: () => Promise<Response>,
+      light: () => Promise<Response>,
+    ): Promise<{ admitted: number; answered: number }> {
       // Warm the key caches: on the embedded database a key read would wait for the hold, before the queue.
       expect(await statusOf(heavy())).toBe(200);
       expect(await statusOf(light())).toBe(200);
       const grants = recordGrants();
       const release = await holdDownloads();
       let released = false;
-      const letGo = async () => { if (!released) { released = true; await release(); } };
+      const letGo = async () => {
+        if (!released) {
+          released = true;
+          await release();
+        }
+      };
       let done = 0;
       const statuses: number[] = [];
-      const backlog = Array.from({ length: 30 }, () => statusOf(heavy()).then((status) => { statuses.push(status); done++; }));
+      const backlog = Array.from({ length: 30 }, () =>
+        statusOf(heavy()).then((status) => {
+          statuses.push(status);
+          done++;
+        }),
+      );
       try {
-        await until('the busy client\'s 30 operations, 1 running and 29 queued', (o) => o.running === 1 && o.queued === 29);
+        await until(
+          "the busy client's 30 operations, 1 running and 29 queued",
+          (o) => o.running === 1 && o.queued === 29,
+        );
         const answer = statusOf(light());
-        await until('the other client\'s operation queued behind them', (o) => o.running === 1 && o.queued === 30);
+        await until("the other client's operation queued behind them", (o) => o.running === 1 && o.queued === 30);
         await letGo();
         expect(await answer).toBe(200);
         const answered = done;
@@ -244,10 +321,17 @@ forEachDatabase((kind) => {
     function recordGrants(): { order: string[]; stop(): void } {
       const order: string[] = [];
       const acquire = FairShare.prototype.acquire;
-      const spy = vi.spyOn(FairShare.prototype, 'acquire').mockImplementation(function (this: FairShare, client, signal) {
+      const spy = vi.spyOn(FairShare.prototype, 'acquire').mockImplementation(function (
+        this: FairShare,
+        client,
+        signal,
+      ) {
         const granted = acquire.call(this, client, signal);
         // Grants resolve in the order they are made, so these reactions run in that order too.
-        granted.then(() => order.push(client), () => {});
+        granted.then(
+          () => order.push(client),
+          () => {},
+        );
         return granted;
       });
       return { order, stop: () => spy.mockRestore() };
@@ -266,43 +350,68 @@ forEachDatabase((kind) => {
         await client.connect();
         await client.query('BEGIN');
         await client.query('LOCK TABLE "download" IN ACCESS EXCLUSIVE MODE');
-        return async () => { await client.query('COMMIT'); await client.end(); };
+        return async () => {
+          await client.query('COMMIT');
+          await client.end();
+        };
       }
       let letGo!: () => void;
-      const gate = new Promise<void>((resolve) => { letGo = resolve; });
+      const gate = new Promise<void>((resolve) => {
+        letGo = resolve;
+      });
       let held!: () => void;
-      const isHeld = new Promise<void>((resolve) => { held = resolve; });
-      const tx = t.prisma.$transaction(async (tx) => { await tx.$queryRaw`SELECT 1`; held(); await gate; }, { timeout: 60_000 });
+      const isHeld = new Promise<void>((resolve) => {
+        held = resolve;
+      });
+      const tx = t.prisma.$transaction(
+        async (tx) => {
+          await tx.$queryRaw`SELECT 1`;
+          held();
+          await gate;
+        },
+        { timeout: 60_000 },
+      );
       await Promise.race([isHeld, tx]);
-      return async () => { letGo(); await tx; };
+      return async () => {
+        letGo();
+        await tx;
+      };
     }
 
     /** Polls the metrics until `ready` holds; fails the test if it does not within a few seconds. */
     async function until(what: string, ready: (o: { running: number; queued: number }) => boolean): Promise<void> {
       let last = await operations();
       for (const started = Date.now(); !ready(last); last = await operations()) {
-        if (Date.now() - started > 5000) throw new Error(`Not reached within 5 s: ${what} (running ${last.running}, queued ${last.queued}).`);
+        if (Date.now() - started > 5000)
+          throw new Error(`Not reached within 5 s: ${what} (running ${last.running}, queued ${last.queued}).`);
         await new Promise((r) => setTimeout(r, 5));
       }
     }
 
     async function operations(): Promise<{ running: number; queued: number }> {
       const text = await (await fetch(`${t.url}/metrics`, { headers: { 'Forum-Api-Key': SUPER_KEY } })).text();
-      const read = (state: string) => Number(new RegExp(`^dcs_operations\\{state="${state}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? NaN);
+      const read = (state: string) =>
+        Number(new RegExp(`^dcs_operations\\{state="${state}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? NaN);
       return { running: read('running'), queued: read('queued') };
     }
 
     it('REST: another client is served after a turn or two, not after the 29 queued before it', async () => {
-      const before = await servedBefore(heavyRest, () => fetch(`${t.url}/api/mc-dm-categories/`, { headers: { 'Forum-Api-Key': otherKey } }));
+      const before = await servedBefore(heavyRest, () =>
+        fetch(`${t.url}/api/mc-dm-categories/`, { headers: { 'Forum-Api-Key': otherKey } }),
+      );
       expect(before.admitted).toBeLessThanOrEqual(3);
       // What the client sees: the answer came while most of the backlog still waited, not after it.
       expect(before.answered).toBeLessThanOrEqual(10);
     });
 
     it('GraphQL: the same', async () => {
-      const before = await servedBefore(heavyGql, () => fetch(`${t.url}/graphql`, {
-        method: 'POST', headers: { 'Forum-Api-Key': otherKey, 'content-type': 'application/json' }, body: JSON.stringify({ query: '{ viewer { userId } }' }),
-      }));
+      const before = await servedBefore(heavyGql, () =>
+        fetch(`${t.url}/graphql`, {
+          method: 'POST',
+          headers: { 'Forum-Api-Key': otherKey, 'content-type': 'application/json' },
+          body: JSON.stringify({ query: '{ viewer { userId } }' }),
+        }),
+      );
       expect(before.admitted).toBeLessThanOrEqual(3);
       // What the client sees: the answer came while most of the backlog still waited, not after it.
       expect(before.answered).toBeLessThanOrEqual(10);
@@ -317,8 +426,12 @@ forEachDatabase((kind) => {
           expect((await t.rest('GET', '/api/mc-dm-downloads/999999/')).status).toBe(404);
           expect((await t.rest('GET', '/api/mc-dm-downloads/', { query: { per_page: 'x' } })).status).toBe(400);
           expect((await t.rest('DELETE', '/api/mc-dm-categories/999999/')).status).toBe(404);
-          expect((await t.gql('{ download(downloadId: 999999) { title } }')).codes).toContain('mc_dm_api_error.download_not_found');
-          expect((await t.gql('mutation { deleteComment(input: { commentId: 999999 }) { deletedId } }')).codes.length).toBe(1);
+          expect((await t.gql('{ download(downloadId: 999999) { title } }')).codes).toContain(
+            'mc_dm_api_error.download_not_found',
+          );
+          expect(
+            (await t.gql('mutation { deleteComment(input: { commentId: 999999 }) { deletedId } }')).codes.length,
+          ).toBe(1);
         }
         expect((await t.rest('GET', '/api/mc-dm-categories/')).status).toBe(200);
         expect((await t.gql('{ viewer { userId } }')).status).toBe(200);
@@ -333,8 +446,14 @@ forEachDatabase((kind) => {
       t.config.graphql.timeoutMs = 10;
       try {
         const statuses = await Promise.all([
-          ...Array.from({ length: 30 }, () => heavyRest().then(async (r) => `${r.status} ${((await r.json()) as any).errors?.[0]?.code ?? ''}`.trim())),
-          ...Array.from({ length: 30 }, () => heavyGql().then(async (r) => `${r.status} ${((await r.json()) as any).errors?.[0]?.extensions?.code ?? ''}`.trim())),
+          ...Array.from({ length: 30 }, () =>
+            heavyRest().then(async (r) => `${r.status} ${((await r.json()) as any).errors?.[0]?.code ?? ''}`.trim()),
+          ),
+          ...Array.from({ length: 30 }, () =>
+            heavyGql().then(async (r) =>
+              `${r.status} ${((await r.json()) as any).errors?.[0]?.extensions?.code ?? ''}`.trim(),
+            ),
+          ),
         ]);
         for (const s of statuses) expect(['200', '503 operation_timeout']).toContain(s);
         expect(statuses.filter((s) => s.startsWith('503')).length).toBeGreaterThan(0);
@@ -343,7 +462,10 @@ forEachDatabase((kind) => {
       }
       // A 503 answered at the deadline keeps its slot until the work behind it has stopped (on PostgreSQL the
       // cancelled statement still has to come back), so the slots are free soon after the answers, not with them.
-      await vi.waitFor(async () => expect(await operations()).toEqual({ running: 0, queued: 0 }), { timeout: 5000, interval: 50 });
+      await vi.waitFor(async () => expect(await operations()).toEqual({ running: 0, queued: 0 }), {
+        timeout: 5000,
+        interval: 50,
+      });
       expect((await t.rest('GET', '/api/mc-dm-categories/')).status).toBe(200);
     });
   });

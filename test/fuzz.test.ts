@@ -4,8 +4,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import {
-  getNamedType, isEnumType, isInputObjectType, typeFromAST,
-  type GraphQLArgument, type GraphQLInputType, type OperationDefinitionNode,
+  getNamedType,
+  isEnumType,
+  isInputObjectType,
+  typeFromAST,
+  type GraphQLArgument,
+  type GraphQLInputType,
+  type OperationDefinitionNode,
 } from 'graphql';
 import { schema } from '../src/schema/index.js';
 import { routes } from '../rest-adapter/routes.js';
@@ -20,10 +25,47 @@ const NUM_RUNS = Number(process.env.FUZZ_RUNS ?? 20);
 
 const scalar = fc.oneof(
   fc.constantFrom(2 ** 31, -(2 ** 31) - 1, 2 ** 53, Number.MAX_SAFE_INTEGER + 2, -1, 0, 1.5, -0.5, 1e308, -1e308),
-  fc.integer(), fc.double(), fc.boolean(), fc.constant(null),
-  fc.constantFrom('NaN', 'Infinity', '', ' ', '-1', '+1', '1e3', '0x10', '01', '1.0', '99999999999', '9'.repeat(31), '-0',
-    'true', 'yes', 'null', 'undefined', '[]', '{}', '\u0000', 'a\u0000b', '\uD800', 'x\uDFFFy', '\uFFFF', '%00', '%',
-    '../../etc/passwd', '<script>alert(1)</script>', "' OR 1=1 --", 'ASC', 'desc', 'RANDOM', 'all', '2026-02-30', '2026-11-22T25:00:00Z'),
+  fc.integer(),
+  fc.double(),
+  fc.boolean(),
+  fc.constant(null),
+  fc.constantFrom(
+    'NaN',
+    'Infinity',
+    '',
+    ' ',
+    '-1',
+    '+1',
+    '1e3',
+    '0x10',
+    '01',
+    '1.0',
+    '99999999999',
+    '9'.repeat(31),
+    '-0',
+    'true',
+    'yes',
+    'null',
+    'undefined',
+    '[]',
+    '{}',
+    '\u0000',
+    'a\u0000b',
+    '\uD800',
+    'x\uDFFFy',
+    '\uFFFF',
+    '%00',
+    '%',
+    '../../etc/passwd',
+    '<script>alert(1)</script>',
+    "' OR 1=1 --",
+    'ASC',
+    'desc',
+    'RANDOM',
+    'all',
+    '2026-02-30',
+    '2026-11-22T25:00:00Z',
+  ),
   fc.string({ maxLength: 30 }),
   fc.string({ unit: 'binary', maxLength: 30 }),
   fc.constantFrom('x'.repeat(300), 'é'.repeat(5000), '\u{1F600}'.repeat(2000)),
@@ -35,12 +77,27 @@ const hostile: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
 );
 /** Plausible values, so that a request gets past the first check and reaches deeper code. */
-const plausible = fc.oneof(fc.integer({ min: 1, max: 40 }),
-  fc.constantFrom('matrix', 'asc', 'DESC', 'title', 'display_order', '1', 'true', 'https://example.com/a.zip', 'view', 'ALLOW', 'registered'));
-const valueFor = (enumValues?: string[]) => fc.oneof(
-  { weight: 3, arbitrary: hostile },
-  { weight: 2, arbitrary: enumValues?.length ? fc.oneof(plausible, fc.constantFrom(...enumValues)) : plausible },
+const plausible = fc.oneof(
+  fc.integer({ min: 1, max: 40 }),
+  fc.constantFrom(
+    'matrix',
+    'asc',
+    'DESC',
+    'title',
+    'display_order',
+    '1',
+    'true',
+    'https://example.com/a.zip',
+    'view',
+    'ALLOW',
+    'registered',
+  ),
 );
+const valueFor = (enumValues?: string[]) =>
+  fc.oneof(
+    { weight: 3, arbitrary: hostile },
+    { weight: 2, arbitrary: enumValues?.length ? fc.oneof(plausible, fc.constantFrom(...enumValues)) : plausible },
+  );
 /** A field is omitted, or given a hostile or plausible value. */
 const maybe = (arb: fc.Arbitrary<unknown>) => fc.option(arb, { nil: undefined, freq: 4 });
 
@@ -50,7 +107,10 @@ const enumValuesOf = (type: GraphQLInputType) => {
 };
 
 /** A record over the named fields (each maybe omitted). */
-function recordOf(fields: { name: string; type: GraphQLInputType }[], name: (f: string) => string = (f) => f): fc.Arbitrary<Record<string, unknown>> {
+function recordOf(
+  fields: { name: string; type: GraphQLInputType }[],
+  name: (f: string) => string = (f) => f,
+): fc.Arbitrary<Record<string, unknown>> {
   const shape: Record<string, fc.Arbitrary<unknown>> = {};
   for (const f of fields) {
     const named = getNamedType(f.type);
@@ -67,20 +127,25 @@ function recordOf(fields: { name: string; type: GraphQLInputType }[], name: (f: 
 function enc(s: string): string {
   let out = '';
   for (const ch of s) {
-    try { out += encodeURIComponent(ch); } catch {
+    try {
+      out += encodeURIComponent(ch);
+    } catch {
       const c = ch.charCodeAt(0);
-      out += [0xe0 | (c >> 12), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63)].map((b) => `%${b.toString(16).toUpperCase()}`).join('');
+      out += [0xe0 | (c >> 12), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63)]
+        .map((b) => `%${b.toString(16).toUpperCase()}`)
+        .join('');
     }
   }
   return out;
 }
-const text = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v) ?? '');
+const text = (v: unknown) => (typeof v === 'string' ? v : (JSON.stringify(v) ?? ''));
 /** name=value pairs as a PHP-style form: lists as name[]=, objects as name[key]=. */
 function formOf(values: Record<string, unknown>): string {
   const pairs: string[] = [];
   for (const [k, v] of Object.entries(values)) {
     if (Array.isArray(v)) v.forEach((x) => pairs.push(`${enc(k)}[]=${enc(text(x))}`));
-    else if (v && typeof v === 'object') Object.entries(v).forEach(([kk, x]) => pairs.push(`${enc(k)}[${enc(kk)}]=${enc(text(x))}`));
+    else if (v && typeof v === 'object')
+      Object.entries(v).forEach(([kk, x]) => pairs.push(`${enc(k)}[${enc(kk)}]=${enc(text(x))}`));
     else pairs.push(`${enc(k)}=${enc(v === null ? '' : text(v))}`);
   }
   return pairs.join('&');
@@ -89,14 +154,15 @@ function formOf(values: Record<string, unknown>): string {
 const snake = (s: string) => s.replace(/[A-Z]/g, (ch) => `_${ch.toLowerCase()}`);
 
 /** A REST route's parameters: its path names and its operation's variables (input-object fields flattened), snake_case. */
-function restParams(route: typeof routes[number]): { name: string; type: GraphQLInputType }[] {
+function restParams(route: (typeof routes)[number]): { name: string; type: GraphQLInputType }[] {
   const op = route.document.definitions.find((d: any) => d.kind === 'OperationDefinition') as OperationDefinitionNode;
   const out: { name: string; type: GraphQLInputType }[] = [];
   for (const v of op.variableDefinitions ?? []) {
     const type = typeFromAST(schema, v.type as any) as GraphQLInputType;
     const named = getNamedType(type);
     if (v.variable.name.value === 'full') continue;
-    if (isInputObjectType(named)) out.push(...Object.values(named.getFields()).map((f) => ({ name: snake(f.name), type: f.type })));
+    if (isInputObjectType(named))
+      out.push(...Object.values(named.getFields()).map((f) => ({ name: snake(f.name), type: f.type })));
     else out.push({ name: snake(v.variable.name.value), type });
   }
   return out;
@@ -104,12 +170,32 @@ function restParams(route: typeof routes[number]): { name: string; type: GraphQL
 
 // ── the service's state, for "a refused write changes nothing" ────────────────────────────────────────────
 
-const TABLES = ['user', 'user_group', 'user_group_membership', 'group_permission', 'category_permission', 'api_key', 'category',
-  'prefix', 'category_prefix', 'download', 'version', 'file', 'comment', 'comment_edit', 'tag', 'download_tag', 'team_member',
-  'audit_log', 'moderator_log'];
+const TABLES = [
+  'user',
+  'user_group',
+  'user_group_membership',
+  'group_permission',
+  'category_permission',
+  'api_key',
+  'category',
+  'prefix',
+  'category_prefix',
+  'download',
+  'version',
+  'file',
+  'comment',
+  'comment_edit',
+  'tag',
+  'download_tag',
+  'team_member',
+  'audit_log',
+  'moderator_log',
+];
 /** One digest of every table's rows (an API key's last-use time aside: reading with a key updates it). */
-const CHECKSUM_SQL = `SELECT ${TABLES.map((t) => `(SELECT md5(coalesce(string_agg(x, '|' ORDER BY x), '')) FROM
-  (SELECT (to_jsonb(r) - 'last_used_at')::text AS x FROM "${t}" r) s) AS "${t}"`).join(', ')}`;
+const CHECKSUM_SQL = `SELECT ${TABLES.map(
+  (t) => `(SELECT md5(coalesce(string_agg(x, '|' ORDER BY x), '')) FROM
+  (SELECT (to_jsonb(r) - 'last_used_at')::text AS x FROM "${t}" r) s) AS "${t}"`,
+).join(', ')}`;
 const checksum = async (t: TestApp) => JSON.stringify(await t.prisma.$queryRawUnsafe(CHECKSUM_SQL));
 
 /** Codes whose refusal keeps a row by design (a failed external URL or a rejected file is kept, quarantined). */
@@ -117,7 +203,8 @@ const KEEPS_ROW = new Set(['mc_dm_api_error.external_url_unreachable', 'mc_dm_ap
 
 /** What is wrong with an answer ('' when nothing is). */
 function problemsOf(status: number, codes: unknown[]): string {
-  if (status >= 500 && !(status === 503 && codes.every((c) => c === 'server_busy' || c === 'operation_timeout'))) return `status ${status} ${JSON.stringify(codes)}`;
+  if (status >= 500 && !(status === 503 && codes.every((c) => c === 'server_busy' || c === 'operation_timeout')))
+    return `status ${status} ${JSON.stringify(codes)}`;
   const bad = codes.filter((c) => !isContractCode(c));
   return bad.length ? `status ${status} with codes outside the contract: ${JSON.stringify(bad)}` : '';
 }
@@ -132,11 +219,18 @@ forEachDatabase((kind) => {
     keys = [
       { key: SUPER_KEY, headers: { 'Forum-Api-User': String(w.users.alice) } },
       { key: SUPER_KEY, headers: {} },
-      await w.credentials('user', ['mc_dm_category:read', 'mc_dm_download:read', 'mc_dm_download:write', 'mc_dm_category:write']),
+      await w.credentials('user', [
+        'mc_dm_category:read',
+        'mc_dm_download:read',
+        'mc_dm_download:write',
+        'mc_dm_category:write',
+      ]),
       await w.credentials('guest', ['mc_dm_category:read', 'mc_dm_download:read']),
     ];
   }, 120_000);
-  afterAll(async () => { await t?.close(); });
+  afterAll(async () => {
+    await t?.close();
+  });
 
   describe('REST: hostile parameters', () => {
     for (const route of routes) {
@@ -146,29 +240,50 @@ forEachDatabase((kind) => {
         const arb = fc.record({
           values: recordOf(params.filter((p) => !pathNames.includes(p.name))),
           path: fc.record(Object.fromEntries(pathNames.map((n) => [n, valueFor()]))),
-          transport: route.method === 'GET' ? fc.constant('query' as const) : fc.constantFrom('query' as const, 'form' as const, 'json' as const),
+          transport:
+            route.method === 'GET'
+              ? fc.constant('query' as const)
+              : fc.constantFrom('query' as const, 'form' as const, 'json' as const),
           who: fc.nat({ max: 3 }),
         });
-        await fc.assert(fc.asyncProperty(arb, async ({ values, path, transport, who }) => {
-          const { key, headers } = keys[who]!;
-          const url = new URL(route.path.replace(/:([a-z_]+)/g, (_m, n: string) => enc(text(path[n]))), t.url);
-          const init: RequestInit = { method: route.method, headers: { 'Forum-Api-Key': key, ...headers }, redirect: 'manual' };
-          if (transport === 'query') url.search = formOf(values);
-          else if (transport === 'form') Object.assign(init, { body: formOf(values), headers: { ...init.headers, 'content-type': 'application/x-www-form-urlencoded' } });
-          else Object.assign(init, { body: JSON.stringify(values), headers: { ...init.headers, 'content-type': 'application/json' } });
-          const before = route.method === 'GET' ? '' : await checksum(t);
-          const res = await fetch(url, init);
-          const body: any = await res.json().catch(() => null);
-          const codes: unknown[] = res.status >= 400 ? (body?.errors ?? [undefined]).map((e: any) => e?.code) : [];
-          const where = `${route.method} ${url.pathname}${url.search} ${init.body ?? ''}`.slice(0, 400);
-          expect(problemsOf(res.status, codes), where).toBe('');
-          // A request line and headers over 16 KiB: 431, the one status of request_too_large other than 413.
-          const status = res.status === 431 && codes[0] === 'request_too_large' ? 413 : res.status;
-          if (res.status >= 400) expect(statusOf(codes[0] as string), `${where}: status of ${codes[0]}`).toBe(status);
-          if (res.status >= 400 && route.method !== 'GET' && !codes.some((c) => KEEPS_ROW.has(c as string))) {
-            expect(await checksum(t), `${where}: refused with ${codes[0]} but changed rows`).toBe(before);
-          }
-        }), { numRuns: NUM_RUNS });
+        await fc.assert(
+          fc.asyncProperty(arb, async ({ values, path, transport, who }) => {
+            const { key, headers } = keys[who]!;
+            const url = new URL(
+              route.path.replace(/:([a-z_]+)/g, (_m, n: string) => enc(text(path[n]))),
+              t.url,
+            );
+            const init: RequestInit = {
+              method: route.method,
+              headers: { 'Forum-Api-Key': key, ...headers },
+              redirect: 'manual',
+            };
+            if (transport === 'query') url.search = formOf(values);
+            else if (transport === 'form')
+              Object.assign(init, {
+                body: formOf(values),
+                headers: { ...init.headers, 'content-type': 'application/x-www-form-urlencoded' },
+              });
+            else
+              Object.assign(init, {
+                body: JSON.stringify(values),
+                headers: { ...init.headers, 'content-type': 'application/json' },
+              });
+            const before = route.method === 'GET' ? '' : await checksum(t);
+            const res = await fetch(url, init);
+            const body: any = await res.json().catch(() => null);
+            const codes: unknown[] = res.status >= 400 ? (body?.errors ?? [undefined]).map((e: any) => e?.code) : [];
+            const where = `${route.method} ${url.pathname}${url.search} ${init.body ?? ''}`.slice(0, 400);
+            expect(problemsOf(res.status, codes), where).toBe('');
+            // A request line and headers over 16 KiB: 431, the one status of request_too_large other than 413.
+            const status = res.status === 431 && codes[0] === 'request_too_large' ? 413 : res.status;
+            if (res.status >= 400) expect(statusOf(codes[0] as string), `${where}: status of ${codes[0]}`).toBe(status);
+            if (res.status >= 400 && route.method !== 'GET' && !codes.some((c) => KEEPS_ROW.has(c as string))) {
+              expect(await checksum(t), `${where}: refused with ${codes[0]} but changed rows`).toBe(before);
+            }
+          }),
+          { numRuns: NUM_RUNS },
+        );
       }, 60_000);
     }
   });
@@ -183,23 +298,35 @@ forEachDatabase((kind) => {
         const vars = args.map((a) => `$${a.name}: ${a.type.toString()}`).join(', ');
         const call = args.length ? `(${args.map((a) => `${a.name}: $${a.name}`).join(', ')})` : '';
         const doc = `${isMutation ? 'mutation' : 'query'}${vars ? `(${vars})` : ''} { ${field.name}${call} { __typename } }`;
-        const arb = fc.record({ variables: recordOf(args.map((a) => ({ name: a.name, type: a.type }))), who: fc.nat({ max: 3 }) });
-        await fc.assert(fc.asyncProperty(arb, async ({ variables, who }) => {
-          const { key, headers } = keys[who]!;
-          const before = isMutation ? await checksum(t) : '';
-          const res = await fetch(new URL('/graphql', t.url), {
-            method: 'POST', headers: { 'content-type': 'application/json', 'Forum-Api-Key': key, ...headers },
-            body: JSON.stringify({ query: doc, variables }),
-          });
-          const body: any = await res.json().catch(() => null);
-          const codes: unknown[] = (body?.errors ?? []).map((e: any) => e?.extensions?.code);
-          const where = `${field.name} ${JSON.stringify(variables)}`.slice(0, 400);
-          expect(body, `${where}: not JSON (status ${res.status})`).not.toBeNull();
-          expect(problemsOf(res.status, codes), where).toBe('');
-          if (isMutation && codes.length && body?.data?.[field.name] == null && !codes.some((c) => KEEPS_ROW.has(c as string))) {
-            expect(await checksum(t), `${where}: refused with ${codes[0]} but changed rows`).toBe(before);
-          }
-        }), { numRuns: NUM_RUNS });
+        const arb = fc.record({
+          variables: recordOf(args.map((a) => ({ name: a.name, type: a.type }))),
+          who: fc.nat({ max: 3 }),
+        });
+        await fc.assert(
+          fc.asyncProperty(arb, async ({ variables, who }) => {
+            const { key, headers } = keys[who]!;
+            const before = isMutation ? await checksum(t) : '';
+            const res = await fetch(new URL('/graphql', t.url), {
+              method: 'POST',
+              headers: { 'content-type': 'application/json', 'Forum-Api-Key': key, ...headers },
+              body: JSON.stringify({ query: doc, variables }),
+            });
+            const body: any = await res.json().catch(() => null);
+            const codes: unknown[] = (body?.errors ?? []).map((e: any) => e?.extensions?.code);
+            const where = `${field.name} ${JSON.stringify(variables)}`.slice(0, 400);
+            expect(body, `${where}: not JSON (status ${res.status})`).not.toBeNull();
+            expect(problemsOf(res.status, codes), where).toBe('');
+            if (
+              isMutation &&
+              codes.length &&
+              body?.data?.[field.name] == null &&
+              !codes.some((c) => KEEPS_ROW.has(c as string))
+            ) {
+              expect(await checksum(t), `${where}: refused with ${codes[0]} but changed rows`).toBe(before);
+            }
+          }),
+          { numRuns: NUM_RUNS },
+        );
       }, 60_000);
     }
   });

@@ -4,7 +4,15 @@
 // subscription, stay interpreted; the cache of compiled documents is bounded; an operation answered at its deadline
 // keeps its fair-share slot until its work ends.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GraphQLObjectType, GraphQLSchema, GraphQLString, GraphQLInt, GraphQLNonNull, parse, type ExecutionResult } from 'graphql';
+import {
+  GraphQLObjectType,
+  GraphQLSchema,
+  GraphQLString,
+  GraphQLInt,
+  GraphQLNonNull,
+  parse,
+  type ExecutionResult,
+} from 'graphql';
 import { CompiledOperations, compiledExecutionPlugin } from '../src/http/compiled.js';
 import { FairShare, fairSharePlugin } from '../src/http/fair-share.js';
 import { operationLimitsPlugin } from '../src/http/limits.js';
@@ -15,7 +23,8 @@ const GRAPHQL_RESPONSE = { accept: 'application/graphql-response+json' };
 /** /graphql executions so far, by mode, from /metrics. */
 async function executions(t: TestApp): Promise<{ compiled: number; interpreted: number }> {
   const text = await (await fetch(`${t.url}/metrics`, { headers: { 'Forum-Api-Key': SUPER_KEY } })).text();
-  const of = (mode: string) => Number(new RegExp(`^dcs_graphql_executions_total\\{mode="${mode}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? NaN);
+  const of = (mode: string) =>
+    Number(new RegExp(`^dcs_graphql_executions_total\\{mode="${mode}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? NaN);
   return { compiled: of('compiled'), interpreted: of('interpreted') };
 }
 
@@ -38,23 +47,55 @@ forEachDatabase((kind) => {
     // Off: these tests repeat one document to watch how it is executed, which the read cache would answer.
     t = await startTestApp(kind, { readCacheMb: 0 });
     member = await t.user('member');
-    categoryId = (await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Main' } })).body.category.category_id;
+    categoryId = (await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Main' } })).body.category
+      .category_id;
     await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Child', parent_category_id: categoryId } });
-    downloadId = (await t.rest('POST', '/api/mc-dm-downloads/', { key: member.key, form: { category_id: categoryId, title: 'One' } })).body.download.download_id;
-    expect((await t.rest('POST', '/api/mc-dm-comments/', { key: member.key, form: { download_id: downloadId, message: 'First' } })).status).toBe(200);
+    downloadId = (
+      await t.rest('POST', '/api/mc-dm-downloads/', {
+        key: member.key,
+        form: { category_id: categoryId, title: 'One' },
+      })
+    ).body.download.download_id;
+    expect(
+      (
+        await t.rest('POST', '/api/mc-dm-comments/', {
+          key: member.key,
+          form: { download_id: downloadId, message: 'First' },
+        })
+      ).status,
+    ).toBe(200);
     const other = await t.user('other');
-    expect((await t.rest('POST', '/api/mc-dm-comments/', { key: other.key, form: { download_id: downloadId, message: 'Second' } })).status).toBe(200);
+    expect(
+      (
+        await t.rest('POST', '/api/mc-dm-comments/', {
+          key: other.key,
+          form: { download_id: downloadId, message: 'Second' },
+        })
+      ).status,
+    ).toBe(200);
   });
-  afterAll(async () => { await t?.close(); });
+  afterAll(async () => {
+    await t?.close();
+  });
 
   /** The response to the document's first run (interpreted) and to its second and third (compiled). */
-  const bothWays = async (query: string, variables: Record<string, unknown> = {}, key: string = SUPER_KEY, headers: Record<string, string> = {}) => {
+  const bothWays = async (
+    query: string,
+    variables: Record<string, unknown> = {},
+    key: string = SUPER_KEY,
+    headers: Record<string, string> = {},
+  ) => {
     const before = await executions(t);
     const interpreted = await t.gql(query, variables, key, headers);
     const compiled = await t.gql(query, variables, key, headers);
     const again = await t.gql(query, variables, key, headers);
     const after = await executions(t);
-    return { interpreted, compiled, again, ran: { compiled: after.compiled - before.compiled, interpreted: after.interpreted - before.interpreted } };
+    return {
+      interpreted,
+      compiled,
+      again,
+      ran: { compiled: after.compiled - before.compiled, interpreted: after.interpreted - before.interpreted },
+    };
   };
 
   it('runs a document interpreted on its first use, compiled from its second', async () => {
@@ -68,15 +109,26 @@ forEachDatabase((kind) => {
     const node = (await t.gqlOk(`{ category(categoryId: ${categoryId}) { id } }`)).category.id as string;
     const documents: [string, Record<string, unknown>?, string?][] = [
       // lists, nested lists, enums, custom scalars, __typename
-      ['{ categories(perPage: 10, order: TITLE, direction: DESC) { __typename nodes { categoryId parentCategoryId title downloadCount } pagination { page perPage total lastPage } } }'],
-      [`{ comments(perPage: 10, downloadId: ${downloadId}) { nodes { commentId message commentState commentDate author { userId username } } pagination { total } } }`],
-      [`{ download(downloadId: ${downloadId}) { downloadId title downloadState createdDate category { title children { nodes { title } } } comments { nodes { message } } versions { versionId } currentVersion { versionId } owner { username } } }`],
+      [
+        '{ categories(perPage: 10, order: TITLE, direction: DESC) { __typename nodes { categoryId parentCategoryId title downloadCount } pagination { page perPage total lastPage } } }',
+      ],
+      [
+        `{ comments(perPage: 10, downloadId: ${downloadId}) { nodes { commentId message commentState commentDate author { userId username } } pagination { total } } }`,
+      ],
+      [
+        `{ download(downloadId: ${downloadId}) { downloadId title downloadState createdDate category { title children { nodes { title } } } comments { nodes { message } } versions { versionId } currentVersion { versionId } owner { username } } }`,
+      ],
       // aliases, fragments (named and inline), variables with defaults
-      [`query Q($id: Int!, $per: Int = 1) { a: category(categoryId: $id) { ...C } b: category(categoryId: $id) { ... on Category { t: title } } categories(perPage: $per) { nodes { ...C } } }
-        fragment C on Category { categoryId title }`, { id: categoryId }],
+      [
+        `query Q($id: Int!, $per: Int = 1) { a: category(categoryId: $id) { ...C } b: category(categoryId: $id) { ... on Category { t: title } } categories(perPage: $per) { nodes { ...C } } }
+        fragment C on Category { categoryId title }`,
+        { id: categoryId },
+      ],
       // the Node interface: node, nodes (one unknown), and type conditions
-      [`query($id: ID!, $ids: [ID!]!) { node(id: $id) { __typename id ... on Category { categoryId title } ... on Download { downloadId } } nodes(ids: $ids) { id __typename } }`,
-        { id: node, ids: [node, 'bm9wZQ=='] }],
+      [
+        `query($id: ID!, $ids: [ID!]!) { node(id: $id) { __typename id ... on Category { categoryId title } ... on Download { downloadId } } nodes(ids: $ids) { id __typename } }`,
+        { id: node, ids: [node, 'bm9wZQ=='] },
+      ],
       // errors: an object not found (data with a null and a coded error), a hidden one, a permission refusal
       [`{ viewer { userId } category(categoryId: 99999) { title } download(downloadId: ${downloadId}) { title } }`],
       [`{ users(perPage: 5) { nodes { userId } } apiKeys { nodes { apiKeyId } } }`, {}, member.key],
@@ -90,7 +142,9 @@ forEachDatabase((kind) => {
       for (const [i, headers] of [{}, GRAPHQL_RESPONSE].entries()) {
         // a comment makes it a new document for the second media type: interpreted first again
         const r = await bothWays(`${query}\n# ${i}`, variables, key, headers);
-        expect(r.interpreted.status === 200 || r.interpreted.data !== undefined, JSON.stringify(r.interpreted)).toBe(true);
+        expect(r.interpreted.status === 200 || r.interpreted.data !== undefined, JSON.stringify(r.interpreted)).toBe(
+          true,
+        );
         expect(r.ran, query).toEqual({ interpreted: 1, compiled: 2 });
         expect(inPathOrder(r.compiled), query).toEqual(inPathOrder(r.interpreted));
         expect(inPathOrder(r.again), query).toEqual(inPathOrder(r.interpreted));
@@ -99,7 +153,8 @@ forEachDatabase((kind) => {
   });
 
   it('refuses invalid variables as before, compiled document or not', async () => {
-    const query = 'query($id: Int!, $order: CategoryOrder) { category(categoryId: $id) { title } categories(order: $order) { nodes { title } } }';
+    const query =
+      'query($id: Int!, $order: CategoryOrder) { category(categoryId: $id) { title } categories(order: $order) { nodes { title } } }';
     const refusals = [{ id: 'abc' }, { id: 2 ** 40 }, {}, { id: 1, order: 'SIDEWAYS' }, { id: null }];
     const first = [];
     for (const v of refusals) first.push(await t.gql(query, v));
@@ -117,9 +172,14 @@ forEachDatabase((kind) => {
   });
 
   describe('the deadline', () => {
-    const q = '{ downloads(perPage: 100) { nodes { versions { versionId } category { title } currentVersion { versionId } } } }';
-    beforeAll(async () => { await t.gqlOk(q); });
-    afterAll(() => { t.config.graphql.timeoutMs = 10_000; });
+    const q =
+      '{ downloads(perPage: 100) { nodes { versions { versionId } category { title } currentVersion { versionId } } } }';
+    beforeAll(async () => {
+      await t.gqlOk(q);
+    });
+    afterAll(() => {
+      t.config.graphql.timeoutMs = 10_000;
+    });
 
     it('a compiled operation past its deadline answers 503 operation_timeout', async () => {
       const timeout = t.config.graphql.timeoutMs;
@@ -143,7 +203,11 @@ describe('the compiled operations cache', () => {
       name: 'Query',
       fields: {
         hello: { type: GraphQLString, resolve: () => 'world' },
-        twice: { type: GraphQLInt, args: { n: { type: new GraphQLNonNull(GraphQLInt) } }, resolve: (_, { n }) => 2 * n },
+        twice: {
+          type: GraphQLInt,
+          args: { n: { type: new GraphQLNonNull(GraphQLInt) } },
+          resolve: (_, { n }) => 2 * n,
+        },
       },
     }),
   });
@@ -152,7 +216,12 @@ describe('the compiled operations cache', () => {
   const runner = (ops: CompiledOperations) => {
     let execute!: (args: unknown) => unknown;
     const interpret = async (): Promise<ExecutionResult> => ({ data: { interpreted: true } });
-    compiledExecutionPlugin(ops).onExecute!({ executeFn: interpret, setExecuteFn: (fn: unknown) => { execute = fn as typeof execute; } } as never);
+    compiledExecutionPlugin(ops).onExecute!({
+      executeFn: interpret,
+      setExecuteFn: (fn: unknown) => {
+        execute = fn as typeof execute;
+      },
+    } as never);
     return (document: ReturnType<typeof parse>, variableValues: Record<string, unknown> = {}, operationName?: string) =>
       execute({ schema, document, variableValues, operationName, contextValue: {} }) as Promise<ExecutionResult>;
   };
@@ -201,13 +270,23 @@ describe('the compiled operations cache', () => {
   it('an operation answered at its deadline keeps its fair-share slot until its work really ends', async () => {
     const share = new FairShare(1);
     let finish!: (r: ExecutionResult) => void;
-    const work = new Promise<ExecutionResult>((resolve) => { finish = resolve; });
+    const work = new Promise<ExecutionResult>((resolve) => {
+      finish = resolve;
+    });
     // The plugins wrap the executor in the order the server registers them: the fair share, then the deadline.
     let execute: (args: unknown) => Promise<ExecutionResult> = () => work;
     const args = { schema, document: parse('{ hello }'), contextValue: {} };
-    const hook = { args, setExecuteFn: (fn: typeof execute) => { execute = fn; } };
+    const hook = {
+      args,
+      setExecuteFn: (fn: typeof execute) => {
+        execute = fn;
+      },
+    };
     fairSharePlugin(share).onExecute!({ ...hook, executeFn: execute } as never);
-    operationLimitsPlugin({ maxCost: 100, maxDepth: 10, maxAliases: 10, maxTokens: 1000, timeoutMs: 5 }).onExecute!({ ...hook, executeFn: execute } as never);
+    operationLimitsPlugin({ maxCost: 100, maxDepth: 10, maxAliases: 10, maxTokens: 1000, timeoutMs: 5 }).onExecute!({
+      ...hook,
+      executeFn: execute,
+    } as never);
     await expect(execute(args)).rejects.toMatchObject({ code: 'operation_timeout', params: { limit: 5 } });
     expect(share.inFlight).toBe(1); // answered, still working: the slot is held
     finish({ data: { hello: 'late' } });

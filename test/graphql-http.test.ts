@@ -16,9 +16,13 @@ forEachDatabase((kind) => {
     t = await startTestApp(kind);
     user = await t.user('member');
     const cat = (await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Main' } })).body.category.category_id;
-    downloadId = (await t.rest('POST', '/api/mc-dm-downloads/', { key: user.key, form: { category_id: cat, title: 'One' } })).body.download.download_id;
+    downloadId = (
+      await t.rest('POST', '/api/mc-dm-downloads/', { key: user.key, form: { category_id: cat, title: 'One' } })
+    ).body.download.download_id;
   });
-  afterAll(async () => { await t?.close(); });
+  afterAll(async () => {
+    await t?.close();
+  });
 
   /** POSTs a raw body to /graphql; returns status, content type and the parsed body. */
   const post = async (body: string, headers: Record<string, string> = {}, key: string | null = SUPER_KEY) => {
@@ -29,8 +33,17 @@ forEachDatabase((kind) => {
     });
     const text = await res.text();
     let json: any;
-    try { json = JSON.parse(text); } catch { json = text; }
-    return { status: res.status, type: res.headers.get('content-type') ?? '', body: json, retryAfter: res.headers.get('retry-after') };
+    try {
+      json = JSON.parse(text);
+    } catch {
+      json = text;
+    }
+    return {
+      status: res.status,
+      type: res.headers.get('content-type') ?? '',
+      body: json,
+      retryAfter: res.headers.get('retry-after'),
+    };
   };
 
   describe('executed operations', () => {
@@ -45,7 +58,7 @@ forEachDatabase((kind) => {
       }
     });
 
-    it('without data: 200 under application/json, the first error\'s status under graphql-response+json', async () => {
+    it("without data: 200 under application/json, the first error's status under graphql-response+json", async () => {
       // `nodes` is a non-null root field: its error leaves no data at all.
       const q = `{ nodes(ids: ["nonsense"]) { id } }`;
       const plain = await t.gql(q, {}, user.key, JSON_TYPE);
@@ -61,11 +74,24 @@ forEachDatabase((kind) => {
       expect(strict.body.errors[0].extensions.code).toBe('invalid_input');
       // A refused mutation is null on its own (mutation fields are nullable): that is data, so 200 under both.
       const guest = await t.key('GUEST', ['all']);
-      const denied = await t.gql(`mutation { createComment(input: { downloadId: ${downloadId}, message: "x" }) { comment { commentId } } }`, {}, guest, GRAPHQL_RESPONSE);
+      const denied = await t.gql(
+        `mutation { createComment(input: { downloadId: ${downloadId}, message: "x" }) { comment { commentId } } }`,
+        {},
+        guest,
+        GRAPHQL_RESPONSE,
+      );
       expect(denied.status).toBe(200);
       expect(denied.data).toEqual({ createComment: null });
       expect(denied.codes).toEqual(['do_not_have_permission']);
-      expect((await t.gql(`mutation { createComment(input: { downloadId: ${downloadId}, message: "x" }) { comment { commentId } } }`, {}, guest)).status).toBe(200);
+      expect(
+        (
+          await t.gql(
+            `mutation { createComment(input: { downloadId: ${downloadId}, message: "x" }) { comment { commentId } } }`,
+            {},
+            guest,
+          )
+        ).status,
+      ).toBe(200);
       expect(await t.prisma.comment.count()).toBe(0);
     });
 
@@ -88,12 +114,54 @@ forEachDatabase((kind) => {
         const cases: [string, Awaited<ReturnType<typeof post>>, number, string][] = [
           ['no key', await post(viewer, headers, null), 401, 'no_api_key_in_request'],
           ['unknown key', await post(viewer, headers, 'dm_nope'), 401, 'api_key_not_found'],
-          ['body too large', await post(JSON.stringify({ query: '{ viewer { userId } }', variables: { pad: 'x'.repeat(t.config.maxBodyBytes) } }), headers), 413, 'request_too_large'],
+          [
+            'body too large',
+            await post(
+              JSON.stringify({ query: '{ viewer { userId } }', variables: { pad: 'x'.repeat(t.config.maxBodyBytes) } }),
+              headers,
+            ),
+            413,
+            'request_too_large',
+          ],
           ['malformed JSON', await post('{"query": ', headers), 400, 'invalid_input'],
-          ['too expensive', await post(JSON.stringify({ query: `{ ${Array.from({ length: 31 }, (_, i) => `a${i}: viewer { userId }`).join(' ')} }` }), headers), 400, 'operation_too_expensive'],
-          ['too many tokens', await post(JSON.stringify({ query: `{ viewer { ${'userId '.repeat(10001)} } }` }), headers), 400, 'operation_too_expensive'],
-          ['unknown persisted document', await post(JSON.stringify({ extensions: { persistedQuery: { version: 1, sha256Hash: 'a'.repeat(64) } } }), headers), 400, 'persisted_document_not_found'],
-          ['bad variables', await post(JSON.stringify({ query: 'query($id: Int!) { download(downloadId: $id) { title } }', variables: { id: 'one' } }), headers), 400, 'invalid_input'],
+          [
+            'too expensive',
+            await post(
+              JSON.stringify({
+                query: `{ ${Array.from({ length: 31 }, (_, i) => `a${i}: viewer { userId }`).join(' ')} }`,
+              }),
+              headers,
+            ),
+            400,
+            'operation_too_expensive',
+          ],
+          [
+            'too many tokens',
+            await post(JSON.stringify({ query: `{ viewer { ${'userId '.repeat(10001)} } }` }), headers),
+            400,
+            'operation_too_expensive',
+          ],
+          [
+            'unknown persisted document',
+            await post(
+              JSON.stringify({ extensions: { persistedQuery: { version: 1, sha256Hash: 'a'.repeat(64) } } }),
+              headers,
+            ),
+            400,
+            'persisted_document_not_found',
+          ],
+          [
+            'bad variables',
+            await post(
+              JSON.stringify({
+                query: 'query($id: Int!) { download(downloadId: $id) { title } }',
+                variables: { id: 'one' },
+              }),
+              headers,
+            ),
+            400,
+            'invalid_input',
+          ],
         ];
         for (const [what, r, status, code] of cases) {
           expect(r.status, what).toBe(status);
@@ -119,9 +187,12 @@ forEachDatabase((kind) => {
       await post(JSON.stringify({ query: 'subscription { nope }' })),
       await post(JSON.stringify({ query: '{ download(downloadId: 1.5) { title } }' })),
     ];
-    const get = await fetch(`${t.url}/graphql?query=${encodeURIComponent('mutation { createCategory(input: { title: "x" }) { category { categoryId } } }')}`, {
-      headers: { 'Forum-Api-Key': SUPER_KEY, accept: 'application/json' },
-    });
+    const get = await fetch(
+      `${t.url}/graphql?query=${encodeURIComponent('mutation { createCategory(input: { title: "x" }) { category { categoryId } } }')}`,
+      {
+        headers: { 'Forum-Api-Key': SUPER_KEY, accept: 'application/json' },
+      },
+    );
     expect(get.status).toBe(405);
     const getBody = (await get.json()) as any;
     for (const r of [...responses, { status: get.status, body: getBody }]) {
@@ -133,10 +204,13 @@ forEachDatabase((kind) => {
     expect(await t.prisma.category.count()).toBe(1);
   });
 
-  it('keeps the REST face\'s statuses', async () => {
+  it("keeps the REST face's statuses", async () => {
     expect((await t.rest('GET', '/api/mc-dm-downloads/99999/')).status).toBe(404);
     const guest = await t.key('GUEST', ['all']);
-    expect((await t.rest('POST', '/api/mc-dm-comments/', { key: guest, form: { download_id: downloadId, message: 'x' } })).status).toBe(403);
+    expect(
+      (await t.rest('POST', '/api/mc-dm-comments/', { key: guest, form: { download_id: downloadId, message: 'x' } }))
+        .status,
+    ).toBe(403);
     expect((await t.rest('POST', '/api/mc-dm-categories/', { form: { title: '' } })).status).toBe(400);
   });
 
@@ -152,8 +226,12 @@ forEachDatabase((kind) => {
     const must = results.filter((r) => r.name.startsWith('MUST'));
     const should = results.filter((r) => r.name.startsWith('SHOULD'));
     const count = (rs: typeof results) => `${rs.filter((r) => r.result.status === 'ok').length}/${rs.length}`;
-    console.log(`${kind}: graphql-http audits: ${count(results)} ok; MUST ${count(must)}, SHOULD ${count(should)}`
-      + (failed.length ? `; not ok: ${failed.map((f) => `${f.name} (${f.result.status === 'ok' ? '' : f.result.reason})`).join('; ')}` : ''));
+    console.log(
+      `${kind}: graphql-http audits: ${count(results)} ok; MUST ${count(must)}, SHOULD ${count(should)}` +
+        (failed.length
+          ? `; not ok: ${failed.map((f) => `${f.name} (${f.result.status === 'ok' ? '' : f.result.reason})`).join('; ')}`
+          : ''),
+    );
     expect(must.filter((r) => r.result.status !== 'ok').map((r) => r.name)).toEqual([]);
     expect(must.length).toBeGreaterThan(10);
   });

@@ -1,7 +1,18 @@
 // Operation limits: cost (page sizes multiply), depth, aliases, tokens and the execution deadline, on both faces;
 // and the service stays responsive to other clients while refused attacks arrive.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildSchema, getIntrospectionQuery, Lexer, parse, print, Source, TokenKind, validate, type DocumentNode, type OperationDefinitionNode } from 'graphql';
+import {
+  buildSchema,
+  getIntrospectionQuery,
+  Lexer,
+  parse,
+  print,
+  Source,
+  TokenKind,
+  validate,
+  type DocumentNode,
+  type OperationDefinitionNode,
+} from 'graphql';
 import { maxAliasesRule } from '@escape.tech/graphql-armor-max-aliases';
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
 import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
@@ -19,7 +30,8 @@ const aliased = (n: number, field: string) => `{ ${Array.from({ length: n }, (_,
 /** `{ __schema { types { fields { type { fields { type … } } } } } }`, `levels` fields deep. */
 function deepIntrospection(levels: number): string {
   let inner = 'name';
-  for (let depth = levels - 1; depth > 2; depth--) inner = depth % 2 === 1 ? `fields { ${inner} }` : `type { ${inner} }`;
+  for (let depth = levels - 1; depth > 2; depth--)
+    inner = depth % 2 === 1 ? `fields { ${inner} }` : `type { ${inner} }`;
   return `{ __schema { types { ${inner} } } }`;
 }
 const tokenCount = (query: string) => {
@@ -62,15 +74,21 @@ describe('the cost model', () => {
     // an unpaged list of objects counts the default page size (20), each object at least 1 (scalars only: 1)
     expect(c('{ all { name } }')).toBe(1 + 20 * 1);
     expect(c('{ all { parent { name } } }')).toBe(1 + 20 * (1 + 1));
-    expect(c('{ item(id: 1) { children { parent { name } children { name } } } }')).toBe(1 + 1 + 20 * (1 + 1 + (1 + 20 * 1)));
+    expect(c('{ item(id: 1) { children { parent { name } children { name } } } }')).toBe(
+      1 + 1 + 20 * (1 + 1 + (1 + 20 * 1)),
+    );
     // a list fetched by ids counts the ids
     expect(c('{ nodes(ids: [1, 2, 3]) { parent { name } } }')).toBe(1 + 3 * 2);
-    expect(c('query($ids: [ID!]!) { nodes(ids: $ids) { parent { name } } }', { ids: Array(100).fill('x') })).toBe(1 + 100 * 2);
+    expect(c('query($ids: [ID!]!) { nodes(ids: $ids) { parent { name } } }', { ids: Array(100).fill('x') })).toBe(
+      1 + 100 * 2,
+    );
   });
 
   it('multiplies a page by its page size: a connection its edges, a page object its nodes, not their page information', () => {
     // items 1 + edges (1 + 10 × (edge 1 + node (1 + parent 1))) + pageInfo 1
-    expect(c('{ items(first: 10) { edges { cursor node { parent { name } } } pageInfo { hasNextPage } totalCount } }')).toBe(1 + 1 + 10 * 3 + 1);
+    expect(
+      c('{ items(first: 10) { edges { cursor node { parent { name } } } pageInfo { hasNextPage } totalCount } }'),
+    ).toBe(1 + 1 + 10 * 3 + 1);
     expect(c('{ items(last: 3) { edges { node { name } } } }')).toBe(1 + 1 + 3 * 2);
     // page 1 + nodes (1 + 5 (the argument's default) × (node 1 + parent 1)) + pagination 1
     expect(c('{ page { nodes { parent { name } } pagination { total } } }')).toBe(1 + 1 + 5 * 2 + 1);
@@ -97,7 +115,9 @@ describe('the cost model', () => {
 
   it('counts fragments where they are spread, adds every type condition, and picks the named operation', () => {
     const inline = c('{ items(first: 10) { edges { node { parent { name } children { name } } } } }');
-    const spread = c('query A { items(first: 10) { ...Page } } fragment Page on ItemConnection { edges { node { ...I } } } fragment I on Item { parent { name } children { name } }');
+    const spread = c(
+      'query A { items(first: 10) { ...Page } } fragment Page on ItemConnection { edges { node { ...I } } } fragment I on Item { parent { name } children { name } }',
+    );
     expect(spread).toBe(inline);
     expect(inline).toBe(1 + 1 + 10 * (1 + 1 + 1 + (1 + 20 * 1)));
     expect(c('{ thing { name ... on Item { parent { name } } ... on Other { item { name } } } }')).toBe(3);
@@ -111,10 +131,12 @@ describe('the cost model', () => {
     console.log(`cost of getIntrospectionQuery(): ${c}, tokens ${tokenCount(getIntrospectionQuery())}`);
     expect(c).toBeLessThan(DEFAULTS.maxCost / 2);
     expect(tokenCount(getIntrospectionQuery())).toBeLessThan(DEFAULTS.maxTokens / 2);
-    expect(validate(schema, doc, [
-      maxDepthRule({ n: DEFAULTS.maxDepth, ignoreIntrospection: false, flattenFragments: true }),
-      maxAliasesRule({ n: DEFAULTS.maxAliases }),
-    ])).toEqual([]);
+    expect(
+      validate(schema, doc, [
+        maxDepthRule({ n: DEFAULTS.maxDepth, ignoreIntrospection: false, flattenFragments: true }),
+        maxAliasesRule({ n: DEFAULTS.maxAliases }),
+      ]),
+    ).toEqual([]);
   });
 
   it('keeps every REST route far below every limit (under half), at the largest page size', () => {
@@ -122,15 +144,19 @@ describe('the cost model', () => {
       const doc = route.document as DocumentNode;
       const op = doc.definitions.find((d): d is OperationDefinitionNode => d.kind === 'OperationDefinition')!;
       const variables: Record<string, unknown> = { full: true };
-      for (const v of op.variableDefinitions ?? []) if (['perPage', 'first', 'last'].includes(v.variable.name.value)) variables[v.variable.name.value] = 100;
+      for (const v of op.variableDefinitions ?? [])
+        if (['perPage', 'first', 'last'].includes(v.variable.name.value)) variables[v.variable.name.value] = 100;
       const label = `${route.method} ${route.path}`;
       const c = operationCost(schema, doc, variables);
       expect(c, label).toBeLessThan(DEFAULTS.maxCost / 2);
       expect(tokenCount(print(doc)), label).toBeLessThan(DEFAULTS.maxTokens / 2);
-      expect(validate(schema, doc, [
-        maxDepthRule({ n: Math.floor(DEFAULTS.maxDepth / 2), ignoreIntrospection: false, flattenFragments: true }),
-        maxAliasesRule({ n: Math.floor(DEFAULTS.maxAliases / 2) }),
-      ]), label).toEqual([]);
+      expect(
+        validate(schema, doc, [
+          maxDepthRule({ n: Math.floor(DEFAULTS.maxDepth / 2), ignoreIntrospection: false, flattenFragments: true }),
+          maxAliasesRule({ n: Math.floor(DEFAULTS.maxAliases / 2) }),
+        ]),
+        label,
+      ).toEqual([]);
     }
   });
 });
@@ -144,13 +170,28 @@ forEachDatabase((kind) => {
     // 100 ms bound (80-85 ms on an idle machine, 107 ms once with the whole suite running).
     t = await startTestApp(kind, { readCacheMb: 0 });
     const owner = await t.user('owner');
-    const { createCategory } = await t.gqlOk('mutation { createCategory(input: { title: "Main" }) { category { categoryId } } }');
+    const { createCategory } = await t.gqlOk(
+      'mutation { createCategory(input: { title: "Main" }) { category { categoryId } } }',
+    );
     for (let i = 0; i < 3; i++) {
-      await t.gqlOk('mutation($input: CreateDownloadInput!) { createDownload(input: $input) { download { downloadId } } }',
-        { input: { categoryId: createCategory.category.categoryId, title: `D${i}`, tagLine: 't', description: 'd', versionString: '1.0' } }, owner.key);
+      await t.gqlOk(
+        'mutation($input: CreateDownloadInput!) { createDownload(input: $input) { download { downloadId } } }',
+        {
+          input: {
+            categoryId: createCategory.category.categoryId,
+            title: `D${i}`,
+            tagLine: 't',
+            description: 'd',
+            versionString: '1.0',
+          },
+        },
+        owner.key,
+      );
     }
   });
-  afterAll(async () => { await t?.close(); });
+  afterAll(async () => {
+    await t?.close();
+  });
 
   const refusedAs = (r: { status: number; data?: unknown; errors?: any[] }, kind: string, limit: number) => {
     expect(r.status, JSON.stringify(r.errors)).toBe(400);
@@ -173,7 +214,13 @@ forEachDatabase((kind) => {
         expect(r.errors![0].extensions.params.value).toBe(cost(q));
       }
       // the page size may come from a variable
-      const v = 'query($n: Int) { ' + Array.from({ length: 20 }, (_, i) => `a${i}: downloads(perPage: $n) { nodes { ${'category { title } '.repeat(10)} } }`).join(' ') + ' }';
+      const v =
+        'query($n: Int) { ' +
+        Array.from(
+          { length: 20 },
+          (_, i) => `a${i}: downloads(perPage: $n) { nodes { ${'category { title } '.repeat(10)} } }`,
+        ).join(' ') +
+        ' }';
       refusedAs(await t.gql(v, { n: 100 }), 'cost', 10000);
       const small = await t.gql(v, { n: 2 });
       expect(small.status, JSON.stringify(small.errors)).toBe(200);
@@ -189,7 +236,9 @@ forEachDatabase((kind) => {
       const started = performance.now();
       const r = await t.gql(attack);
       const ms = performance.now() - started;
-      console.log(`${kind}: 1000 aliased downloads(perPage: 100) refused in ${ms.toFixed(1)} ms (${r.errors?.[0]?.extensions?.params?.kind})`);
+      console.log(
+        `${kind}: 1000 aliased downloads(perPage: 100) refused in ${ms.toFixed(1)} ms (${r.errors?.[0]?.extensions?.params?.kind})`,
+      );
       expect(r.status).toBe(400);
       expect(r.errors![0].extensions.code).toBe('operation_too_expensive');
       expect(ms).toBeLessThan(1000);
@@ -261,7 +310,9 @@ forEachDatabase((kind) => {
       const noKey = await t.gql(aliased(31, 'viewer { userId }'), {}, null);
       refusedAs(noKey, 'aliases', 30);
       const before = await t.prisma.category.count();
-      const r = await t.gql(`mutation { ${Array.from({ length: 31 }, (_, i) => `c${i}: createCategory(input: { title: "C${i}" }) { category { categoryId } }`).join(' ')} }`);
+      const r = await t.gql(
+        `mutation { ${Array.from({ length: 31 }, (_, i) => `c${i}: createCategory(input: { title: "C${i}" }) { category { categoryId } }`).join(' ')} }`,
+      );
       refusedAs(r, 'aliases', 30);
       expect(await t.prisma.category.count()).toBe(before);
     });
@@ -270,31 +321,47 @@ forEachDatabase((kind) => {
   describe('configured limits', () => {
     let low: TestApp;
     beforeAll(async () => {
-      low = await startTestApp(kind, { graphql: { ...DEFAULTS, maxCost: 2, maxDepth: 3, maxAliases: 1, maxTokens: 40, timeoutMs: 10000 } });
+      low = await startTestApp(kind, {
+        graphql: { ...DEFAULTS, maxCost: 2, maxDepth: 3, maxAliases: 1, maxTokens: 40, timeoutMs: 10000 },
+      });
     });
-    afterAll(async () => { await low?.close(); });
+    afterAll(async () => {
+      await low?.close();
+    });
 
     it('applies GRAPHQL_MAX_* as configured; a refused mutation changes nothing', async () => {
       refusedAs(await low.gql('{ a: viewer { userId } b: viewer { userId } }'), 'aliases', 1);
       refusedAs(await low.gql(deepIntrospection(4)), 'depth', 3);
       refusedAs(await low.gql(`{ viewer { ${'userId '.repeat(40)} } }`), 'tokens', 40);
       const before = await low.prisma.category.count();
-      const r = await low.gql('mutation { createCategory(input: { title: "X" }) { category { categoryId } again: category { title } } }');
+      const r = await low.gql(
+        'mutation { createCategory(input: { title: "X" }) { category { categoryId } again: category { title } } }',
+      );
       refusedAs(r, 'cost', 2);
       expect(r.errors![0].extensions.params.value).toBe(3);
       expect(await low.prisma.category.count()).toBe(before);
-      expect((await low.gql('mutation { createCategory(input: { title: "X" }) { category { categoryId } } }')).status).toBe(200);
+      expect(
+        (await low.gql('mutation { createCategory(input: { title: "X" }) { category { categoryId } } }')).status,
+      ).toBe(200);
     });
   });
 
   describe('the execution deadline', () => {
     // The limit is read on every request: the data is made under the default one, then the limit drops to 1 ms.
-    beforeAll(() => { t.config.graphql.timeoutMs = 1; });
-    afterAll(() => { t.config.graphql.timeoutMs = DEFAULTS.timeoutMs; });
-    const slow = { gql: (...a: Parameters<TestApp['gql']>) => t.gql(...a), rest: (...a: Parameters<TestApp['rest']>) => t.rest(...a) };
+    beforeAll(() => {
+      t.config.graphql.timeoutMs = 1;
+    });
+    afterAll(() => {
+      t.config.graphql.timeoutMs = DEFAULTS.timeoutMs;
+    });
+    const slow = {
+      gql: (...a: Parameters<TestApp['gql']>) => t.gql(...a),
+      rest: (...a: Parameters<TestApp['rest']>) => t.rest(...a),
+    };
 
     it('answers 503 operation_timeout with the limit, on /graphql under both media types and on REST', async () => {
-      const q = '{ downloads(perPage: 100) { nodes { versions { versionId } category { title } currentVersion { versionId } } } }';
+      const q =
+        '{ downloads(perPage: 100) { nodes { versions { versionId } category { title } currentVersion { versionId } } } }';
       for (const headers of [{}, GRAPHQL_RESPONSE, {}, GRAPHQL_RESPONSE, {}, GRAPHQL_RESPONSE]) {
         const r = await slow.gql(q, {}, undefined, headers);
         expect(r.status, JSON.stringify(r)).toBe(503);
@@ -308,11 +375,15 @@ forEachDatabase((kind) => {
     });
 
     it('stops wherever the deadline falls, leaving no promise unhandled', async () => {
-      const q = '{ downloads(perPage: 100) { nodes { versions { versionId } category { title } currentVersion { versionId } } } }';
+      const q =
+        '{ downloads(perPage: 100) { nodes { versions { versionId } category { title } currentVersion { versionId } } } }';
       const seen = new Set<number>();
       for (const ms of [1, 2, 3, 4, 6, 8, 12, 16, 25, 40]) {
         t.config.graphql.timeoutMs = ms;
-        const [g, r] = await Promise.all([slow.gql(q), slow.rest('GET', '/api/mc-dm-downloads/', { query: { with: 'full', per_page: 100 } })]);
+        const [g, r] = await Promise.all([
+          slow.gql(q),
+          slow.rest('GET', '/api/mc-dm-downloads/', { query: { with: 'full', per_page: 100 } }),
+        ]);
         for (const status of [g.status, r.status]) {
           expect([200, 503]).toContain(status);
           seen.add(status);
@@ -367,8 +438,10 @@ forEachDatabase((kind) => {
     };
     const a = figures(alone);
     const u = figures(underAttack);
-    console.log(`${kind}: trivial query alone: median ${a.median.toFixed(1)} ms, max ${a.max.toFixed(1)} ms; `
-      + `under 4 attackers (${refused} attacks refused meanwhile): median ${u.median.toFixed(1)} ms, max ${u.max.toFixed(1)} ms`);
+    console.log(
+      `${kind}: trivial query alone: median ${a.median.toFixed(1)} ms, max ${a.max.toFixed(1)} ms; ` +
+        `under 4 attackers (${refused} attacks refused meanwhile): median ${u.median.toFixed(1)} ms, max ${u.max.toFixed(1)} ms`,
+    );
     expect(refused).toBeGreaterThan(20);
     // Test client, attackers and server share one process on a shared 2-core machine. On an idle machine the median
     // under attack is about 50 ms (the 100 ms target); when other work loads the machine every request slows, the

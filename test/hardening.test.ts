@@ -20,8 +20,15 @@ const MiB = 1024 * 1024;
 const BOUNDARY = '----hardening0123456789';
 const CT = `multipart/form-data; boundary=${BOUNDARY}`;
 
-const fieldPart = (name: string, value: string | Buffer) => [Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n`), Buffer.from(value), Buffer.from('\r\n')];
-const fileHead = (name: string, filename: string) => Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"; filename="${filename}"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+const fieldPart = (name: string, value: string | Buffer) => [
+  Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n`),
+  Buffer.from(value),
+  Buffer.from('\r\n'),
+];
+const fileHead = (name: string, filename: string) =>
+  Buffer.from(
+    `--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"; filename="${filename}"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+  );
 const END = Buffer.from(`\r\n--${BOUNDARY}--\r\n`);
 
 /** 400 fields of 1 MiB each (the crash repro), generated lazily so the client holds one chunk at a time. */
@@ -41,10 +48,19 @@ async function* withFile(before: Buffer[], size: number, field = 'file', after: 
   yield END;
 }
 
-interface RawResult { status: number; body: any; headers: http.IncomingHttpHeaders; ms: number; error?: string }
+interface RawResult {
+  status: number;
+  body: any;
+  headers: http.IncomingHttpHeaders;
+  ms: number;
+  error?: string;
+}
 
 /** A request with a streamed body; a server that answers early and closes is a normal outcome, not a failure. */
-function send(url: string, opts: { method?: string; headers: Record<string, string>; body?: AsyncIterable<Buffer> | Buffer }): Promise<RawResult> {
+function send(
+  url: string,
+  opts: { method?: string; headers: Record<string, string>; body?: AsyncIterable<Buffer> | Buffer },
+): Promise<RawResult> {
   const t0 = performance.now();
   return new Promise((resolve) => {
     let settled = false;
@@ -53,14 +69,29 @@ function send(url: string, opts: { method?: string; headers: Record<string, stri
       if (settled) return;
       settled = true;
       let body: any = response?.text;
-      try { body = JSON.parse(response?.text ?? ''); } catch { /* not JSON */ }
-      resolve({ status: response?.status ?? 0, headers: response?.headers ?? {}, body, ms: performance.now() - t0, error });
+      try {
+        body = JSON.parse(response?.text ?? '');
+      } catch {
+        /* not JSON */
+      }
+      resolve({
+        status: response?.status ?? 0,
+        headers: response?.headers ?? {},
+        body,
+        ms: performance.now() - t0,
+        error,
+      });
     };
     const req = http.request(url, { method: opts.method ?? 'POST', headers: opts.headers, agent: false }, (res) => {
       response = { status: res.statusCode!, headers: res.headers, text: '' };
       res.setEncoding('utf8');
-      res.on('data', (c) => { response!.text += c; });
-      res.on('end', () => { finish(); req.destroy(); });
+      res.on('data', (c) => {
+        response!.text += c;
+      });
+      res.on('end', () => {
+        finish();
+        req.destroy();
+      });
       res.on('error', (e) => finish(e.message));
     });
     req.on('error', (e) => finish(e.message));
@@ -73,7 +104,8 @@ function send(url: string, opts: { method?: string; headers: Record<string, stri
   });
 }
 
-const tmpFiles = (t: TestApp) => fs.readdirSync((t.app.services.storage as LocalStorage).tmpDir).filter((n) => n.endsWith('.part'));
+const tmpFiles = (t: TestApp) =>
+  fs.readdirSync((t.app.services.storage as LocalStorage).tmpDir).filter((n) => n.endsWith('.part'));
 
 forEachDatabase((kind) => {
   let t: TestApp;
@@ -86,8 +118,12 @@ forEachDatabase((kind) => {
     owner = await t.user('owner');
     reader = await t.key('GUEST', ['mc_dm_download:read', 'mc_dm_category:read']);
     categoryId = (await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'c' } })).body.category.category_id;
-    await t.rest('PUT', `/api/mc-dm-categories/${categoryId}/`, { form: { allow_multi_file: 1, max_files_per_version: 50 } });
-    versionId = (await t.rest('POST', '/api/mc-dm-downloads/', { key: owner.key, form: { category_id: categoryId, title: 'd' } })).body.download.current_version_id;
+    await t.rest('PUT', `/api/mc-dm-categories/${categoryId}/`, {
+      form: { allow_multi_file: 1, max_files_per_version: 50 },
+    });
+    versionId = (
+      await t.rest('POST', '/api/mc-dm-downloads/', { key: owner.key, form: { category_id: categoryId, title: 'd' } })
+    ).body.download.current_version_id;
   });
   afterAll(() => t?.close());
 
@@ -112,16 +148,22 @@ forEachDatabase((kind) => {
       })();
       // a read-only key (refused before its body is read) and a key with write scope (its fields stop at MAX_BODY_BYTES)
       const attack = await Promise.all([
-        ...Array.from({ length: 12 }, () => send(url, { headers: { 'Forum-Api-Key': reader, 'content-type': CT }, body: hostileFields() })),
-        ...Array.from({ length: 12 }, () => send(url, { headers: { 'Forum-Api-Key': owner.key, 'content-type': CT }, body: hostileFields() })),
+        ...Array.from({ length: 12 }, () =>
+          send(url, { headers: { 'Forum-Api-Key': reader, 'content-type': CT }, body: hostileFields() }),
+        ),
+        ...Array.from({ length: 12 }, () =>
+          send(url, { headers: { 'Forum-Api-Key': owner.key, 'content-type': CT }, body: hostileFields() }),
+        ),
       ]);
       attacking = false;
       await reading;
       clearInterval(sampler);
       const growthMb = (Math.max(...samples) - baseline) / MiB;
       const slowestRead = Math.max(...reads);
-      console.log(`[${kind}] crash repro: RSS growth ${growthMb.toFixed(1)} MB, ${reads.length} reads served meanwhile, slowest ${slowestRead.toFixed(0)} ms, `
-        + `attack answers ${JSON.stringify(attack.map((a) => a.status))}, slowest ${Math.max(...attack.map((a) => a.ms)).toFixed(0)} ms`);
+      console.log(
+        `[${kind}] crash repro: RSS growth ${growthMb.toFixed(1)} MB, ${reads.length} reads served meanwhile, slowest ${slowestRead.toFixed(0)} ms, ` +
+          `attack answers ${JSON.stringify(attack.map((a) => a.status))}, slowest ${Math.max(...attack.map((a) => a.ms)).toFixed(0)} ms`,
+      );
       expect(growthMb).toBeLessThan(200);
       expect(reads.length).toBeGreaterThan(0);
       expect(slowestRead).toBeLessThan(2000);
@@ -129,18 +171,27 @@ forEachDatabase((kind) => {
       for (const a of attack.slice(0, 12)) expect([403, 0]).toContain(a.status);
       expect(attack.slice(0, 12).some((a) => a.status === 403)).toBe(true);
       for (const a of attack.slice(12)) expect([413, 0]).toContain(a.status);
-      expect(attack.slice(12).some((a) => a.status === 413 && a.body.errors[0].code === 'request_too_large')).toBe(true);
+      expect(attack.slice(12).some((a) => a.status === 413 && a.body.errors[0].code === 'request_too_large')).toBe(
+        true,
+      );
       expect(await t.prisma.file.count({ where: { versionId } })).toBe(0);
       expect(tmpFiles(t)).toEqual([]);
     }, 120_000);
 
     it('limits form fields in number and in total size (413 request_too_large)', async () => {
       const url = `${t.url}/api/mc-dm-files/`;
-      const many = Buffer.concat([...Array.from({ length: 101 }, (_, i) => fieldPart(`x${i}`, 'v')).flat(), END.subarray(2)]);
+      const many = Buffer.concat([
+        ...Array.from({ length: 101 }, (_, i) => fieldPart(`x${i}`, 'v')).flat(),
+        END.subarray(2),
+      ]);
       const r1 = await send(url, { headers: { 'Forum-Api-Key': owner.key, 'content-type': CT }, body: many });
       expect(r1.status).toBe(413);
       expect(r1.body.errors[0]).toMatchObject({ code: 'request_too_large', params: { limit: 100 } });
-      const big = Buffer.concat([...fieldPart('a', Buffer.alloc(600 * 1024, 0x61)), ...fieldPart('b', Buffer.alloc(600 * 1024, 0x61)), END.subarray(2)]);
+      const big = Buffer.concat([
+        ...fieldPart('a', Buffer.alloc(600 * 1024, 0x61)),
+        ...fieldPart('b', Buffer.alloc(600 * 1024, 0x61)),
+        END.subarray(2),
+      ]);
       const r2 = await send(url, { headers: { 'Forum-Api-Key': owner.key, 'content-type': CT }, body: big });
       expect(r2.status).toBe(413);
       expect(r2.body.errors[0]).toMatchObject({ code: 'request_too_large', params: { field: 'b', limit: MiB } });
@@ -150,30 +201,57 @@ forEachDatabase((kind) => {
 
   describe('checks before bytes', () => {
     it('a key without write scope is refused before its upload is read (REST and GraphQL)', async () => {
-      const rest = await send(`${t.url}/api/mc-dm-files/`, { headers: { 'Forum-Api-Key': reader, 'content-type': CT }, body: withFile(fieldPart('version_id', String(versionId)), 300 * MiB) });
+      const rest = await send(`${t.url}/api/mc-dm-files/`, {
+        headers: { 'Forum-Api-Key': reader, 'content-type': CT },
+        body: withFile(fieldPart('version_id', String(versionId)), 300 * MiB),
+      });
       expect(rest.status).toBe(403);
-      expect(rest.body.errors[0]).toMatchObject({ code: 'api_scope_missing', params: { scope: 'mc_dm_download:write' } });
+      expect(rest.body.errors[0]).toMatchObject({
+        code: 'api_scope_missing',
+        params: { scope: 'mc_dm_download:write' },
+      });
       expect(rest.ms).toBeLessThan(5000);
-      const ops = JSON.stringify({ query: `mutation($f: Upload!) { createFile(input: { versionId: ${versionId}, file: $f }) { file { fileId } } }`, variables: { f: null } });
-      const gql = await send(`${t.url}/graphql`, { headers: { 'Forum-Api-Key': reader, 'content-type': CT }, body: withFile([...fieldPart('operations', ops), ...fieldPart('map', '{"0":["variables.f"]}')], 300 * MiB, '0') });
+      const ops = JSON.stringify({
+        query: `mutation($f: Upload!) { createFile(input: { versionId: ${versionId}, file: $f }) { file { fileId } } }`,
+        variables: { f: null },
+      });
+      const gql = await send(`${t.url}/graphql`, {
+        headers: { 'Forum-Api-Key': reader, 'content-type': CT },
+        body: withFile([...fieldPart('operations', ops), ...fieldPart('map', '{"0":["variables.f"]}')], 300 * MiB, '0'),
+      });
       expect(gql.status).toBe(403);
       expect(gql.body.errors[0].extensions.code).toBe('api_scope_missing');
-      const noKey = await send(`${t.url}/graphql`, { headers: { 'content-type': CT }, body: withFile([...fieldPart('operations', ops), ...fieldPart('map', '{"0":["variables.f"]}')], 50 * MiB, '0') });
+      const noKey = await send(`${t.url}/graphql`, {
+        headers: { 'content-type': CT },
+        body: withFile([...fieldPart('operations', ops), ...fieldPart('map', '{"0":["variables.f"]}')], 50 * MiB, '0'),
+      });
       expect(noKey.status).toBe(401);
       expect(tmpFiles(t)).toEqual([]);
     });
 
     it('version_id must come before the file, and the version is checked before the file is stored', async () => {
-      const after = await send(`${t.url}/api/mc-dm-files/`, { headers: { 'Forum-Api-Key': owner.key, 'content-type': CT }, body: withFile([], 10 * MiB, 'file', fieldPart('version_id', String(versionId))) });
+      const after = await send(`${t.url}/api/mc-dm-files/`, {
+        headers: { 'Forum-Api-Key': owner.key, 'content-type': CT },
+        body: withFile([], 10 * MiB, 'file', fieldPart('version_id', String(versionId))),
+      });
       expect(after.status).toBe(400);
-      expect(after.body.errors[0]).toMatchObject({ code: 'required_input_missing', params: { missing: ['version_id'] } });
+      expect(after.body.errors[0]).toMatchObject({
+        code: 'required_input_missing',
+        params: { missing: ['version_id'] },
+      });
       expect(after.body.errors[0].message).toContain('before the file');
       const stranger = await t.user('stranger');
-      const refused = await send(`${t.url}/api/mc-dm-files/`, { headers: { 'Forum-Api-Key': stranger.key, 'content-type': CT }, body: withFile(fieldPart('version_id', String(versionId)), 50 * MiB) });
+      const refused = await send(`${t.url}/api/mc-dm-files/`, {
+        headers: { 'Forum-Api-Key': stranger.key, 'content-type': CT },
+        body: withFile(fieldPart('version_id', String(versionId)), 50 * MiB),
+      });
       expect(refused.status).toBe(403);
       expect(refused.body.errors[0].code).toBe('do_not_have_permission');
       expect(refused.ms).toBeLessThan(5000);
-      const unknown = await send(`${t.url}/api/mc-dm-files/`, { headers: { 'Forum-Api-Key': owner.key, 'content-type': CT }, body: withFile(fieldPart('version_id', '999999'), 50 * MiB) });
+      const unknown = await send(`${t.url}/api/mc-dm-files/`, {
+        headers: { 'Forum-Api-Key': owner.key, 'content-type': CT },
+        body: withFile(fieldPart('version_id', '999999'), 50 * MiB),
+      });
       expect(unknown.status).toBe(404);
       expect(unknown.body.errors[0].code).toBe('mc_dm_api_error.version_not_found');
       expect(tmpFiles(t)).toEqual([]);
@@ -186,30 +264,55 @@ forEachDatabase((kind) => {
       const small = await startTestApp(kind, { maxConcurrentUploads: 1 });
       try {
         const u = await small.user('u');
-        const c = (await small.rest('POST', '/api/mc-dm-categories/', { form: { title: 'c' } })).body.category.category_id;
-        await small.rest('PUT', `/api/mc-dm-categories/${c}/`, { form: { allow_multi_file: 1, max_files_per_version: 50 } });
-        const v = (await small.rest('POST', '/api/mc-dm-downloads/', { key: u.key, form: { category_id: c, title: 'd' } })).body.download.current_version_id;
+        const c = (await small.rest('POST', '/api/mc-dm-categories/', { form: { title: 'c' } })).body.category
+          .category_id;
+        await small.rest('PUT', `/api/mc-dm-categories/${c}/`, {
+          form: { allow_multi_file: 1, max_files_per_version: 50 },
+        });
+        const v = (
+          await small.rest('POST', '/api/mc-dm-downloads/', { key: u.key, form: { category_id: c, title: 'd' } })
+        ).body.download.current_version_id;
         // one upload holds the only slot: its body is still arriving
         let release!: () => void;
-        const gate = new Promise<void>((r) => { release = r; });
+        const gate = new Promise<void>((r) => {
+          release = r;
+        });
         const held = send(`${small.url}/api/mc-dm-files/`, {
           headers: { 'Forum-Api-Key': u.key, 'content-type': CT },
-          body: (async function* () { yield* fieldPart('version_id', String(v)); yield fileHead('file', 'a.txt'); yield Buffer.from('first'); await gate; yield END; })(),
+          body: (async function* () {
+            yield* fieldPart('version_id', String(v));
+            yield fileHead('file', 'a.txt');
+            yield Buffer.from('first');
+            await gate;
+            yield END;
+          })(),
         });
         await new Promise((r) => setTimeout(r, 300));
-        const busy = await send(`${small.url}/api/mc-dm-files/`, { headers: { 'Forum-Api-Key': u.key, 'content-type': CT }, body: withFile(fieldPart('version_id', String(v)), 1000) });
+        const busy = await send(`${small.url}/api/mc-dm-files/`, {
+          headers: { 'Forum-Api-Key': u.key, 'content-type': CT },
+          body: withFile(fieldPart('version_id', String(v)), 1000),
+        });
         expect(busy.status).toBe(503);
         expect(busy.body.errors[0]).toMatchObject({ code: 'server_busy', params: { retry_after: 5 } });
         expect(busy.headers['retry-after']).toBe('5');
-        const ops = JSON.stringify({ query: `mutation($f: Upload!) { createFile(input: { versionId: ${v}, file: $f }) { file { fileId } } }`, variables: { f: null } });
-        const gbusy = await send(`${small.url}/graphql`, { headers: { 'Forum-Api-Key': u.key, 'content-type': CT }, body: withFile([...fieldPart('operations', ops), ...fieldPart('map', '{"0":["variables.f"]}')], 1000, '0') });
+        const ops = JSON.stringify({
+          query: `mutation($f: Upload!) { createFile(input: { versionId: ${v}, file: $f }) { file { fileId } } }`,
+          variables: { f: null },
+        });
+        const gbusy = await send(`${small.url}/graphql`, {
+          headers: { 'Forum-Api-Key': u.key, 'content-type': CT },
+          body: withFile([...fieldPart('operations', ops), ...fieldPart('map', '{"0":["variables.f"]}')], 1000, '0'),
+        });
         expect(gbusy.status).toBe(503);
         expect(gbusy.body.errors[0].extensions.code).toBe('server_busy');
         // reads are not uploads
         expect((await small.rest('GET', '/api/mc-dm-categories/')).status).toBe(200);
         release();
         expect((await held).status).toBe(200);
-        const again = await send(`${small.url}/graphql`, { headers: { 'Forum-Api-Key': u.key, 'content-type': CT }, body: withFile([...fieldPart('operations', ops), ...fieldPart('map', '{"0":["variables.f"]}')], 1000, '0') });
+        const again = await send(`${small.url}/graphql`, {
+          headers: { 'Forum-Api-Key': u.key, 'content-type': CT },
+          body: withFile([...fieldPart('operations', ops), ...fieldPart('map', '{"0":["variables.f"]}')], 1000, '0'),
+        });
         expect(again.status, JSON.stringify(again.body)).toBe(200);
         expect(again.body.data.createFile.file.fileId).toBeGreaterThan(0);
       } finally {
@@ -223,14 +326,30 @@ forEachDatabase((kind) => {
       const small = await startTestApp(kind, { maxUploadBytes: MiB });
       try {
         const u = await small.user('u');
-        const c = (await small.rest('POST', '/api/mc-dm-categories/', { form: { title: 'c' } })).body.category.category_id;
-        const v = (await small.rest('POST', '/api/mc-dm-downloads/', { key: u.key, form: { category_id: c, title: 'd' } })).body.download.current_version_id;
-        const ops = JSON.stringify({ query: `mutation($f: Upload!) { createFile(input: { versionId: ${v}, file: $f }) { file { fileId } } }`, variables: { f: null } });
-        const g = await send(`${small.url}/graphql`, { headers: { 'Forum-Api-Key': u.key, 'content-type': CT }, body: withFile([...fieldPart('operations', ops), ...fieldPart('map', '{"0":["variables.f"]}')], 200 * MiB, '0') });
+        const c = (await small.rest('POST', '/api/mc-dm-categories/', { form: { title: 'c' } })).body.category
+          .category_id;
+        const v = (
+          await small.rest('POST', '/api/mc-dm-downloads/', { key: u.key, form: { category_id: c, title: 'd' } })
+        ).body.download.current_version_id;
+        const ops = JSON.stringify({
+          query: `mutation($f: Upload!) { createFile(input: { versionId: ${v}, file: $f }) { file { fileId } } }`,
+          variables: { f: null },
+        });
+        const g = await send(`${small.url}/graphql`, {
+          headers: { 'Forum-Api-Key': u.key, 'content-type': CT },
+          body: withFile(
+            [...fieldPart('operations', ops), ...fieldPart('map', '{"0":["variables.f"]}')],
+            200 * MiB,
+            '0',
+          ),
+        });
         expect(g.status).toBe(422); // refused while the body is received, before the operation runs: as on REST
         expect(g.body.errors[0].extensions.code).toBe('mc_dm_api_error.upload_exceeds_php_limit');
         expect(g.ms).toBeLessThan(10_000);
-        const r = await send(`${small.url}/api/mc-dm-files/`, { headers: { 'Forum-Api-Key': u.key, 'content-type': CT }, body: withFile(fieldPart('version_id', String(v)), 200 * MiB) });
+        const r = await send(`${small.url}/api/mc-dm-files/`, {
+          headers: { 'Forum-Api-Key': u.key, 'content-type': CT },
+          body: withFile(fieldPart('version_id', String(v)), 200 * MiB),
+        });
         expect(r.status).toBe(422);
         expect(r.body.errors[0].code).toBe('mc_dm_api_error.upload_exceeds_php_limit');
         await new Promise((res) => setTimeout(res, 200));
@@ -279,33 +398,60 @@ forEachDatabase((kind) => {
         const json = await t.rest('POST', '/api/mc-dm-categories/', { json: { title } });
         expect(json.status, JSON.stringify(title)).toBe(400);
         expect(json.body.errors[0]).toMatchObject({ code: 'invalid_input', params: { field: 'title' } });
-        const vars = await t.gql('mutation($t: String!) { createCategory(input: { title: $t }) { category { categoryId } } }', { t: title });
+        const vars = await t.gql(
+          'mutation($t: String!) { createCategory(input: { title: $t }) { category { categoryId } } }',
+          { t: title },
+        );
         expect(vars.status).toBe(400);
         expect(vars.errors![0].extensions).toMatchObject({ code: 'invalid_input', params: { field: 't' } });
-        const nested = await t.gql('mutation($i: CreateCategoryInput!) { createCategory(input: $i) { category { categoryId } } }', { i: { title: 'ok', description: title } });
-        expect(nested.errors![0].extensions).toMatchObject({ code: 'invalid_input', params: { field: 'i.description' } });
+        const nested = await t.gql(
+          'mutation($i: CreateCategoryInput!) { createCategory(input: $i) { category { categoryId } } }',
+          { i: { title: 'ok', description: title } },
+        );
+        expect(nested.errors![0].extensions).toMatchObject({
+          code: 'invalid_input',
+          params: { field: 'i.description' },
+        });
       }
       const form = await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'a\u0000b' } });
       expect(form.body.errors[0]).toMatchObject({ code: 'invalid_input', params: { field: 'title' } });
       // Sent twice: the second time the document comes from the parser's cache, and is refused all the same.
       for (let i = 0; i < 2; i++) {
-        const literal = await t.gql('mutation { createCategory(input: { title: "x\\u0000y" }) { category { categoryId } } }');
+        const literal = await t.gql(
+          'mutation { createCategory(input: { title: "x\\u0000y" }) { category { categoryId } } }',
+        );
         expect(literal.status).toBe(400);
-        expect(literal.errors![0].extensions).toMatchObject({ code: 'invalid_input', params: { field: 'input.title' } });
+        expect(literal.errors![0].extensions).toMatchObject({
+          code: 'invalid_input',
+          params: { field: 'input.title' },
+        });
       }
-      const comment = await t.rest('POST', '/api/mc-dm-comments/', { key: owner.key, json: { download_id: 1, message: 'hi\u0000' } });
+      const comment = await t.rest('POST', '/api/mc-dm-comments/', {
+        key: owner.key,
+        json: { download_id: 1, message: 'hi\u0000' },
+      });
       expect(comment.body.errors[0]).toMatchObject({ code: 'invalid_input', params: { field: 'message' } });
       expect(await t.prisma.category.count()).toBe(before);
     });
 
     it('a multipart map naming a file never sent, and a multipart type without boundary, answer invalid_input, never 500', async () => {
-      const ops = JSON.stringify({ query: `mutation($f: Upload!) { createFile(input: { versionId: ${versionId}, file: $f }) { file { fileId } } }`, variables: { f: null } });
-      const body = Buffer.concat([...fieldPart('operations', ops), ...fieldPart('map', '{"0":["variables.f"]}'), Buffer.from(`--${BOUNDARY}--\r\n`)]);
+      const ops = JSON.stringify({
+        query: `mutation($f: Upload!) { createFile(input: { versionId: ${versionId}, file: $f }) { file { fileId } } }`,
+        variables: { f: null },
+      });
+      const body = Buffer.concat([
+        ...fieldPart('operations', ops),
+        ...fieldPart('map', '{"0":["variables.f"]}'),
+        Buffer.from(`--${BOUNDARY}--\r\n`),
+      ]);
       const g = await send(`${t.url}/graphql`, { headers: { 'Forum-Api-Key': owner.key, 'content-type': CT }, body });
       expect(g.status).toBeLessThan(500); // found while executing: createFile is null, the code in the error
       expect(g.body.errors[0].extensions).toMatchObject({ code: 'invalid_input', params: { field: 'map' } });
       for (const url of [`${t.url}/graphql`, `${t.url}/api/mc-dm-files/`, `${t.url}/api/mc-dm-categories/`]) {
-        const r = await send(url, { headers: { 'Forum-Api-Key': SUPER_KEY, 'content-type': 'multipart/form-data' }, body: Buffer.from('title=x') });
+        const r = await send(url, {
+          headers: { 'Forum-Api-Key': SUPER_KEY, 'content-type': 'multipart/form-data' },
+          body: Buffer.from('title=x'),
+        });
         expect(r.status, url).toBe(400);
         const item = r.body.errors[0];
         expect(item.code ?? item.extensions.code, url).toBe('invalid_input');
@@ -319,15 +465,31 @@ forEachDatabase((kind) => {
       const form = new FormData();
       form.append('version_id', String(versionId));
       form.append('file', new Blob(['soon gone']), 'gone.txt');
-      const up = (await (await fetch(`${t.url}/api/mc-dm-files/`, { method: 'POST', headers: { 'Forum-Api-Key': owner.key }, body: form })).json()) as any;
+      const up = (await (
+        await fetch(`${t.url}/api/mc-dm-files/`, {
+          method: 'POST',
+          headers: { 'Forum-Api-Key': owner.key },
+          body: form,
+        })
+      ).json()) as any;
       const row = await t.prisma.file.findUniqueOrThrow({ where: { id: up.file.file_id } });
       fs.rmSync((t.app.services.storage as LocalStorage).pathOf(row.storageKey!));
       for (const method of ['GET', 'HEAD']) {
-        const r = await fetch(`${t.url}/api/mc-dm-files/${row.id}/data/`, { method, headers: { 'Forum-Api-Key': owner.key } });
+        const r = await fetch(`${t.url}/api/mc-dm-files/${row.id}/data/`, {
+          method,
+          headers: { 'Forum-Api-Key': owner.key },
+        });
         expect(r.status, method).toBe(404);
-        if (method === 'GET') expect(((await r.json()) as any).errors[0]).toMatchObject({ code: 'mc_dm_api_error.file_not_available', params: { file_id: row.id } });
+        if (method === 'GET')
+          expect(((await r.json()) as any).errors[0]).toMatchObject({
+            code: 'mc_dm_api_error.file_not_available',
+            params: { file_id: row.id },
+          });
       }
-      const after = await t.prisma.file.findUniqueOrThrow({ where: { id: row.id }, include: { version: { include: { download: true } } } });
+      const after = await t.prisma.file.findUniqueOrThrow({
+        where: { id: row.id },
+        include: { version: { include: { download: true } } },
+      });
       expect(after.downloadCount).toBe(0);
       expect(after.version.downloadCount).toBe(0);
       expect(after.version.download.downloadCount).toBe(0);
@@ -339,7 +501,8 @@ forEachDatabase((kind) => {
     it('a second local storage directory is refused at start, or allowed with ALLOW_SPLIT_STORAGE=1', async () => {
       const other = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-split-'));
       try {
-        const cfg = (extra: Record<string, unknown> = {}) => loadConfig({}, { port: 0, host: '127.0.0.1', dataDir: other, logLevel: 'silent', ...extra });
+        const cfg = (extra: Record<string, unknown> = {}) =>
+          loadConfig({}, { port: 0, host: '127.0.0.1', dataDir: other, logLevel: 'silent', ...extra });
         const err = await startApp(cfg(), { db: t.app.db, log: createLogger('silent') }).catch((e) => e);
         expect(err).toBeInstanceOf(SplitStorageError);
         expect(err.message).toContain('ALLOW_SPLIT_STORAGE=1');
@@ -348,7 +511,10 @@ forEachDatabase((kind) => {
         expect(await t.prisma.storageIdentity.count()).toBe(2);
         // the operator retires the other directory; an instance on the same directory as the first shares its id
         await t.prisma.storageIdentity.deleteMany({ where: { location: { contains: other } } });
-        const same = await startApp(loadConfig({}, { port: 0, host: '127.0.0.1', dataDir: t.config.dataDir, logLevel: 'silent' }), { db: t.app.db, log: createLogger('silent') });
+        const same = await startApp(
+          loadConfig({}, { port: 0, host: '127.0.0.1', dataDir: t.config.dataDir, logLevel: 'silent' }),
+          { db: t.app.db, log: createLogger('silent') },
+        );
         await new Promise<void>((r) => same.server.close(() => r()));
         expect(await t.prisma.storageIdentity.count()).toBe(1);
       } finally {
@@ -377,7 +543,9 @@ forEachDatabase((kind) => {
 describe('deadlines on slow peers', () => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await startTestApp('pglite', { http: { headersTimeout: 1, bodyTimeout: 1, requestTimeout: 20, idleTimeout: 2, keepAliveTimeout: 2 } });
+    t = await startTestApp('pglite', {
+      http: { headersTimeout: 1, bodyTimeout: 1, requestTimeout: 20, idleTimeout: 2, keepAliveTimeout: 2 },
+    });
   });
   afterAll(() => t?.close());
 
@@ -404,7 +572,9 @@ describe('deadlines on slow peers', () => {
       ...Array.from({ length: 50 }, () => heldFor(stalledUpload)),
     ]);
     const slowest = Math.max(...times);
-    console.log(`400 slow sockets: all closed within ${slowest.toFixed(0)} ms (whole run ${(performance.now() - t0).toFixed(0)} ms)`);
+    console.log(
+      `400 slow sockets: all closed within ${slowest.toFixed(0)} ms (whole run ${(performance.now() - t0).toFixed(0)} ms)`,
+    );
     expect(Math.max(...times.slice(0, 200))).toBeLessThan(4000); // headers: 1 s, checked every second
     expect(Math.max(...times.slice(200, 350))).toBeLessThan(4000); // body: 1 s
     expect(Math.max(...times.slice(350))).toBeLessThan(6000); // idle: 2 s
@@ -420,15 +590,25 @@ describe('supervision', () => {
       // an exception nothing catches, thrown once the service's handlers are in place (however slow the start)
       const boom = `data:text/javascript,const t = setInterval(() => { if (process.listenerCount('uncaughtException') > 0) { clearInterval(t); setTimeout(() => { throw new Error('boom') }, 1000); } }, 50)`;
       const child = spawn(process.execPath, ['--import', 'tsx', '--import', boom, 'src/main.ts'], {
-        env: { ...process.env, DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'silent', DM_BOOTSTRAP_KEY: SUPER_KEY }, stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'silent', DM_BOOTSTRAP_KEY: SUPER_KEY },
+        stdio: ['ignore', 'pipe', 'pipe'],
       });
       let stderr = '';
-      child.stderr.on('data', (c) => { stderr += c; });
+      child.stderr.on('data', (c) => {
+        stderr += c;
+      });
       const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
       expect(code).toBe(1);
-      const lines = stderr.trim().split('\n').filter((l) => l.includes('"level":"fatal"'));
+      const lines = stderr
+        .trim()
+        .split('\n')
+        .filter((l) => l.includes('"level":"fatal"'));
       expect(lines).toHaveLength(1);
-      expect(JSON.parse(lines[0]!)).toMatchObject({ level: 'fatal', msg: 'uncaught exception: exiting', err: { message: 'boom' } });
+      expect(JSON.parse(lines[0]!)).toMatchObject({
+        level: 'fatal',
+        msg: 'uncaught exception: exiting',
+        err: { message: 'boom' },
+      });
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }

@@ -19,36 +19,74 @@ forEachDatabase((kind) => {
   beforeAll(async () => {
     t = await startTestApp(kind, { externalUrlAllowPrivate: true });
     owner = await t.user('owner');
-    categoryId = (await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Maps' } })).body.category.category_id;
-    download = (await t.rest('POST', '/api/mc-dm-downloads/', { key: owner.key, form: { category_id: categoryId, title: 'Pack' } })).body.download;
+    categoryId = (await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Maps' } })).body.category
+      .category_id;
+    download = (
+      await t.rest('POST', '/api/mc-dm-downloads/', {
+        key: owner.key,
+        form: { category_id: categoryId, title: 'Pack' },
+      })
+    ).body.download;
     const form = new FormData();
     form.append('version_id', String(download.current_version_id));
     form.append('file', new Blob([BYTES]), 'digits.txt');
-    fileId = ((await (await fetch(`${t.url}/api/mc-dm-files/`, { method: 'POST', headers: { 'Forum-Api-Key': owner.key }, body: form })).json()) as any).file.file_id;
-    linkId = (await t.rest('POST', '/api/mc-dm-files/', { key: owner.key, form: { version_id: download.current_version_id, external_url: 'https://example.com/tool.zip', link_only: 1 } })).body.file.file_id;
+    fileId = (
+      (await (
+        await fetch(`${t.url}/api/mc-dm-files/`, {
+          method: 'POST',
+          headers: { 'Forum-Api-Key': owner.key },
+          body: form,
+        })
+      ).json()) as any
+    ).file.file_id;
+    linkId = (
+      await t.rest('POST', '/api/mc-dm-files/', {
+        key: owner.key,
+        form: { version_id: download.current_version_id, external_url: 'https://example.com/tool.zip', link_only: 1 },
+      })
+    ).body.file.file_id;
   });
-  afterAll(async () => { await t?.close(); });
+  afterAll(async () => {
+    await t?.close();
+  });
 
   const counts = async () => {
-    const g = await t.gqlOk(`{ file(fileId: ${fileId}) { downloadCount } link: file(fileId: ${linkId}) { downloadCount } download(downloadId: ${download.download_id}) { downloadCount currentVersion { downloadCount } } }`);
+    const g = await t.gqlOk(
+      `{ file(fileId: ${fileId}) { downloadCount } link: file(fileId: ${linkId}) { downloadCount } download(downloadId: ${download.download_id}) { downloadCount currentVersion { downloadCount } } }`,
+    );
     const rest = (await t.rest('GET', `/api/mc-dm-files/${fileId}/`)).body.file.download_count;
     expect(rest).toBe(g.file.downloadCount); // both faces agree
-    return { file: g.file.downloadCount, link: g.link.downloadCount, download: g.download.downloadCount, version: g.download.currentVersion.downloadCount };
+    return {
+      file: g.file.downloadCount,
+      link: g.link.downloadCount,
+      download: g.download.downloadCount,
+      version: g.download.currentVersion.downloadCount,
+    };
   };
 
   describe('HEAD on the data route', () => {
     it('answers the headers of a GET, no body, and counts nothing (whole file, range, link-only)', async () => {
       const before = await counts();
-      const head = await fetch(`${t.url}/api/mc-dm-files/${fileId}/data/`, { method: 'HEAD', headers: { 'Forum-Api-Key': SUPER_KEY } });
+      const head = await fetch(`${t.url}/api/mc-dm-files/${fileId}/data/`, {
+        method: 'HEAD',
+        headers: { 'Forum-Api-Key': SUPER_KEY },
+      });
       expect(head.status).toBe(200);
       expect(head.headers.get('content-length')).toBe(String(BYTES.length));
       expect(head.headers.get('etag')).toMatch(/^"sha256:/);
       expect(head.headers.get('content-disposition')).toMatch(/^attachment;/);
       expect((await head.arrayBuffer()).byteLength).toBe(0);
-      const ranged = await fetch(`${t.url}/api/mc-dm-files/${fileId}/data/`, { method: 'HEAD', headers: { 'Forum-Api-Key': SUPER_KEY, range: 'bytes=0-9' } });
+      const ranged = await fetch(`${t.url}/api/mc-dm-files/${fileId}/data/`, {
+        method: 'HEAD',
+        headers: { 'Forum-Api-Key': SUPER_KEY, range: 'bytes=0-9' },
+      });
       expect(ranged.status).toBe(206);
       expect(ranged.headers.get('content-range')).toBe(`bytes 0-9/${BYTES.length}`);
-      const link = await fetch(`${t.url}/api/mc-dm-files/${linkId}/data/`, { method: 'HEAD', headers: { 'Forum-Api-Key': SUPER_KEY }, redirect: 'manual' });
+      const link = await fetch(`${t.url}/api/mc-dm-files/${linkId}/data/`, {
+        method: 'HEAD',
+        headers: { 'Forum-Api-Key': SUPER_KEY },
+        redirect: 'manual',
+      });
       expect(link.status).toBe(302);
       expect(link.headers.get('location')).toBe('https://example.com/tool.zip');
       expect(await counts()).toEqual(before);
@@ -56,7 +94,12 @@ forEachDatabase((kind) => {
       // a GET from byte 0 still counts once on the file, its version and its download
       const get = await fetch(`${t.url}/api/mc-dm-files/${fileId}/data/`, { headers: { 'Forum-Api-Key': SUPER_KEY } });
       expect(await get.text()).toBe(BYTES);
-      expect(await counts()).toEqual({ ...before, file: before.file + 1, download: before.download + 1, version: before.version + 1 });
+      expect(await counts()).toEqual({
+        ...before,
+        file: before.file + 1,
+        download: before.download + 1,
+        version: before.version + 1,
+      });
     });
   });
 
@@ -78,8 +121,10 @@ forEachDatabase((kind) => {
         expect(r.status, `${method} ${path}`).toBe(405);
         expect(r.headers.get('allow'), `${method} ${path}`).toBe(allow);
         if (method !== 'HEAD' && path !== '/metrics') {
-          const body = await r.json() as any;
-          expect(body.errors[0].code ?? body.errors[0].extensions?.code, `${method} ${path}`).toBe('method_not_allowed');
+          const body = (await r.json()) as any;
+          expect(body.errors[0].code ?? body.errors[0].extensions?.code, `${method} ${path}`).toBe(
+            'method_not_allowed',
+          );
         }
       }
     });
@@ -99,21 +144,53 @@ forEachDatabase((kind) => {
         refused(await t.rest('GET', `/api/mc-dm-downloads/${id}/`), 'download_id', ID_RANGE);
         refused(await t.rest('GET', `/api/mc-dm-files/${id}/data/`), 'file_id', ID_RANGE);
       }
-      refused(await t.rest('GET', '/api/mc-dm-comments/', { query: { download_id: '2147483648' } }), 'download_id', NUMBER_RANGE); // optional filter: 0 allowed
+      refused(
+        await t.rest('GET', '/api/mc-dm-comments/', { query: { download_id: '2147483648' } }),
+        'download_id',
+        NUMBER_RANGE,
+      ); // optional filter: 0 allowed
       const categories = (await t.rest('GET', '/api/mc-dm-categories/')).body.pagination.total;
-      refused(await t.rest('POST', '/api/mc-dm-downloads/', { key: owner.key, form: { category_id: '2147483648', title: 'x' } }), 'category_id', ID_RANGE);
-      refused(await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'x', display_order: '2147483648' } }), 'display_order', NUMBER_RANGE);
-      refused(await t.rest('PUT', `/api/mc-dm-categories/${categoryId}/`, { form: { max_files_per_version: '-3' } }), 'max_files_per_version', NUMBER_RANGE);
+      refused(
+        await t.rest('POST', '/api/mc-dm-downloads/', {
+          key: owner.key,
+          form: { category_id: '2147483648', title: 'x' },
+        }),
+        'category_id',
+        ID_RANGE,
+      );
+      refused(
+        await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'x', display_order: '2147483648' } }),
+        'display_order',
+        NUMBER_RANGE,
+      );
+      refused(
+        await t.rest('PUT', `/api/mc-dm-categories/${categoryId}/`, { form: { max_files_per_version: '-3' } }),
+        'max_files_per_version',
+        NUMBER_RANGE,
+      );
       expect((await t.rest('GET', '/api/mc-dm-categories/')).body.pagination.total).toBe(categories); // nothing created
       const form = new FormData();
       form.append('version_id', '2147483648');
       form.append('file', new Blob(['x']), 'x.txt');
-      const up = await fetch(`${t.url}/api/mc-dm-files/`, { method: 'POST', headers: { 'Forum-Api-Key': owner.key }, body: form });
+      const up = await fetch(`${t.url}/api/mc-dm-files/`, {
+        method: 'POST',
+        headers: { 'Forum-Api-Key': owner.key },
+        body: form,
+      });
       refused({ status: up.status, body: await up.json() }, 'version_id', ID_RANGE);
       // the largest id is accepted as a number (and simply not found)
-      expect((await t.rest('GET', `/api/mc-dm-downloads/${MAX}/`)).body.errors[0].code).toBe('mc_dm_api_error.download_not_found');
+      expect((await t.rest('GET', `/api/mc-dm-downloads/${MAX}/`)).body.errors[0].code).toBe(
+        'mc_dm_api_error.download_not_found',
+      );
       // 0 where it means "none" stays accepted
-      expect((await t.rest('PUT', `/api/mc-dm-downloads/${download.download_id}/`, { key: owner.key, form: { prefix_id: 0 } })).status).toBe(200);
+      expect(
+        (
+          await t.rest('PUT', `/api/mc-dm-downloads/${download.download_id}/`, {
+            key: owner.key,
+            form: { prefix_id: 0 },
+          })
+        ).status,
+      ).toBe(200);
     });
 
     it('GraphQL: an Int past 32 bits names the range, as a literal or a variable; negative numbers name theirs', async () => {
@@ -124,9 +201,13 @@ forEachDatabase((kind) => {
       expect(variable.status).toBe(400);
       expect(variable.codes).toEqual(['invalid_input']);
       expect(variable.errors![0].message).toContain(ID_RANGE);
-      const negative = await t.gql(`mutation { updateCategory(input: { categoryId: ${categoryId}, displayOrder: -1 }) { category { displayOrder } } }`);
+      const negative = await t.gql(
+        `mutation { updateCategory(input: { categoryId: ${categoryId}, displayOrder: -1 }) { category { displayOrder } } }`,
+      );
       expect(negative.codes).toEqual(['invalid_input']);
-      expect(negative.errors![0].message).toContain(`displayOrder must be ${NUMBER_RANGE}`.replace('displayOrder', negative.errors![0].extensions.params.field));
+      expect(negative.errors![0].message).toContain(
+        `displayOrder must be ${NUMBER_RANGE}`.replace('displayOrder', negative.errors![0].extensions.params.field),
+      );
     });
   });
 });

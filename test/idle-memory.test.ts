@@ -32,7 +32,9 @@ describe('releasing memory when idle', () => {
     stop = releaseMemoryWhenIdle(server, {
       idleMs,
       heap: () => ({ total: heap.total * MB, used: heap.used * MB }),
-      collect: async () => { heap.total = heap.used + 10; },
+      collect: async () => {
+        heap.total = heap.used + 10;
+      },
       onRelease: (before, after) => releases.push([before / MB, after / MB]),
     });
     return { url, heap, releases, finish: () => finish(), get: async () => (await fetch(url)).text() };
@@ -96,12 +98,20 @@ describe('releasing memory when idle', () => {
     h.heap.total = 100;
     await h.get();
     await sleep(1100);
-    expect(h.releases).toEqual([[300, 70], [100, 70]]);
+    expect(h.releases).toEqual([
+      [300, 70],
+      [100, 70],
+    ]);
   });
 
   it('0 turns it off', async () => {
     server = http.createServer((_q, s) => s.end());
-    const off = releaseMemoryWhenIdle(server, { idleMs: 0, collect: async () => { throw new Error('must not run'); } });
+    const off = releaseMemoryWhenIdle(server, {
+      idleMs: 0,
+      collect: async () => {
+        throw new Error('must not run');
+      },
+    });
     expect(server.listenerCount('request')).toBe(1); // only the server's own handler
     off();
   });

@@ -35,7 +35,12 @@ function expected(minter: Minter, target: Target, ask: Ask): string | null {
   const isAdmin = minter.startsWith('admin');
   if (!isSuper && !isAdmin) return 'do_not_have_permission';
   if (!isSuper && (target === 'SUPER' || target === 'USER-admin')) return 'do_not_have_permission';
-  const requested = ask === 'all' ? SCOPES : ask === 'subset' ? HOLDS[minter].slice(0, 1) : SCOPES.filter((s) => !HOLDS[minter].includes(s)).slice(0, 1);
+  const requested =
+    ask === 'all'
+      ? SCOPES
+      : ask === 'subset'
+        ? HOLDS[minter].slice(0, 1)
+        : SCOPES.filter((s) => !HOLDS[minter].includes(s)).slice(0, 1);
   if (requested.length === 0) return null; // nothing beyond an all-scopes key
   return requested.every((s) => HOLDS[minter].includes(s)) ? null : 'api_scope_missing';
 }
@@ -58,15 +63,35 @@ forEachDatabase((kind) => {
     keys['guest-all'] = await t.key('GUEST', ['all']);
     const otherAdmin = await t.user(`mint_other_admin_${kind}`, { isAdmin: true });
     Object.assign(users, { admin: admin.userId, plain: plain.userId, otherAdmin: otherAdmin.userId });
-    minterUser = { 'super-all': null, 'super-scoped': null, 'admin-all': admin.userId, 'admin-scoped': admin.userId, 'user-all': plain.userId, 'guest-all': null };
+    minterUser = {
+      'super-all': null,
+      'super-scoped': null,
+      'admin-all': admin.userId,
+      'admin-scoped': admin.userId,
+      'user-all': plain.userId,
+      'guest-all': null,
+    };
   });
-  afterAll(async () => { await t?.close(); });
+  afterAll(async () => {
+    await t?.close();
+  });
 
   function requested(minter: Minter, target: Target, ask: Ask) {
-    const scopes = ask === 'all' ? ['all'] : ask === 'subset' ? HOLDS[minter].slice(0, 1) : SCOPES.filter((s) => !HOLDS[minter].includes(s)).slice(0, 1);
+    const scopes =
+      ask === 'all'
+        ? ['all']
+        : ask === 'subset'
+          ? HOLDS[minter].slice(0, 1)
+          : SCOPES.filter((s) => !HOLDS[minter].includes(s)).slice(0, 1);
     const type = target.split('-')[0]!;
-    const userId = target === 'USER-self' ? (minterUser[minter] ?? users.plain)
-      : target === 'USER-plain' ? users.plain : target === 'USER-admin' ? users.otherAdmin : undefined;
+    const userId =
+      target === 'USER-self'
+        ? (minterUser[minter] ?? users.plain)
+        : target === 'USER-plain'
+          ? users.plain
+          : target === 'USER-admin'
+            ? users.otherAdmin
+            : undefined;
     return { type, userId, scopes: scopes.length ? scopes : ['all'] };
   }
 
@@ -87,14 +112,20 @@ forEachDatabase((kind) => {
             if (want === null) {
               expect(r.errors, label).toBeUndefined();
               const got: string[] = r.data.createApiKey.apiKey.scopes;
-              expect(got.every((s) => HOLDS[minter].includes(s)), label).toBe(true);
+              expect(
+                got.every((s) => HOLDS[minter].includes(s)),
+                label,
+              ).toBe(true);
             } else {
               expect(r.codes, label).toEqual([want]);
               expect(await t.prisma.apiKey.count(), label).toBe(before);
               if (want === 'api_scope_missing') {
                 const params = r.errors![0].extensions.params;
                 expect(params.scopes.length, label).toBeGreaterThan(0);
-                expect(params.scopes.every((s: string) => !HOLDS[minter].includes(s)), label).toBe(true);
+                expect(
+                  params.scopes.every((s: string) => !HOLDS[minter].includes(s)),
+                  label,
+                ).toBe(true);
               }
             }
           }
@@ -106,40 +137,72 @@ forEachDatabase((kind) => {
   it('the reported escalation is closed: a scoped SUPER key cannot mint an all-scopes key that hard-deletes a category', async () => {
     const cat = await t.gqlOk(`mutation { createCategory(input: { title: "Guarded" }) { category { categoryId } } }`);
     const id = cat.createCategory.category.categoryId;
-    expect((await t.rest('DELETE', `/api/mc-dm-categories/${id}/`, { key: keys['super-scoped'], form: { hard: 1 } })).body.errors[0].code)
-      .toBe('api_scope_missing');
+    expect(
+      (await t.rest('DELETE', `/api/mc-dm-categories/${id}/`, { key: keys['super-scoped'], form: { hard: 1 } })).body
+        .errors[0].code,
+    ).toBe('api_scope_missing');
     const minted = await t.gql(CREATE_KEY, { i: { type: 'SUPER', scopes: ['all'] } }, keys['super-scoped']);
     expect(minted.codes).toEqual(['api_scope_missing']);
-    expect(minted.errors![0].extensions.params.scopes).toEqual(['mc_dm_category:write', 'mc_dm_category:delete_hard', 'mc_dm_download:delete_hard']);
+    expect(minted.errors![0].extensions.params.scopes).toEqual([
+      'mc_dm_category:write',
+      'mc_dm_category:delete_hard',
+      'mc_dm_download:delete_hard',
+    ]);
     const viaAdmin = await t.gql(CREATE_KEY, { i: { type: 'SUPER', scopes: ['all'] } }, keys['admin-scoped']);
     expect(viaAdmin.codes).toEqual(['do_not_have_permission']);
     expect((await t.rest('GET', `/api/mc-dm-categories/${id}/`)).status).toBe(200);
   });
 
   describe('revokeApiKey', () => {
-    it('an administrator revokes ordinary keys but not super-user keys or another administrator\'s keys', async () => {
-      const superKey = (await t.gqlOk(CREATE_KEY, { i: { type: 'SUPER', scopes: ['mc_dm_category:read'] } })).createApiKey.apiKey.apiKeyId;
-      const otherAdminKey = (await t.gqlOk(CREATE_KEY, { i: { type: 'USER', userId: users.otherAdmin, scopes: ['mc_dm_category:read'] } })).createApiKey.apiKey.apiKeyId;
-      const plainKey = (await t.gqlOk(CREATE_KEY, { i: { type: 'USER', userId: users.plain, scopes: ['mc_dm_category:read'] } })).createApiKey.apiKey.apiKeyId;
-      const ownKey = (await t.gqlOk(CREATE_KEY, { i: { type: 'USER', userId: users.admin, scopes: ['mc_dm_category:read'] } })).createApiKey.apiKey.apiKeyId;
-      expect((await t.gql(REVOKE_KEY, { i: { apiKeyId: superKey } }, keys['admin-all'])).codes).toEqual(['do_not_have_permission']);
-      expect((await t.gql(REVOKE_KEY, { i: { apiKeyId: otherAdminKey } }, keys['admin-all'])).codes).toEqual(['do_not_have_permission']);
+    it("an administrator revokes ordinary keys but not super-user keys or another administrator's keys", async () => {
+      const superKey = (await t.gqlOk(CREATE_KEY, { i: { type: 'SUPER', scopes: ['mc_dm_category:read'] } }))
+        .createApiKey.apiKey.apiKeyId;
+      const otherAdminKey = (
+        await t.gqlOk(CREATE_KEY, { i: { type: 'USER', userId: users.otherAdmin, scopes: ['mc_dm_category:read'] } })
+      ).createApiKey.apiKey.apiKeyId;
+      const plainKey = (
+        await t.gqlOk(CREATE_KEY, { i: { type: 'USER', userId: users.plain, scopes: ['mc_dm_category:read'] } })
+      ).createApiKey.apiKey.apiKeyId;
+      const ownKey = (
+        await t.gqlOk(CREATE_KEY, { i: { type: 'USER', userId: users.admin, scopes: ['mc_dm_category:read'] } })
+      ).createApiKey.apiKey.apiKeyId;
+      expect((await t.gql(REVOKE_KEY, { i: { apiKeyId: superKey } }, keys['admin-all'])).codes).toEqual([
+        'do_not_have_permission',
+      ]);
+      expect((await t.gql(REVOKE_KEY, { i: { apiKeyId: otherAdminKey } }, keys['admin-all'])).codes).toEqual([
+        'do_not_have_permission',
+      ]);
       expect((await t.prisma.apiKey.findUniqueOrThrow({ where: { id: superKey } })).isActive).toBe(true);
       expect((await t.prisma.apiKey.findUniqueOrThrow({ where: { id: otherAdminKey } })).isActive).toBe(true);
-      expect((await t.gqlOk(REVOKE_KEY, { i: { apiKeyId: plainKey } }, keys['admin-all'])).revokeApiKey.apiKey.isActive).toBe(false);
-      expect((await t.gqlOk(REVOKE_KEY, { i: { apiKeyId: ownKey } }, keys['admin-all'])).revokeApiKey.apiKey.isActive).toBe(false);
-      expect((await t.gqlOk(REVOKE_KEY, { i: { apiKeyId: superKey } }, keys['super-all'])).revokeApiKey.apiKey.isActive).toBe(false);
+      expect(
+        (await t.gqlOk(REVOKE_KEY, { i: { apiKeyId: plainKey } }, keys['admin-all'])).revokeApiKey.apiKey.isActive,
+      ).toBe(false);
+      expect(
+        (await t.gqlOk(REVOKE_KEY, { i: { apiKeyId: ownKey } }, keys['admin-all'])).revokeApiKey.apiKey.isActive,
+      ).toBe(false);
+      expect(
+        (await t.gqlOk(REVOKE_KEY, { i: { apiKeyId: superKey } }, keys['super-all'])).revokeApiKey.apiKey.isActive,
+      ).toBe(false);
     });
   });
 
   describe('createUser', () => {
     it('only a super-user key creates administrators', async () => {
       const before = await t.prisma.user.count();
-      expect((await t.gql(CREATE_USER, { i: { username: `adm2_${kind}`, isAdmin: true } }, keys['admin-all'])).codes).toEqual(['do_not_have_permission']);
-      expect((await t.gql(CREATE_USER, { i: { username: `adm3_${kind}`, groups: ['administrator'] } }, keys['admin-all'])).codes).toEqual(['do_not_have_permission']);
+      expect(
+        (await t.gql(CREATE_USER, { i: { username: `adm2_${kind}`, isAdmin: true } }, keys['admin-all'])).codes,
+      ).toEqual(['do_not_have_permission']);
+      expect(
+        (await t.gql(CREATE_USER, { i: { username: `adm3_${kind}`, groups: ['administrator'] } }, keys['admin-all']))
+          .codes,
+      ).toEqual(['do_not_have_permission']);
       expect(await t.prisma.user.count()).toBe(before);
-      expect((await t.gql(CREATE_USER, { i: { username: `mod_${kind}`, isModerator: true } }, keys['admin-all'])).errors).toBeUndefined();
-      expect((await t.gql(CREATE_USER, { i: { username: `adm4_${kind}`, isAdmin: true } }, keys['super-scoped'])).errors).toBeUndefined();
+      expect(
+        (await t.gql(CREATE_USER, { i: { username: `mod_${kind}`, isModerator: true } }, keys['admin-all'])).errors,
+      ).toBeUndefined();
+      expect(
+        (await t.gql(CREATE_USER, { i: { username: `adm4_${kind}`, isAdmin: true } }, keys['super-scoped'])).errors,
+      ).toBeUndefined();
     });
   });
 
@@ -149,19 +212,50 @@ forEachDatabase((kind) => {
       const categoryId = cat.createCategory.category.categoryId;
       // An administrator whose own groups lost hardDeleteAny in this category cannot hand it to another group there.
       const admin = await t.user(`grant_admin_${kind}`, { isAdmin: true, scopes: ['all'] });
-      await t.gqlOk(SET_CATEGORY, { i: { categoryId, group: 'administrator', permission: 'hardDeleteAny', value: 'DENY' } });
-      await t.gqlOk(SET_CATEGORY, { i: { categoryId, group: 'registered', permission: 'hardDeleteAny', value: 'DENY' } });
-      const refused = await t.gql(SET_CATEGORY, { i: { categoryId, group: 'registered', permission: 'hardDeleteAny', value: 'ALLOW' } }, admin.key);
+      await t.gqlOk(SET_CATEGORY, {
+        i: { categoryId, group: 'administrator', permission: 'hardDeleteAny', value: 'DENY' },
+      });
+      await t.gqlOk(SET_CATEGORY, {
+        i: { categoryId, group: 'registered', permission: 'hardDeleteAny', value: 'DENY' },
+      });
+      const refused = await t.gql(
+        SET_CATEGORY,
+        { i: { categoryId, group: 'registered', permission: 'hardDeleteAny', value: 'ALLOW' } },
+        admin.key,
+      );
       expect(refused.codes).toEqual(['do_not_have_permission']);
-      expect((await t.prisma.categoryPermission.findFirstOrThrow({ where: { categoryId, permission: 'hardDeleteAny', group: { name: 'registered' } } })).value).toBe('deny');
-      expect((await t.gql(SET_CATEGORY, { i: { categoryId, group: 'registered', permission: 'view', value: 'ALLOW' } }, admin.key)).errors).toBeUndefined();
-      expect((await t.gql(SET_CATEGORY, { i: { categoryId, group: 'guest', permission: 'view', value: 'DENY' } }, admin.key)).errors).toBeUndefined();
+      expect(
+        (
+          await t.prisma.categoryPermission.findFirstOrThrow({
+            where: { categoryId, permission: 'hardDeleteAny', group: { name: 'registered' } },
+          })
+        ).value,
+      ).toBe('deny');
+      expect(
+        (
+          await t.gql(
+            SET_CATEGORY,
+            { i: { categoryId, group: 'registered', permission: 'view', value: 'ALLOW' } },
+            admin.key,
+          )
+        ).errors,
+      ).toBeUndefined();
+      expect(
+        (await t.gql(SET_CATEGORY, { i: { categoryId, group: 'guest', permission: 'view', value: 'DENY' } }, admin.key))
+          .errors,
+      ).toBeUndefined();
       // Globally: a group permission the administrator's groups do not hold cannot be granted.
       await t.gqlOk(SET_GROUP, { i: { group: 'administrator', permission: 'moveAny', value: 'DENY' } });
       await t.gqlOk(SET_GROUP, { i: { group: 'moderator', permission: 'moveAny', value: 'DENY' } });
       try {
-        expect((await t.gql(SET_GROUP, { i: { group: 'registered', permission: 'moveAny', value: 'ALLOW' } }, admin.key)).codes).toEqual(['do_not_have_permission']);
-        expect((await t.gql(SET_GROUP, { i: { group: 'registered', permission: 'comment', value: 'ALLOW' } }, admin.key)).errors).toBeUndefined();
+        expect(
+          (await t.gql(SET_GROUP, { i: { group: 'registered', permission: 'moveAny', value: 'ALLOW' } }, admin.key))
+            .codes,
+        ).toEqual(['do_not_have_permission']);
+        expect(
+          (await t.gql(SET_GROUP, { i: { group: 'registered', permission: 'comment', value: 'ALLOW' } }, admin.key))
+            .errors,
+        ).toBeUndefined();
       } finally {
         await t.gqlOk(SET_GROUP, { i: { group: 'administrator', permission: 'moveAny', value: 'ALLOW' } });
         await t.gqlOk(SET_GROUP, { i: { group: 'moderator', permission: 'moveAny', value: 'ALLOW' } });

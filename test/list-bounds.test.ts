@@ -4,8 +4,13 @@
 // millions of rows at an accepted cost are refused before they run.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  getIntrospectionQuery, graphqlSync, parse,
-  type IntrospectionField, type IntrospectionObjectType, type IntrospectionQuery, type IntrospectionTypeRef,
+  getIntrospectionQuery,
+  graphqlSync,
+  parse,
+  type IntrospectionField,
+  type IntrospectionObjectType,
+  type IntrospectionQuery,
+  type IntrospectionTypeRef,
 } from 'graphql';
 import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
 import { schema } from '../src/schema/index.js';
@@ -21,17 +26,22 @@ const FIXED_BOUNDS = {
 };
 const PAGE_SIZE_ARGS = ['first', 'last', 'perPage'];
 
-const introspection = (graphqlSync({ schema, source: getIntrospectionQuery() }).data as unknown as IntrospectionQuery).__schema;
-const objects = introspection.types.filter((t): t is IntrospectionObjectType => t.kind === 'OBJECT' && !t.name.startsWith('__'));
-const unwrapNonNull = (t: IntrospectionTypeRef) => (t.kind === 'NON_NULL' ? (t as { ofType: IntrospectionTypeRef }).ofType : t);
-const namedOf = (t: IntrospectionTypeRef): string => ('ofType' in t && t.ofType ? namedOf(t.ofType) : (t as { name: string }).name);
+const introspection = (graphqlSync({ schema, source: getIntrospectionQuery() }).data as unknown as IntrospectionQuery)
+  .__schema;
+const objects = introspection.types.filter(
+  (t): t is IntrospectionObjectType => t.kind === 'OBJECT' && !t.name.startsWith('__'),
+);
+const unwrapNonNull = (t: IntrospectionTypeRef) =>
+  t.kind === 'NON_NULL' ? (t as { ofType: IntrospectionTypeRef }).ofType : t;
+const namedOf = (t: IntrospectionTypeRef): string =>
+  'ofType' in t && t.ofType ? namedOf(t.ofType) : (t as { name: string }).name;
 const isList = (f: IntrospectionField) => unwrapNonNull(f.type).kind === 'LIST';
 /** A page object: `{ nodes pagination }` or `{ edges nodes pageInfo totalCount }`. */
 const isPage = (t: IntrospectionObjectType) => t.fields.some((f) => f.name === 'pagination' || f.name === 'pageInfo');
 const pages = new Set(objects.filter(isPage).map((t) => t.name));
 
 describe('every list field of the schema is bounded', () => {
-  it('is a page\'s rows, takes first/last/perPage, is fetched by ids, or has a fixed bound', () => {
+  it("is a page's rows, takes first/last/perPage, is fetched by ids, or has a fixed bound", () => {
     const unbounded: string[] = [];
     const seen: string[] = [];
     for (const type of objects) {
@@ -74,7 +84,9 @@ describe('every list field of the schema is bounded', () => {
     // a fixed bound: a download's tags (20), each 1; 19 permission names, each with its rules (first 2)
     expect(cost('{ download(downloadId: 1) { tags } }')).toBe(1 + 1 + 20);
     expect(cost('{ prefixes(perPage: 5) { categoryIds(first: 7) } }')).toBe(1 + 5 * (1 + 1 + 7));
-    expect(cost('{ effectivePermissions(userId: 1) { permission rules(first: 2) { groupId } } }')).toBe(1 + 19 * (1 + 1 + 2));
+    expect(cost('{ effectivePermissions(userId: 1) { permission rules(first: 2) { groupId } } }')).toBe(
+      1 + 19 * (1 + 1 + 2),
+    );
   });
 });
 
@@ -84,31 +96,59 @@ forEachDatabase((kind) => {
   let commentId: number;
   beforeAll(async () => {
     t = await startTestApp(kind);
-    const { createCategory } = await t.gqlOk('mutation { createCategory(input: { title: "Versions" }) { category { categoryId } } }');
+    const { createCategory } = await t.gqlOk(
+      'mutation { createCategory(input: { title: "Versions" }) { category { categoryId } } }',
+    );
     const owner = await t.user('owner');
-    const { createDownload } = await t.gqlOk('mutation($input: CreateDownloadInput!) { createDownload(input: $input) { download { downloadId } } }',
-      { input: { categoryId: createCategory.category.categoryId, title: 'Many versions', tagLine: 't', description: 'd', versionString: '1.0' } }, owner.key);
+    const { createDownload } = await t.gqlOk(
+      'mutation($input: CreateDownloadInput!) { createDownload(input: $input) { download { downloadId } } }',
+      {
+        input: {
+          categoryId: createCategory.category.categoryId,
+          title: 'Many versions',
+          tagLine: 't',
+          description: 'd',
+          versionString: '1.0',
+        },
+      },
+      owner.key,
+    );
     downloadId = createDownload.download.downloadId;
     for (let i = 1; i <= 24; i++) {
-      await t.gqlOk(`mutation { createVersion(input: { downloadId: ${downloadId}, versionString: "2.${i}" }) { version { versionId } } }`, {}, owner.key);
+      await t.gqlOk(
+        `mutation { createVersion(input: { downloadId: ${downloadId}, versionString: "2.${i}" }) { version { versionId } } }`,
+        {},
+        owner.key,
+      );
     }
-    const { createComment } = await t.gqlOk(`mutation { createComment(input: { downloadId: ${downloadId}, message: "m0" }) { comment { commentId } } }`, {}, owner.key);
+    const { createComment } = await t.gqlOk(
+      `mutation { createComment(input: { downloadId: ${downloadId}, message: "m0" }) { comment { commentId } } }`,
+      {},
+      owner.key,
+    );
     commentId = createComment.comment.commentId;
   });
-  afterAll(async () => { await t?.close(); });
+  afterAll(async () => {
+    await t?.close();
+  });
 
   it('refuses the nested version lists that once asked for millions of rows at an accepted cost', async () => {
     // 10 downloads × 100 versions × 100 × 100 rows when versions were unbounded; the former cost counted 8412.
-    const q = '{ downloads(perPage: 10) { nodes { versions { download { versions { download { versions { versionId } } } } } } } }';
+    const q =
+      '{ downloads(perPage: 10) { nodes { versions { download { versions { download { versions { versionId } } } } } } } }';
     const figure = operationCost(schema, parse(q), {});
     console.log(`${kind}: nested version lists now cost ${figure} (was 8412)`);
     expect(figure).toBeGreaterThan(10000);
     const r = await t.gql(q);
     expect(r.status).toBe(400);
     expect(r.data).toBeUndefined();
-    expect(r.errors![0].extensions).toMatchObject({ code: 'operation_too_expensive', params: { kind: 'cost', value: figure, limit: 10000 } });
+    expect(r.errors![0].extensions).toMatchObject({
+      code: 'operation_too_expensive',
+      params: { kind: 'cost', value: figure, limit: 10000 },
+    });
     // The same shape with small pages passes, and answers no more than its cost.
-    const small = '{ downloads(perPage: 2) { nodes { versions(first: 3) { download { versions(first: 4) { versionId } } } } } }';
+    const small =
+      '{ downloads(perPage: 2) { nodes { versions(first: 3) { download { versions(first: 4) { versionId } } } } } }';
     const ok = await t.gql(small);
     expect(ok.status, JSON.stringify(ok.errors)).toBe(200);
     const rows = ok.data.downloads.nodes.flatMap((d: any) => d.versions.flatMap((v: any) => v.download.versions));
@@ -117,7 +157,8 @@ forEachDatabase((kind) => {
   });
 
   it('pages Download.versions: 20 by default, first up to 100, below 1 refused as invalid_input', async () => {
-    const versions = async (args: string) => t.gql(`{ download(downloadId: ${downloadId}) { versions${args} { versionString } } }`);
+    const versions = async (args: string) =>
+      t.gql(`{ download(downloadId: ${downloadId}) { versions${args} { versionString } } }`);
     expect((await versions('')).data.download.versions).toHaveLength(20);
     const three = (await versions('(first: 3)')).data.download.versions.map((v: any) => v.versionString);
     expect(three).toEqual(['2.24', '2.23', '2.22']);
@@ -130,42 +171,70 @@ forEachDatabase((kind) => {
 
   it('pages Comment.edits, EffectivePermission.rules, User.groups, Prefix.categoryIds, groups and prefixes', async () => {
     for (let i = 1; i <= 3; i++) {
-      await t.gqlOk(`mutation { updateComment(input: { commentId: ${commentId}, message: "m${i}" }) { comment { commentId } } }`);
+      await t.gqlOk(
+        `mutation { updateComment(input: { commentId: ${commentId}, message: "m${i}" }) { comment { commentId } } }`,
+      );
     }
     const mod = await t.user('mod', { isModerator: true });
-    const edits = async (args: string) => t.gql(`{ comment(commentId: ${commentId}) { edits${args} { oldMessage } } }`, {}, mod.key);
+    const edits = async (args: string) =>
+      t.gql(`{ comment(commentId: ${commentId}) { edits${args} { oldMessage } } }`, {}, mod.key);
     expect((await edits('')).data.comment.edits.map((e: any) => e.oldMessage)).toEqual(['m2', 'm1', 'm0']);
     expect((await edits('(first: 2)')).data.comment.edits.map((e: any) => e.oldMessage)).toEqual(['m2', 'm1']);
-    expect((await edits('(first: 0)')).errors?.[0]?.extensions).toMatchObject({ code: 'invalid_input', params: { field: 'first' } });
+    expect((await edits('(first: 0)')).errors?.[0]?.extensions).toMatchObject({
+      code: 'invalid_input',
+      params: { field: 'first' },
+    });
 
-    const user = await t.gqlOk('mutation { createUser(input: { username: "many", isModerator: true }) { user { userId groups } } }');
+    const user = await t.gqlOk(
+      'mutation { createUser(input: { username: "many", isModerator: true }) { user { userId groups } } }',
+    );
     expect(user.createUser.user.groups).toEqual(['registered', 'moderator']);
     const uid = user.createUser.user.userId;
-    const groups = await t.gqlOk(`{ u: node(id: "${Buffer.from(`User:${uid}`).toString('base64url')}") { ... on User { groups(first: 1) } } }`);
+    const groups = await t.gqlOk(
+      `{ u: node(id: "${Buffer.from(`User:${uid}`).toString('base64url')}") { ... on User { groups(first: 1) } } }`,
+    );
     expect(groups.u.groups).toEqual(['registered']);
-    const perms = await t.gqlOk(`{ effectivePermissions(userId: ${uid}) { permission rules { groupName } one: rules(first: 1) { groupName } } }`);
+    const perms = await t.gqlOk(
+      `{ effectivePermissions(userId: ${uid}) { permission rules { groupName } one: rules(first: 1) { groupName } } }`,
+    );
     expect(perms.effectivePermissions.length).toBe(19);
     expect(perms.effectivePermissions[0].rules.map((r: any) => r.groupName)).toEqual(['registered', 'moderator']);
     expect(perms.effectivePermissions[0].one.map((r: any) => r.groupName)).toEqual(['registered']);
 
     const all = await t.gqlOk('{ groups { name } }');
     expect(all.groups.map((g: any) => g.name)).toEqual(['guest', 'registered', 'moderator', 'administrator']);
-    expect((await t.gqlOk('{ groups(page: 2, perPage: 3) { name } }')).groups.map((g: any) => g.name)).toEqual(['administrator']);
-    expect((await t.gql('{ groups(perPage: 0) { name } }')).errors?.[0]?.extensions).toMatchObject({ code: 'invalid_input', params: { field: 'per_page' } });
+    expect((await t.gqlOk('{ groups(page: 2, perPage: 3) { name } }')).groups.map((g: any) => g.name)).toEqual([
+      'administrator',
+    ]);
+    expect((await t.gql('{ groups(perPage: 0) { name } }')).errors?.[0]?.extensions).toMatchObject({
+      code: 'invalid_input',
+      params: { field: 'per_page' },
+    });
 
     const categories: number[] = [];
     for (let i = 0; i < 3; i++) {
-      categories.push((await t.gqlOk(`mutation { createCategory(input: { title: "P${i}" }) { category { categoryId } } }`)).createCategory.category.categoryId);
+      categories.push(
+        (await t.gqlOk(`mutation { createCategory(input: { title: "P${i}" }) { category { categoryId } } }`))
+          .createCategory.category.categoryId,
+      );
     }
     const prefixIds: number[] = [];
     for (let i = 0; i < 3; i++) {
-      prefixIds.push((await t.gqlOk(`mutation { createPrefix(input: { title: "Pre${i}" }) { prefix { prefixId } } }`)).createPrefix.prefix.prefixId);
+      prefixIds.push(
+        (await t.gqlOk(`mutation { createPrefix(input: { title: "Pre${i}" }) { prefix { prefixId } } }`)).createPrefix
+          .prefix.prefixId,
+      );
     }
-    for (const c of categories) await t.gqlOk(`mutation { assignPrefix(input: { prefixId: ${prefixIds[0]}, categoryId: ${c} }) { prefix { prefixId } } }`);
+    for (const c of categories)
+      await t.gqlOk(
+        `mutation { assignPrefix(input: { prefixId: ${prefixIds[0]}, categoryId: ${c} }) { prefix { prefixId } } }`,
+      );
     const p = await t.gqlOk('{ prefixes(perPage: 2) { prefixId categoryIds two: categoryIds(first: 2) } }');
     expect(p.prefixes.map((x: any) => x.prefixId)).toEqual(prefixIds.slice(0, 2));
     expect(p.prefixes[0].categoryIds).toEqual(categories);
     expect(p.prefixes[0].two).toEqual(categories.slice(0, 2));
-    expect((await t.gqlOk('{ prefixes(page: 2, perPage: 2) { prefixId } }')).prefixes.map((x: any) => x.prefixId)).toEqual([prefixIds[2]]);
+    expect(
+      (await t.gqlOk('{ prefixes(page: 2, perPage: 2) { prefixId } }')).prefixes.map((x: any) => x.prefixId),
+    ).toEqual([prefixIds[2]]);
   });
 });

@@ -11,19 +11,37 @@ import { selectedFields } from '../src/schema/selected-fields.js';
 
 describe('which columns a selection reads', () => {
   it('maps fields to their columns and reads every column for a field it does not know', () => {
-    expect(categoryReadOf(new Set(['categoryId', 'title', 'viewUrl']))).toEqual({ parent: false, columns: ['id', 'parentId', 'title'] });
-    expect(categoryReadOf(new Set(['maxFileSize', 'parent', '__typename']))).toEqual({ parent: true, columns: ['id', 'parentId', 'maxFileSize'] });
+    expect(categoryReadOf(new Set(['categoryId', 'title', 'viewUrl']))).toEqual({
+      parent: false,
+      columns: ['id', 'parentId', 'title'],
+    });
+    expect(categoryReadOf(new Set(['maxFileSize', 'parent', '__typename']))).toEqual({
+      parent: true,
+      columns: ['id', 'parentId', 'maxFileSize'],
+    });
     expect(categoryReadOf(new Set(['title', 'someFutureField']))).toEqual({ parent: false });
     expect(categoryReadOf(null)).toEqual({});
   });
 
   it('follows fragments and honours @include and @skip with the variables', () => {
-    const doc = parse(`query Q($a: Boolean!, $b: Boolean!) { categories { nodes { title ...F ... on Category { faIcon @skip(if: $b) } } pagination { total } } }
+    const doc =
+      parse(`query Q($a: Boolean!, $b: Boolean!) { categories { nodes { title ...F ... on Category { faIcon @skip(if: $b) } } pagination { total } } }
       fragment F on Category { iconColor @include(if: $a) ...G }  fragment G on Category { ...F displayOrder }`);
     const op = doc.definitions[0] as OperationDefinitionNode;
-    const fragments = Object.fromEntries(doc.definitions.slice(1).map((d) => [(d as FragmentDefinitionNode).name.value, d as FragmentDefinitionNode]));
-    const info = (variableValues: Record<string, unknown>) => ({ fieldNodes: [op.selectionSet.selections[0] as FieldNode], fragments, variableValues });
-    expect([...selectedFields(info({ a: true, b: false }), ['nodes'])!].sort()).toEqual(['displayOrder', 'faIcon', 'iconColor', 'title']);
+    const fragments = Object.fromEntries(
+      doc.definitions.slice(1).map((d) => [(d as FragmentDefinitionNode).name.value, d as FragmentDefinitionNode]),
+    );
+    const info = (variableValues: Record<string, unknown>) => ({
+      fieldNodes: [op.selectionSet.selections[0] as FieldNode],
+      fragments,
+      variableValues,
+    });
+    expect([...selectedFields(info({ a: true, b: false }), ['nodes'])!].sort()).toEqual([
+      'displayOrder',
+      'faIcon',
+      'iconColor',
+      'title',
+    ]);
     expect([...selectedFields(info({ a: false, b: true }), ['nodes'])!].sort()).toEqual(['displayOrder', 'title']);
     expect(selectedFields({ ...info({ a: true, b: true }), fragments: {} }, ['nodes'])).toBeNull();
   });
@@ -43,38 +61,80 @@ forEachDatabase((kind) => {
   beforeAll(async () => {
     t = await startTestApp(kind);
     const p = t.prisma;
-    const root = await p.category.create({ data: { title: 'Root «ü»', displayOrder: 3, description: 'a "quoted"\nline', faIcon: 'fa-map', iconColor: '#1e90ff' } });
+    const root = await p.category.create({
+      data: {
+        title: 'Root «ü»',
+        displayOrder: 3,
+        description: 'a "quoted"\nline',
+        faIcon: 'fa-map',
+        iconColor: '#1e90ff',
+      },
+    });
     for (let i = 0; i < 5; i++) {
-      await p.category.create({ data: {
-        title: `C${i}`, parentId: i < 3 ? root.id : null, displayOrder: i % 3, downloadCount: i * 3, description: `d${i}`, faIcon: `fa-${i}`, iconColor: i % 2 ? '#fff' : '',
-        requireApproval: i % 2 === 0, requireCommentApproval: i % 3 === 0, enableVersioning: i % 2 === 1, allowMultiFile: i === 2,
-        maxTeamMembers: i, maxFilesPerVersion: 10 + i, maxFileSize: 2n ** 60n + BigInt(i), maxVersionSize: BigInt(i) * 2n ** 40n, maxDownloadSize: 7n,
-        allowedFileTypes: i === 1 ? 'zip,rar' : '', previewTextEnabled: i === 3, previewImageEnabled: i === 4,
-      } });
+      await p.category.create({
+        data: {
+          title: `C${i}`,
+          parentId: i < 3 ? root.id : null,
+          displayOrder: i % 3,
+          downloadCount: i * 3,
+          description: `d${i}`,
+          faIcon: `fa-${i}`,
+          iconColor: i % 2 ? '#fff' : '',
+          requireApproval: i % 2 === 0,
+          requireCommentApproval: i % 3 === 0,
+          enableVersioning: i % 2 === 1,
+          allowMultiFile: i === 2,
+          maxTeamMembers: i,
+          maxFilesPerVersion: 10 + i,
+          maxFileSize: 2n ** 60n + BigInt(i),
+          maxVersionSize: BigInt(i) * 2n ** 40n,
+          maxDownloadSize: 7n,
+          allowedFileTypes: i === 1 ? 'zip,rar' : '',
+          previewTextEnabled: i === 3,
+          previewImageEnabled: i === 4,
+        },
+      });
     }
     guestKey = await t.key('GUEST', ['mc_dm_category:read', 'mc_dm_download:read']);
     const group = (await p.group.findFirstOrThrow()).id;
     const users = [];
-    for (const username of ['ann', 'bob «ü»']) users.push((await p.user.create({ data: { username, primaryGroupId: group } })).id);
+    for (const username of ['ann', 'bob «ü»'])
+      users.push((await p.user.create({ data: { username, primaryGroupId: group } })).id);
     userKey = await t.key('USER', ['all'], users[1]);
-    const d = await p.download.create({ data: { categoryId: root.id, userId: users[0]!, title: 'D «x»', description: 'long '.repeat(50), tagLine: 't' } });
+    const d = await p.download.create({
+      data: { categoryId: root.id, userId: users[0]!, title: 'D «x»', description: 'long '.repeat(50), tagLine: 't' },
+    });
     downloadId = d.id;
     const states = ['visible', 'moderated', 'deleted'] as const;
     for (let c = 0; c < 7; c++) {
-      await p.comment.create({ data: {
-        downloadId: d.id, userId: users[c % 2]!, message: `m ${c} «\\» "q"`, state: states[c % 3],
-        commentDate: new Date(Date.UTC(2026, 0, 1) + c * 60_000), lastEditDate: c % 2 ? new Date(Date.UTC(2026, 0, 2) + c) : null, editCount: c % 3,
-      } });
+      await p.comment.create({
+        data: {
+          downloadId: d.id,
+          userId: users[c % 2]!,
+          message: `m ${c} «\\» "q"`,
+          state: states[c % 3],
+          commentDate: new Date(Date.UTC(2026, 0, 1) + c * 60_000),
+          lastEditDate: c % 2 ? new Date(Date.UTC(2026, 0, 2) + c) : null,
+          editCount: c % 3,
+        },
+      });
     }
   });
-  afterAll(async () => { await t?.close(); });
+  afterAll(async () => {
+    await t?.close();
+  });
 
   /** Raw comments-list response bodies, read once as the service reads them and once with the whole download. */
-  async function commentsBothWays(request: () => Promise<string>): Promise<{ narrow: string; wide: string; whole: boolean[] }> {
+  async function commentsBothWays(
+    request: () => Promise<string>,
+  ): Promise<{ narrow: string; wide: string; whole: boolean[] }> {
     const reads = t.app.services.reads as ResourceReads;
     const whole: boolean[] = [];
     const original = reads.commentPage.bind(reads);
-    const spy = vi.spyOn(reads, 'commentPage').mockImplementation((filter, slice, user, w) => { whole.push(w ?? true); return original(filter, slice, user, w); });
+    const spy = vi.spyOn(reads, 'commentPage').mockImplementation((filter, slice, user, w) => {
+      whole.push(w ?? true);
+      return original(filter, slice, user, w);
+    });
     const narrow = await request();
     spy.mockImplementation((filter, slice, user) => original(filter, slice, user, true));
     const wide = await request();
@@ -83,28 +143,47 @@ forEachDatabase((kind) => {
   }
 
   /** Raw response bodies, read once as the service reads them and once with every column. */
-  async function bothWays(request: () => Promise<string>): Promise<{ narrow: string; wide: string; reads: CategoryRead[] }> {
+  async function bothWays(
+    request: () => Promise<string>,
+  ): Promise<{ narrow: string; wide: string; reads: CategoryRead[] }> {
     const reads = t.app.services.reads as ResourceReads;
     const seen: CategoryRead[] = [];
     const original = reads.categoryPage.bind(reads);
     const spy = vi.spyOn(reads, 'categoryPage').mockImplementation((slice, read) => {
-      seen.push(typeof read === 'boolean' ? { parent: read } : read ?? {});
+      seen.push(typeof read === 'boolean' ? { parent: read } : (read ?? {}));
       return original(slice, read);
     });
     const narrow = await request();
-    spy.mockImplementation((slice, read) => original(slice, { parent: typeof read === 'boolean' ? read : read?.parent }));
+    spy.mockImplementation((slice, read) =>
+      original(slice, { parent: typeof read === 'boolean' ? read : read?.parent }),
+    );
     const wide = await request();
     spy.mockRestore();
     return { narrow, wide, reads: seen };
   }
 
-  const rest = (query: string, key = SUPER_KEY) => async () => (await fetch(`${t.url}/api/mc-dm-categories/${query}`, { headers: { 'Forum-Api-Key': key } })).text();
-  const gql = (query: string, key = SUPER_KEY) => async () => (await fetch(`${t.url}/graphql`, {
-    method: 'POST', headers: { 'content-type': 'application/json', 'Forum-Api-Key': key }, body: JSON.stringify({ query }),
-  })).text();
+  const rest =
+    (query: string, key = SUPER_KEY) =>
+    async () =>
+      (await fetch(`${t.url}/api/mc-dm-categories/${query}`, { headers: { 'Forum-Api-Key': key } })).text();
+  const gql =
+    (query: string, key = SUPER_KEY) =>
+    async () =>
+      (
+        await fetch(`${t.url}/graphql`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'Forum-Api-Key': key },
+          body: JSON.stringify({ query }),
+        })
+      ).text();
 
   it(`REST answers are the same as with every column read (${kind})`, async () => {
-    for (const query of ['', '?with=full', '?order=title&direction=asc&per_page=3&page=2', '?with=full&order=download_count']) {
+    for (const query of [
+      '',
+      '?with=full',
+      '?order=title&direction=asc&per_page=3&page=2',
+      '?with=full&order=download_count',
+    ]) {
       for (const key of [SUPER_KEY, guestKey]) {
         const { narrow, wide, reads } = await bothWays(rest(query, key));
         expect(narrow).toBe(wide);
@@ -116,7 +195,16 @@ forEachDatabase((kind) => {
       }
     }
     const { reads } = await bothWays(rest(''));
-    expect(reads[0]!.columns).toEqual(['id', 'parentId', 'title', 'description', 'displayOrder', 'downloadCount', 'faIcon', 'iconColor']);
+    expect(reads[0]!.columns).toEqual([
+      'id',
+      'parentId',
+      'title',
+      'description',
+      'displayOrder',
+      'downloadCount',
+      'faIcon',
+      'iconColor',
+    ]);
   });
 
   it(`GraphQL answers are the same as with every column read (${kind})`, async () => {
@@ -138,7 +226,14 @@ forEachDatabase((kind) => {
     expect(narrow).toContain('"allowedFileTypes":"zip,rar"');
   });
 
-  const restComments = (query: string, key = SUPER_KEY) => async () => (await fetch(`${t.url}/api/mc-dm-comments/?download_id=${downloadId}${query}`, { headers: { 'Forum-Api-Key': key } })).text();
+  const restComments =
+    (query: string, key = SUPER_KEY) =>
+    async () =>
+      (
+        await fetch(`${t.url}/api/mc-dm-comments/?download_id=${downloadId}${query}`, {
+          headers: { 'Forum-Api-Key': key },
+        })
+      ).text();
 
   it(`comments: REST and GraphQL answers are the same as with the whole download read (${kind})`, async () => {
     for (const query of ['', '&with=full', '&order=last_edit_date&direction=asc&per_page=2&page=2']) {
@@ -156,8 +251,14 @@ forEachDatabase((kind) => {
     expect(all.comments.every((c: any) => c.can_edit && c.can_delete)).toBe(true);
     const every = `commentId downloadId userId username commentDate message commentState lastEditDate editCount isVisible canView canEdit canDelete id __typename`;
     const queries: [string, boolean][] = [
-      [`{ comments(downloadId: ${downloadId}) { nodes { ${every} author { username } } pagination { total } } }`, false],
-      [`{ comments(downloadId: ${downloadId}) { nodes { ${every} download { title description tagLine downloadId } } } }`, true],
+      [
+        `{ comments(downloadId: ${downloadId}) { nodes { ${every} author { username } } pagination { total } } }`,
+        false,
+      ],
+      [
+        `{ comments(downloadId: ${downloadId}) { nodes { ${every} download { title description tagLine downloadId } } } }`,
+        true,
+      ],
       [`{ comments { nodes { commentId canEdit download { title } } } }`, true],
       [`{ comments { nodes { commentId canEdit canDelete } } }`, false],
     ];

@@ -8,14 +8,26 @@ import { LiteStatements } from '../src/db/lite-statements.js';
 
 let lite: PGlite;
 let st: LiteStatements;
-beforeAll(async () => { lite = new PGlite(); await lite.waitReady; });
-afterAll(async () => { await lite.close(); });
+beforeAll(async () => {
+  lite = new PGlite();
+  await lite.waitReady;
+});
+afterAll(async () => {
+  await lite.close();
+});
 beforeEach(async () => {
-  await lite.exec('DEALLOCATE ALL; DROP TABLE IF EXISTS t; CREATE TABLE t (id int PRIMARY KEY, name text); INSERT INTO t VALUES (1, \'one\'), (2, \'two\')');
+  await lite.exec(
+    "DEALLOCATE ALL; DROP TABLE IF EXISTS t; CREATE TABLE t (id int PRIMARY KEY, name text); INSERT INTO t VALUES (1, 'one'), (2, 'two')",
+  );
   st = new LiteStatements(lite, 3);
 });
 
-const ours = async () => (await lite.query<{ name: string; statement: string }>('SELECT name, statement FROM pg_prepared_statements ORDER BY prepare_time')).rows;
+const ours = async () =>
+  (
+    await lite.query<{ name: string; statement: string }>(
+      'SELECT name, statement FROM pg_prepared_statements ORDER BY prepare_time',
+    )
+  ).rows;
 
 describe('named prepared statements on the embedded database', () => {
   it('prepares a statement once and reuses it', async () => {
@@ -32,8 +44,19 @@ describe('named prepared statements on the embedded database', () => {
   it('answers what query() answers: the same parsers for the columns and serializers for the parameters', async () => {
     const sql = `SELECT $1::int AS i, $2::bigint AS b, $3::numeric AS n, $4::timestamp AS ts, $5::timestamptz AS tz, $6::json AS j,
       $7::jsonb AS jb, $8::bool AS t, $9::text AS nul, $10::int[] AS a, $11::bytea AS bytes, 'x' AS x, 2.5::float8 AS f`;
-    const params = [7, 2n ** 40n, '1.50', new Date('2026-01-02T03:04:05.678Z'), new Date('2026-01-02T03:04:05.678Z'), { a: [1, 'é'] },
-      { b: null }, true, null, [1, 2, 3], new Uint8Array([0, 255])];
+    const params = [
+      7,
+      2n ** 40n,
+      '1.50',
+      new Date('2026-01-02T03:04:05.678Z'),
+      new Date('2026-01-02T03:04:05.678Z'),
+      { a: [1, 'é'] },
+      { b: null },
+      true,
+      null,
+      [1, 2, 3],
+      new Uint8Array([0, 255]),
+    ];
     const expected = (await lite.query(sql, params)).rows;
     expect(await st.query(sql, params)).toEqual(expected);
     expect(await st.query(sql, params)).toEqual(expected);
@@ -56,7 +79,7 @@ describe('named prepared statements on the embedded database', () => {
 
   it('runs inside the transaction block the connection is in, and the statement outlives its rollback', async () => {
     const sql = 'SELECT count(*)::int AS n FROM t';
-    await lite.exec('BEGIN; INSERT INTO t VALUES (3, \'three\')');
+    await lite.exec("BEGIN; INSERT INTO t VALUES (3, 'three')");
     expect(await st.query(sql)).toEqual([{ n: 3 }]); // prepared inside the block, sees its uncommitted row
     expect(lite.isInTransaction()).toBe(true); // a Sync inside a block does not commit it
     await lite.exec('ROLLBACK');
@@ -70,12 +93,15 @@ describe('named prepared statements on the embedded database', () => {
     expect(await st.query(sql)).toEqual([{ n: 2 }]);
   });
 
-  it('waits for an open PGlite transaction (Prisma\'s) and then runs outside it, as query() does', async () => {
+  it("waits for an open PGlite transaction (Prisma's) and then runs outside it, as query() does", async () => {
     const order: string[] = [];
     let read: Promise<unknown> | undefined;
     await lite.transaction(async (tx) => {
-      await tx.query('INSERT INTO t VALUES (3, \'three\')');
-      read = st.query<{ n: number }>('SELECT count(*)::int AS n FROM t').then((r) => { order.push('read'); return r; });
+      await tx.query("INSERT INTO t VALUES (3, 'three')");
+      read = st.query<{ n: number }>('SELECT count(*)::int AS n FROM t').then((r) => {
+        order.push('read');
+        return r;
+      });
       await new Promise((r) => setTimeout(r, 20));
       order.push('commit');
     });
@@ -116,11 +142,17 @@ describe('named prepared statements on the embedded database', () => {
   });
 });
 
-describe('the embedded database\'s query()', () => {
+describe("the embedded database's query()", () => {
   let db: Database;
-  beforeAll(async () => { db = await openDatabase({ memory: true }); });
-  afterAll(async () => { await db.close(); });
-  afterEach(async () => { await db.session((s) => s.exec('DROP TABLE IF EXISTS u')); });
+  beforeAll(async () => {
+    db = await openDatabase({ memory: true });
+  });
+  afterAll(async () => {
+    await db.close();
+  });
+  afterEach(async () => {
+    await db.session((s) => s.exec('DROP TABLE IF EXISTS u'));
+  });
 
   it('goes through the prepared statements and counts each statement', async () => {
     const sql = 'SELECT $1::int + 1 AS n';
@@ -128,7 +160,9 @@ describe('the embedded database\'s query()', () => {
     expect(await db.query(sql, [1])).toEqual([{ n: 2 }]);
     expect(await db.query(sql, [41])).toEqual([{ n: 42 }]);
     expect(db.statements() - before).toBe(2);
-    const prepared = await db.session((s) => s.query<{ statement: string }>('SELECT statement FROM pg_prepared_statements'));
+    const prepared = await db.session((s) =>
+      s.query<{ statement: string }>('SELECT statement FROM pg_prepared_statements'),
+    );
     expect(prepared.filter((p) => p.statement === sql)).toHaveLength(1);
   });
 

@@ -4,7 +4,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDatabase, startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';
 import { loadConfig } from '../src/config.js';
 
-interface Sample { name: string; labels: Record<string, string>; value: number }
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
 
 /** Parses the Prometheus text format (the lines that carry samples). */
 function parse(text: string): Sample[] {
@@ -34,8 +38,12 @@ async function scrape(t: TestApp, key: string | null = SUPER_KEY) {
 forEachDatabase((kind) => {
   describe('METRICS=key (the default)', () => {
     let t: TestApp;
-    beforeAll(async () => { t = await startTestApp(kind); });
-    afterAll(async () => { await t?.close(); });
+    beforeAll(async () => {
+      t = await startTestApp(kind);
+    });
+    afterAll(async () => {
+      await t?.close();
+    });
 
     it('needs a super-user key', async () => {
       expect((await scrape(t, null)).status).toBe(401);
@@ -67,31 +75,83 @@ forEachDatabase((kind) => {
       await t.gql('query Nope { category(categoryId: 987654) { title } }');
       await t.gql('query NoKey { viewer { userId } }', {}, null);
       // an upload on each face
-      const d = (await t.rest('POST', '/api/mc-dm-downloads/', { key: owner.key, form: { category_id: c, title: 'Pack' } })).body.download;
+      const d = (
+        await t.rest('POST', '/api/mc-dm-downloads/', { key: owner.key, form: { category_id: c, title: 'Pack' } })
+      ).body.download;
       const form = new FormData();
       form.append('version_id', String(d.current_version_id));
       form.append('file', new Blob([new Uint8Array(3000).fill(65)]), 'a.txt');
-      expect((await fetch(`${t.url}/api/mc-dm-files/`, { method: 'POST', headers: { 'Forum-Api-Key': owner.key }, body: form })).status).toBe(200);
+      expect(
+        (
+          await fetch(`${t.url}/api/mc-dm-files/`, {
+            method: 'POST',
+            headers: { 'Forum-Api-Key': owner.key },
+            body: form,
+          })
+        ).status,
+      ).toBe(200);
       const g = new FormData();
-      g.append('operations', JSON.stringify({ query: `mutation Up($f: Upload!) { createFile(input: { versionId: ${d.current_version_id}, file: $f }) { file { fileId } } }`, variables: { f: null } }));
+      g.append(
+        'operations',
+        JSON.stringify({
+          query: `mutation Up($f: Upload!) { createFile(input: { versionId: ${d.current_version_id}, file: $f }) { file { fileId } } }`,
+          variables: { f: null },
+        }),
+      );
       g.append('map', JSON.stringify({ 0: ['variables.f'] }));
       g.append('0', new Blob([new Uint8Array(2000).fill(66)]), 'b.txt');
-      const up = await (await fetch(`${t.url}/graphql`, { method: 'POST', headers: { 'Forum-Api-Key': owner.key }, body: g })).json() as any;
+      const up = (await (
+        await fetch(`${t.url}/graphql`, { method: 'POST', headers: { 'Forum-Api-Key': owner.key }, body: g })
+      ).json()) as any;
       expect(up.data.createFile.file.fileId).toBeGreaterThan(0);
 
       const scraped = await scrape(t);
       const after = parse(scraped.text);
-      const delta = (name: string, labels: Record<string, string> = {}) => value(after, name, labels) - value(before, name, labels);
+      const delta = (name: string, labels: Record<string, string> = {}) =>
+        value(after, name, labels) - value(before, name, labels);
 
-      expect(delta('dcs_rest_requests_total', { route: '/api/mc-dm-categories/', method: 'GET', status: '200' })).toBe(2);
-      expect(delta('dcs_rest_requests_total', { route: '/api/mc-dm-categories/', method: 'POST', status: '200' })).toBe(1);
-      expect(delta('dcs_rest_requests_total', { route: '/api/mc-dm-categories/:category_id/', method: 'GET', status: '200' })).toBe(1);
-      expect(delta('dcs_rest_requests_total', { route: '/api/mc-dm-categories/:category_id/', method: 'GET', status: '404' })).toBe(1);
-      expect(delta('dcs_rest_requests_total', { route: '/api/mc-dm-categories/', method: 'GET', status: '401' })).toBe(1);
-      expect(delta('dcs_rest_requests_total', { route: '/api/mc-dm-categories/', method: 'PATCH', status: '405' })).toBe(1);
-      expect(delta('dcs_rest_request_duration_seconds_count', { route: '/api/mc-dm-categories/:category_id/', method: 'GET' })).toBe(2);
-      expect(value(after, 'dcs_rest_request_duration_seconds_sum', { route: '/api/mc-dm-categories/', method: 'GET' })).toBeGreaterThan(0);
-      expect(delta('dcs_rest_request_duration_seconds_bucket', { route: '/api/mc-dm-categories/', method: 'GET', le: '+Inf' })).toBe(3);
+      expect(delta('dcs_rest_requests_total', { route: '/api/mc-dm-categories/', method: 'GET', status: '200' })).toBe(
+        2,
+      );
+      expect(delta('dcs_rest_requests_total', { route: '/api/mc-dm-categories/', method: 'POST', status: '200' })).toBe(
+        1,
+      );
+      expect(
+        delta('dcs_rest_requests_total', {
+          route: '/api/mc-dm-categories/:category_id/',
+          method: 'GET',
+          status: '200',
+        }),
+      ).toBe(1);
+      expect(
+        delta('dcs_rest_requests_total', {
+          route: '/api/mc-dm-categories/:category_id/',
+          method: 'GET',
+          status: '404',
+        }),
+      ).toBe(1);
+      expect(delta('dcs_rest_requests_total', { route: '/api/mc-dm-categories/', method: 'GET', status: '401' })).toBe(
+        1,
+      );
+      expect(
+        delta('dcs_rest_requests_total', { route: '/api/mc-dm-categories/', method: 'PATCH', status: '405' }),
+      ).toBe(1);
+      expect(
+        delta('dcs_rest_request_duration_seconds_count', {
+          route: '/api/mc-dm-categories/:category_id/',
+          method: 'GET',
+        }),
+      ).toBe(2);
+      expect(
+        value(after, 'dcs_rest_request_duration_seconds_sum', { route: '/api/mc-dm-categories/', method: 'GET' }),
+      ).toBeGreaterThan(0);
+      expect(
+        delta('dcs_rest_request_duration_seconds_bucket', {
+          route: '/api/mc-dm-categories/',
+          method: 'GET',
+          le: '+Inf',
+        }),
+      ).toBe(3);
       expect(scraped.text).not.toContain('987654'); // raw paths never become labels
 
       expect(delta('dcs_graphql_requests_total', { operation: 'Mine', status: '200' })).toBe(2);
@@ -125,7 +185,10 @@ forEachDatabase((kind) => {
       open = await startTestApp(kind, { metrics: 'open' });
       off = await startTestApp(kind, { metrics: 'off' });
     });
-    afterAll(async () => { await open?.close(); await off?.close(); });
+    afterAll(async () => {
+      await open?.close();
+      await off?.close();
+    });
 
     it('open needs no key; off has no endpoint', async () => {
       const o = await scrape(open, null);

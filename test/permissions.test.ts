@@ -1,12 +1,20 @@
 // Contract §3 as pure functions: resolution down the category tree, overrides, several groups, super keys,
 // and the derived can* checks.
 import { describe, expect, it } from 'vitest';
-import { PermissionResolver, emptyPermissionData, type PermissionData, type OverrideValue } from '../src/permissions/resolve.js';
+import {
+  PermissionResolver,
+  emptyPermissionData,
+  type PermissionData,
+  type OverrideValue,
+} from '../src/permissions/resolve.js';
 import { Access, type Visitor } from '../src/permissions/access.js';
 import { BUILT_IN_GROUPS, PERMISSIONS } from '../src/permissions/names.js';
 
 // Tree: 1 (top) → 2 → 3 ; 4 (top, sibling)
-const GUEST = 1, REG = 2, MOD = 3, EXTRA = 5;
+const GUEST = 1,
+  REG = 2,
+  MOD = 3,
+  EXTRA = 5;
 
 function data(overrides: [number, number, string, OverrideValue][] = []): PermissionData {
   const d = emptyPermissionData();
@@ -25,7 +33,15 @@ function data(overrides: [number, number, string, OverrideValue][] = []): Permis
 }
 
 const visitor = (over: Partial<Visitor> = {}): Visitor => ({
-  userId: 7, username: 'u', isSuper: false, isAdmin: false, isModerator: false, groupIds: [REG], scopes: new Set(), apiKeyId: 1, ...over,
+  userId: 7,
+  username: 'u',
+  isSuper: false,
+  isAdmin: false,
+  isModerator: false,
+  groupIds: [REG],
+  scopes: new Set(),
+  apiKeyId: 1,
+  ...over,
 });
 
 describe('built-in group defaults', () => {
@@ -33,7 +49,18 @@ describe('built-in group defaults', () => {
     expect(BUILT_IN_GROUPS.guest).toEqual(['view', 'viewComments', 'download']);
     for (const p of BUILT_IN_GROUPS.guest) expect(BUILT_IN_GROUPS.registered).toContain(p);
     expect([...BUILT_IN_GROUPS.registered].sort()).toEqual(
-      ['view', 'viewComments', 'download', 'add', 'comment', 'editOwn', 'deleteOwn', 'editOwnComment', 'deleteOwnComment'].sort());
+      [
+        'view',
+        'viewComments',
+        'download',
+        'add',
+        'comment',
+        'editOwn',
+        'deleteOwn',
+        'editOwnComment',
+        'deleteOwnComment',
+      ].sort(),
+    );
     expect([...BUILT_IN_GROUPS.moderator].sort()).toEqual([...PERMISSIONS].sort());
     expect([...BUILT_IN_GROUPS.administrator].sort()).toEqual([...PERMISSIONS].sort());
   });
@@ -65,9 +92,14 @@ describe('resolution down the tree', () => {
   });
 
   it('the nearest override wins: deny at the top, allow again in the middle, deny at the leaf', () => {
-    const r = new PermissionResolver([REG], data([
-      [1, REG, 'download', 'deny'], [2, REG, 'download', 'allow'], [3, REG, 'download', 'deny'],
-    ]));
+    const r = new PermissionResolver(
+      [REG],
+      data([
+        [1, REG, 'download', 'deny'],
+        [2, REG, 'download', 'allow'],
+        [3, REG, 'download', 'deny'],
+      ]),
+    );
     expect([r.has('download', 1), r.has('download', 2), r.has('download', 3)]).toEqual([false, true, false]);
   });
 
@@ -79,7 +111,13 @@ describe('resolution down the tree', () => {
 
 describe('several groups: any group that resolves to allow grants', () => {
   it('a deny in one group is outweighed by an allow in another', () => {
-    const r = new PermissionResolver([REG, EXTRA], data([[1, REG, 'view', 'deny'], [2, EXTRA, 'view', 'allow']]));
+    const r = new PermissionResolver(
+      [REG, EXTRA],
+      data([
+        [1, REG, 'view', 'deny'],
+        [2, EXTRA, 'view', 'allow'],
+      ]),
+    );
     expect([r.has('view', 1), r.has('view', 2), r.has('view', 3)]).toEqual([false, true, true]);
   });
 
@@ -89,7 +127,13 @@ describe('several groups: any group that resolves to allow grants', () => {
   });
 
   it('when every group is denied, the permission is withheld', () => {
-    const r = new PermissionResolver([REG, MOD], data([[2, REG, 'view', 'deny'], [2, MOD, 'view', 'deny']]));
+    const r = new PermissionResolver(
+      [REG, MOD],
+      data([
+        [2, REG, 'view', 'deny'],
+        [2, MOD, 'view', 'deny'],
+      ]),
+    );
     expect(r.has('view', 3)).toBe(false);
   });
 });
@@ -107,9 +151,17 @@ describe('super-user keys', () => {
 });
 
 describe('derived checks', () => {
-  const access = (groups: number[], overrides: [number, number, string, OverrideValue][] = [], v: Partial<Visitor> = {}) =>
-    new Access(visitor({ groupIds: groups, ...v }), new PermissionResolver(groups, data(overrides)));
-  const dl = (state: 'visible' | 'moderated' | 'deleted' | 'draft', userId = 99, categoryId = 3) => ({ id: 1, categoryId, userId, state });
+  const access = (
+    groups: number[],
+    overrides: [number, number, string, OverrideValue][] = [],
+    v: Partial<Visitor> = {},
+  ) => new Access(visitor({ groupIds: groups, ...v }), new PermissionResolver(groups, data(overrides)));
+  const dl = (state: 'visible' | 'moderated' | 'deleted' | 'draft', userId = 99, categoryId = 3) => ({
+    id: 1,
+    categoryId,
+    userId,
+    state,
+  });
 
   it('download visibility follows the state rule', () => {
     const reg = access([REG]);
@@ -179,7 +231,8 @@ describe('explain: the rule that decided', () => {
   it('names the nearest override, inherited from an ancestor category', () => {
     const r = new PermissionResolver([REG], data([[1, REG, 'add', 'deny']]));
     expect(r.explain('add', 3)).toEqual({
-      permission: 'add', granted: false,
+      permission: 'add',
+      granted: false,
       decidedBy: { groupId: REG, level: 'category', categoryId: 1, value: 'deny' },
       rules: [{ groupId: REG, level: 'category', categoryId: 1, value: 'deny' }],
     });
@@ -202,7 +255,12 @@ describe('explain: the rule that decided', () => {
   });
 
   it('agrees with has() for every permission, category and group mix', () => {
-    const d = data([[1, REG, 'add', 'deny'], [2, REG, 'add', 'allow'], [3, GUEST, 'view', 'deny'], [4, MOD, 'editAny', 'deny']]);
+    const d = data([
+      [1, REG, 'add', 'deny'],
+      [2, REG, 'add', 'allow'],
+      [3, GUEST, 'view', 'deny'],
+      [4, MOD, 'editAny', 'deny'],
+    ]);
     for (const groups of [[GUEST], [REG], [GUEST, REG], [MOD, EXTRA], []]) {
       const r = new PermissionResolver(groups, d);
       for (const p of PERMISSIONS) {

@@ -15,7 +15,7 @@ import { freshPostgres, startTestApp } from './helpers/app.js';
 
 const never = new Promise<never>(() => {});
 /** Resolves to `value` after `ms`, for races. */
-const after = <T,>(ms: number, value: T) => new Promise<T>((resolve) => setTimeout(() => resolve(value), ms));
+const after = <T>(ms: number, value: T) => new Promise<T>((resolve) => setTimeout(() => resolve(value), ms));
 
 describe('a cancel request that cannot be sent', () => {
   it('settles, without an error, when nothing listens or the session has no key', async () => {
@@ -31,10 +31,17 @@ describe('a cancel request that cannot be sent', () => {
 
   it('gives up after its time limit on a server that never closes', async () => {
     const sockets: net.Socket[] = [];
-    const server = net.createServer((socket) => { sockets.push(socket); });
+    const server = net.createServer((socket) => {
+      sockets.push(socket);
+    });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
-      const client = { processID: 1234, secretKey: 5678, host: '127.0.0.1', port: (server.address() as net.AddressInfo).port } as unknown as pg.ClientBase;
+      const client = {
+        processID: 1234,
+        secretKey: 5678,
+        host: '127.0.0.1',
+        port: (server.address() as net.AddressInfo).port,
+      } as unknown as pg.ClientBase;
       const t0 = performance.now();
       await cancelStatement(client);
       expect(performance.now() - t0).toBeGreaterThan(1500);
@@ -56,8 +63,12 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL server: the pool', (
     return db;
   };
   /** The sessions on the test database, other than this test's own. */
-  const sessions = async () => (await admin.query<{ state: string; query: string }>(
-    'SELECT state, query FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() ORDER BY state')).rows;
+  const sessions = async () =>
+    (
+      await admin.query<{ state: string; query: string }>(
+        'SELECT state, query FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() ORDER BY state',
+      )
+    ).rows;
   /** A query answers: the pool has a connection to give. */
   const answers = async (db: Database) => Promise.race([db.query('SELECT 1').then(() => true), after(3000, false)]);
 
@@ -77,13 +88,21 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL server: the pool', (
   it('disconnect: transactions waiting for a connection leave none idle in a transaction, and close() ends at once', async () => {
     const db = await open(2);
     // Two transactions hold the pool, three wait for a connection; close() cancels them all.
-    for (let i = 0; i < 5; i++) void db.prisma.$transaction(async (tx) => { await tx.$executeRawUnsafe('SELECT pg_sleep(0.3)'); }).catch(() => {});
+    for (let i = 0; i < 5; i++)
+      void db.prisma
+        .$transaction(async (tx) => {
+          await tx.$executeRawUnsafe('SELECT pg_sleep(0.3)');
+        })
+        .catch(() => {});
     // Prisma's first query loads its query compiler: on a busy machine that alone can take longer than 100 ms.
-    for (const until = performance.now() + 3000; db.connections().waiting < 3 && performance.now() < until;) await after(20, null);
+    for (const until = performance.now() + 3000; db.connections().waiting < 3 && performance.now() < until; )
+      await after(20, null);
     expect(db.connections()).toMatchObject({ total: 2, waiting: 3 });
     const t0 = performance.now();
     // A long deadline: closing must not need it.
-    expect(await Promise.race([db.close({ deadlineMs: 60_000 }).then(() => 'closed'), after(3000, 'hung')])).toBe('closed');
+    expect(await Promise.race([db.close({ deadlineMs: 60_000 }).then(() => 'closed'), after(3000, 'hung')])).toBe(
+      'closed',
+    );
     expect(performance.now() - t0).toBeLessThan(2000);
     expect(await sessions()).toEqual([]);
   });
@@ -91,9 +110,11 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL server: the pool', (
   it('a COMMIT the server refuses: the connection is closed and replaced, not kept checked out', async () => {
     const db = await open(1);
     await db.query('CREATE TABLE deferred_once (n int UNIQUE DEFERRABLE INITIALLY DEFERRED)');
-    await expect(db.prisma.$transaction(async (tx) => {
-      await tx.$executeRawUnsafe('INSERT INTO deferred_once VALUES (1), (1)'); // refused only at COMMIT
-    })).rejects.toThrow(/deferred_once|unique/i);
+    await expect(
+      db.prisma.$transaction(async (tx) => {
+        await tx.$executeRawUnsafe('INSERT INTO deferred_once VALUES (1), (1)'); // refused only at COMMIT
+      }),
+    ).rejects.toThrow(/deferred_once|unique/i);
     expect(await answers(db)).toBe(true);
     expect(db.connections()).toMatchObject({ total: 1, waiting: 0 });
     expect(await sessions()).toEqual([{ state: 'idle', query: 'SELECT 1' }]);
@@ -119,7 +140,9 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL server: the pool', (
     const until = performance.now() + ms;
     for (;;) {
       const { rows } = await admin.query<{ n: number }>(
-        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND query LIKE $1", [pattern]);
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND query LIKE $1",
+        [pattern],
+      );
       if (rows[0]!.n === 0 || performance.now() > until) return rows[0]!.n;
       await after(50, null);
     }
@@ -131,8 +154,17 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL server: the pool', (
     const db = await open(1);
     const t0 = performance.now();
     const outcome = await Promise.race([
-      db.prisma.$transaction(async (tx) => { await tx.$executeRawUnsafe('SELECT pg_sleep(30) /* timed-out */'); }, { timeout: 300 })
-        .then(() => 'committed', (err: Error) => err),
+      db.prisma
+        .$transaction(
+          async (tx) => {
+            await tx.$executeRawUnsafe('SELECT pg_sleep(30) /* timed-out */');
+          },
+          { timeout: 300 },
+        )
+        .then(
+          () => 'committed',
+          (err: Error) => err,
+        ),
       after(5000, 'hung'),
     ]);
     expect(outcome).toBeInstanceOf(Error);
@@ -155,9 +187,14 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL server: the pool', (
       await holder.query('BEGIN');
       await holder.query('SELECT * FROM locked_row WHERE n = 1 FOR UPDATE');
       const t0 = performance.now();
-      await expect(db.prisma.$transaction(async (tx) => {
-        await tx.$executeRawUnsafe('UPDATE locked_row SET n = 2 WHERE n = 1 /* lock-wait */');
-      }, { timeout: 300 })).rejects.toThrow(/Transaction already closed/);
+      await expect(
+        db.prisma.$transaction(
+          async (tx) => {
+            await tx.$executeRawUnsafe('UPDATE locked_row SET n = 2 WHERE n = 1 /* lock-wait */');
+          },
+          { timeout: 300 },
+        ),
+      ).rejects.toThrow(/Transaction already closed/);
       expect(performance.now() - t0).toBeLessThan(1500);
       expect(await answers(db)).toBe(true);
       expect(await running('%/* lock-wait */%')).toBe(0);
@@ -173,9 +210,19 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL server: the pool', (
   it('a rollback with a statement still running elsewhere in the transaction (a failed sibling) does not wait for it', async () => {
     const db = await open(1);
     const t0 = performance.now();
-    await expect(db.prisma.$transaction(async (tx) => {
-      await Promise.all([tx.$executeRawUnsafe('SELECT pg_sleep(30) /* sibling */'), after(100, null).then(() => { throw new Error('the other half failed'); })]);
-    }, { timeout: 60_000 })).rejects.toThrow('the other half failed');
+    await expect(
+      db.prisma.$transaction(
+        async (tx) => {
+          await Promise.all([
+            tx.$executeRawUnsafe('SELECT pg_sleep(30) /* sibling */'),
+            after(100, null).then(() => {
+              throw new Error('the other half failed');
+            }),
+          ]);
+        },
+        { timeout: 60_000 },
+      ),
+    ).rejects.toThrow('the other half failed');
     expect(performance.now() - t0).toBeLessThan(1500);
     expect(await answers(db)).toBe(true);
     expect(await running('%pg_sleep(30) /* sibling */%')).toBe(0);
@@ -185,13 +232,28 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL server: the pool', (
     const db = await open(1);
     await db.query('CREATE TABLE kept (n int)');
     const pid = await backend(db);
-    await db.prisma.$transaction(async (tx) => { await tx.$executeRawUnsafe('INSERT INTO kept VALUES (1)'); }, { timeout: 500 });
-    await expect(db.prisma.$transaction(async (tx) => {
-      await tx.$executeRawUnsafe('INSERT INTO kept VALUES (2)');
-      throw new Error('changed my mind');
-    }, { timeout: 500 })).rejects.toThrow('changed my mind');
+    await db.prisma.$transaction(
+      async (tx) => {
+        await tx.$executeRawUnsafe('INSERT INTO kept VALUES (1)');
+      },
+      { timeout: 500 },
+    );
+    await expect(
+      db.prisma.$transaction(
+        async (tx) => {
+          await tx.$executeRawUnsafe('INSERT INTO kept VALUES (2)');
+          throw new Error('changed my mind');
+        },
+        { timeout: 500 },
+      ),
+    ).rejects.toThrow('changed my mind');
     // A transaction that ends close to its timeout, its statement done.
-    await db.prisma.$transaction(async (tx) => { await tx.$executeRawUnsafe('SELECT pg_sleep(0.3)'); }, { timeout: 500 });
+    await db.prisma.$transaction(
+      async (tx) => {
+        await tx.$executeRawUnsafe('SELECT pg_sleep(0.3)');
+      },
+      { timeout: 500 },
+    );
     // Statements on the same connection afterwards run to their end: no cancel was sent for it.
     expect(await db.query('SELECT 1 AS n FROM pg_sleep(0.5)')).toEqual([{ n: 1 }]);
     expect(await db.query('SELECT n FROM kept')).toEqual([{ n: 1 }]);
@@ -202,10 +264,15 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL server: the pool', (
 
   it('a connection left idle in a transaction is ended by the server after idle_in_transaction_session_timeout, and dropped', async () => {
     const db = await open(1);
-    expect(await db.query('SHOW idle_in_transaction_session_timeout')).toEqual([{ idle_in_transaction_session_timeout: '2min' }]);
+    expect(await db.query('SHOW idle_in_transaction_session_timeout')).toEqual([
+      { idle_in_transaction_session_timeout: '2min' },
+    ]);
     const short = await open(1, '?idle_in_transaction_session_timeout=200');
     // A holder that begins a transaction and never releases its connection.
-    void short.session(async (s) => { await s.exec('BEGIN'); await never; });
+    void short.session(async (s) => {
+      await s.exec('BEGIN');
+      await never;
+    });
     await after(100, null);
     expect(short.connections()).toMatchObject({ total: 1, idle: 0 });
     await after(400, null);
@@ -215,12 +282,17 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL server: the pool', (
 
   it('close() ends by its deadline with a connection checked out and never released', async () => {
     const db = await open(2);
-    void db.session(async (s) => { await s.exec('BEGIN'); await never; });
+    void db.session(async (s) => {
+      await s.exec('BEGIN');
+      await never;
+    });
     void db.session(async () => never);
     await after(100, null);
     expect(db.connections()).toMatchObject({ total: 2, idle: 0 });
     const t0 = performance.now();
-    expect(await Promise.race([db.close({ deadlineMs: 300 }).then(() => 'closed'), after(3000, 'hung')])).toBe('closed');
+    expect(await Promise.race([db.close({ deadlineMs: 300 }).then(() => 'closed'), after(3000, 'hung')])).toBe(
+      'closed',
+    );
     expect(performance.now() - t0).toBeLessThan(1000);
     await after(200, null);
     expect(await sessions()).toEqual([]);
@@ -230,21 +302,35 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL server: the pool', (
     // What a benchmark saw: SIGTERM with writes queued for a pool of 10 never exited. Two connections, many writes.
     const target = await freshPostgres();
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-pool-'));
-    const app = await startTestApp('postgres', { dataDir, maxConcurrentOperations: 0 }, { url: target.url, poolSize: 2 });
+    const app = await startTestApp(
+      'postgres',
+      { dataDir, maxConcurrentOperations: 0 },
+      { url: target.url, poolSize: 2 },
+    );
     try {
       const alice = await app.user('alice', { isAdmin: true });
-      const category = (await app.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Maps' } })).body.category.category_id;
+      const category = (await app.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Maps' } })).body.category
+        .category_id;
       for (let i = 0; i < 200; i++) {
-        void app.rest('POST', '/api/mc-dm-downloads/', { key: alice.key, form: { title: `Map ${i}`, category_id: category, version_string: '1.0' } }).catch(() => {});
+        void app
+          .rest('POST', '/api/mc-dm-downloads/', {
+            key: alice.key,
+            form: { title: `Map ${i}`, category_id: category, version_string: '1.0' },
+          })
+          .catch(() => {});
       }
       await after(200, null);
       const t0 = performance.now();
-      expect(await Promise.race([app.app.close({ graceMs: 300 }).then(() => 'closed'), after(5000, 'hung')])).toBe('closed');
+      expect(await Promise.race([app.app.close({ graceMs: 300 }).then(() => 'closed'), after(5000, 'hung')])).toBe(
+        'closed',
+      );
       expect(performance.now() - t0).toBeLessThan(800);
       const watch = new pg.Client({ connectionString: target.url });
       await watch.connect();
       await after(200, null);
-      const left = await watch.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction'");
+      const left = await watch.query(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction'",
+      );
       await watch.end();
       expect(left.rows[0].n).toBe(0);
     } finally {
@@ -255,7 +341,10 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL server: the pool', (
 
   it('the service stops within its grace period with a connection checked out and never released', async () => {
     const app = await startTestApp('postgres');
-    void app.app.db.session(async (s) => { await s.exec('BEGIN'); await never; });
+    void app.app.db.session(async (s) => {
+      await s.exec('BEGIN');
+      await never;
+    });
     await after(100, null);
     const t0 = performance.now();
     expect(await Promise.race([app.close({ graceMs: 1000 }).then(() => 'closed'), after(5000, 'hung')])).toBe('closed');

@@ -12,8 +12,12 @@ const redisUp = await redisAnswers();
 
 forEachDatabase((kind) => {
   let t: TestApp;
-  beforeAll(async () => { t = await startTestApp(kind, { rateLimitPerMinute: 5 }); });
-  afterAll(async () => { await t?.close(); });
+  beforeAll(async () => {
+    t = await startTestApp(kind, { rateLimitPerMinute: 5 });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
 
   it('counts every face against one budget per key, and refuses the sixth request of the minute', async () => {
     const key = await t.key('GUEST', ['mc_dm_category:read']);
@@ -42,7 +46,9 @@ forEachDatabase((kind) => {
     expect(data.headers.get('retry-after')).not.toBeNull();
 
     // Another key has its own budget; super-user keys are not limited by default.
-    expect((await t.rest('GET', '/api/mc-dm-categories/', { key: await t.key('GUEST', ['mc_dm_category:read']) })).status).toBe(200);
+    expect(
+      (await t.rest('GET', '/api/mc-dm-categories/', { key: await t.key('GUEST', ['mc_dm_category:read']) })).status,
+    ).toBe(200);
     for (let i = 0; i < 8; i++) expect((await t.rest('GET', '/api/mc-dm-categories/')).status).toBe(200);
   });
 
@@ -69,7 +75,8 @@ describe.skipIf(!redisUp || !process.env.TEST_DATABASE_URL)('rate limits shared 
     try {
       const key = await a.key('GUEST', ['mc_dm_category:read']);
       const statuses = [];
-      for (const t of [a, b, a, b, a, b]) statuses.push((await t.rest('GET', '/api/mc-dm-categories/', { key })).status);
+      for (const t of [a, b, a, b, a, b])
+        statuses.push((await t.rest('GET', '/api/mc-dm-categories/', { key })).status);
       // createApiKey used the super key; the guest key's four requests are spread over both instances.
       expect(statuses).toEqual([200, 200, 200, 200, 429, 429]);
     } finally {

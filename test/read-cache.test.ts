@@ -9,13 +9,23 @@ import { forEachDatabase, startTestApp, SUPER_KEY, type TestApp } from './helper
 describe('ReadCache', () => {
   const deferred = () => {
     let resolve!: (s: string) => void;
-    const promise = new Promise<string>((r) => { resolve = r; });
+    const promise = new Promise<string>((r) => {
+      resolve = r;
+    });
     return { promise, resolve };
   };
 
   it('gives every caller a snapshot taken after it asked: callers during a statement share the next one', async () => {
     const sent: ReturnType<typeof deferred>[] = [];
-    const cache = new ReadCache({ maxBytes: 1000, ttlMs: 1000, snapshot: () => { const d = deferred(); sent.push(d); return d.promise; } });
+    const cache = new ReadCache({
+      maxBytes: 1000,
+      ttlMs: 1000,
+      snapshot: () => {
+        const d = deferred();
+        sent.push(d);
+        return d.promise;
+      },
+    });
     const first = cache.snapshot();
     const second = cache.snapshot();
     const third = cache.snapshot();
@@ -48,7 +58,10 @@ describe('ReadCache', () => {
 
   it('keeps at most its size, least recently used out first, and no answer over an eighth of it', async () => {
     const cache = new ReadCache({ maxBytes: 800, ttlMs: 10_000, snapshot: async () => 's' });
-    const put = async (k: string, bytes: number) => { const r = await cache.lookup<string>(k); if ('store' in r) r.store(k, bytes); };
+    const put = async (k: string, bytes: number) => {
+      const r = await cache.lookup<string>(k);
+      if ('store' in r) r.store(k, bytes);
+    };
     for (const k of ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h']) await put(k, 100);
     expect(cache.size).toEqual({ entries: 8, bytes: 800 });
     await cache.lookup('a'); // used: now the most recent
@@ -78,15 +91,31 @@ forEachDatabase((kind) => {
     let draft: number;
     beforeAll(async () => {
       t = await startTestApp(kind, { cacheSeconds: 300, commentFloodSeconds: 0 });
-      category = (await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Cached' } })).body.category.category_id;
+      category = (await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Cached' } })).body.category
+        .category_id;
       owner = await t.user('keeper');
       guestKey = await t.key('GUEST', ['mc_dm_category:read', 'mc_dm_download:read']);
-      published = (await t.rest('POST', '/api/mc-dm-downloads/', { key: owner.key, form: { category_id: category, title: 'Published' } })).body.download.download_id;
-      draft = (await t.rest('POST', '/api/mc-dm-downloads/', { key: owner.key, form: { category_id: category, title: 'Draft' } })).body.download.download_id;
+      published = (
+        await t.rest('POST', '/api/mc-dm-downloads/', {
+          key: owner.key,
+          form: { category_id: category, title: 'Published' },
+        })
+      ).body.download.download_id;
+      draft = (
+        await t.rest('POST', '/api/mc-dm-downloads/', {
+          key: owner.key,
+          form: { category_id: category, title: 'Draft' },
+        })
+      ).body.download.download_id;
       await t.prisma.download.update({ where: { id: draft }, data: { state: 'draft' } });
-      await t.rest('POST', '/api/mc-dm-comments/', { key: owner.key, form: { download_id: published, message: 'First' } });
+      await t.rest('POST', '/api/mc-dm-comments/', {
+        key: owner.key,
+        form: { download_id: published, message: 'First' },
+      });
     });
-    afterAll(async () => { await t?.close(); });
+    afterAll(async () => {
+      await t?.close();
+    });
 
     const counts = () => ({ ...t.app.readCache.counts });
     const text = async (path: string, key: string = SUPER_KEY, headers: Record<string, string> = {}) => {
@@ -95,14 +124,20 @@ forEachDatabase((kind) => {
     };
     const gqlText = async (query: string, variables: Record<string, unknown> = {}, key: string = SUPER_KEY) => {
       const res = await fetch(new URL('/graphql', t.url), {
-        method: 'POST', headers: { 'content-type': 'application/json', 'Forum-Api-Key': key }, body: JSON.stringify({ query, variables }),
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'Forum-Api-Key': key },
+        body: JSON.stringify({ query, variables }),
       });
       return { status: res.status, body: await res.text() };
     };
-    const DOWNLOAD = 'query($id: Int!) { download(downloadId: $id) { downloadId title tagLine downloadState canEdit } }';
+    const DOWNLOAD =
+      'query($id: Int!) { download(downloadId: $id) { downloadId title tagLine downloadState canEdit } }';
 
     it('answers a read sent again from the cache, byte for byte, through REST and GraphQL', async () => {
-      for (const read of [() => text(`/api/mc-dm-downloads/${published}/?with=full`), () => gqlText(DOWNLOAD, { id: published })]) {
+      for (const read of [
+        () => text(`/api/mc-dm-downloads/${published}/?with=full`),
+        () => gqlText(DOWNLOAD, { id: published }),
+      ]) {
         const first = await read();
         const before = counts();
         const second = await read();
@@ -115,18 +150,38 @@ forEachDatabase((kind) => {
     it('shows a write made through the service at once, on both faces', async () => {
       await text(`/api/mc-dm-downloads/${published}/`);
       await gqlText(DOWNLOAD, { id: published });
-      expect((await t.rest('PUT', `/api/mc-dm-downloads/${published}/`, { key: owner.key, form: { tag_line: 'changed once' } })).status).toBe(200);
-      expect(JSON.parse((await text(`/api/mc-dm-downloads/${published}/`)).body).download.tag_line).toBe('changed once');
+      expect(
+        (
+          await t.rest('PUT', `/api/mc-dm-downloads/${published}/`, {
+            key: owner.key,
+            form: { tag_line: 'changed once' },
+          })
+        ).status,
+      ).toBe(200);
+      expect(JSON.parse((await text(`/api/mc-dm-downloads/${published}/`)).body).download.tag_line).toBe(
+        'changed once',
+      );
       expect(JSON.parse((await gqlText(DOWNLOAD, { id: published })).body).data.download.tagLine).toBe('changed once');
-      await t.gqlOk('mutation($id: Int!) { updateDownload(input: { downloadId: $id, tagLine: "changed twice" }) { download { downloadId } } }', { id: published });
-      expect(JSON.parse((await text(`/api/mc-dm-downloads/${published}/`)).body).download.tag_line).toBe('changed twice');
+      await t.gqlOk(
+        'mutation($id: Int!) { updateDownload(input: { downloadId: $id, tagLine: "changed twice" }) { download { downloadId } } }',
+        { id: published },
+      );
+      expect(JSON.parse((await text(`/api/mc-dm-downloads/${published}/`)).body).download.tag_line).toBe(
+        'changed twice',
+      );
       expect(JSON.parse((await gqlText(DOWNLOAD, { id: published })).body).data.download.tagLine).toBe('changed twice');
     });
 
     it('shows a write made straight into the database at once (SQL, not through the service)', async () => {
       await text(`/api/mc-dm-comments/?download_id=${published}`);
-      await t.prisma.$executeRawUnsafe('UPDATE comment SET message = $1 WHERE "downloadId" = $2', 'Edited in SQL', published);
-      expect(JSON.parse((await text(`/api/mc-dm-comments/?download_id=${published}`)).body).comments[0].message).toBe('Edited in SQL');
+      await t.prisma.$executeRawUnsafe(
+        'UPDATE comment SET message = $1 WHERE "downloadId" = $2',
+        'Edited in SQL',
+        published,
+      );
+      expect(JSON.parse((await text(`/api/mc-dm-comments/?download_id=${published}`)).body).comments[0].message).toBe(
+        'Edited in SQL',
+      );
       await t.prisma.$executeRawUnsafe('UPDATE download SET title = $1 WHERE id = $2', 'Renamed in SQL', published);
       expect(JSON.parse((await gqlText(DOWNLOAD, { id: published })).body).data.download.title).toBe('Renamed in SQL');
     });
@@ -134,7 +189,8 @@ forEachDatabase((kind) => {
     it('keeps answers per visitor: what the owner sees is never given to a guest or another user', async () => {
       // The draft: its owner may see it, nobody else but a super-user key.
       const path = `/api/mc-dm-downloads/${draft}/`;
-      const status = async (key: string, headers: Record<string, string> = {}) => (await text(path, key, headers)).status;
+      const status = async (key: string, headers: Record<string, string> = {}) =>
+        (await text(path, key, headers)).status;
       const other = await t.user('other');
       // Each key's first use is recorded (a write, which would make the next read a miss anyway): done first.
       for (const key of [owner.key, guestKey, other.key]) await text('/api/mc-dm-categories/', key);
@@ -147,7 +203,8 @@ forEachDatabase((kind) => {
       // A super-user key acting as one user, then another, then the guest (Forum-Api-User).
       const viewer = async (user: number) => {
         const res = await fetch(new URL('/graphql', t.url), {
-          method: 'POST', headers: { 'content-type': 'application/json', 'Forum-Api-Key': SUPER_KEY, 'Forum-Api-User': String(user) },
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'Forum-Api-Key': SUPER_KEY, 'Forum-Api-User': String(user) },
           body: JSON.stringify({ query: '{ viewer { userId username } }' }),
         });
         return ((await res.json()) as { data: { viewer: unknown } }).data.viewer;
@@ -157,39 +214,51 @@ forEachDatabase((kind) => {
         expect(await viewer(other.userId)).toEqual({ userId: other.userId, username: 'other' });
         expect(await viewer(0)).toEqual({ userId: 0, username: 'Guest' });
       }
-      const canEdit = async (key: string) => JSON.parse((await gqlText(DOWNLOAD, { id: published }, key)).body).data.download.canEdit;
+      const canEdit = async (key: string) =>
+        JSON.parse((await gqlText(DOWNLOAD, { id: published }, key)).body).data.download.canEdit;
       expect(await canEdit(owner.key)).toBe(true);
       expect(await canEdit(other.key)).toBe(false);
     });
 
     it('refuses a revoked key even when an answer for it is kept', async () => {
-      const made = await t.gqlOk('mutation { createApiKey(input: { type: GUEST, scopes: ["mc_dm_category:read"] }) { key apiKey { apiKeyId } } }');
+      const made = await t.gqlOk(
+        'mutation { createApiKey(input: { type: GUEST, scopes: ["mc_dm_category:read"] }) { key apiKey { apiKeyId } } }',
+      );
       const key = made.createApiKey.key;
       expect((await text('/api/mc-dm-categories/', key)).status).toBe(200);
       expect((await text('/api/mc-dm-categories/', key)).status).toBe(200);
-      await t.gqlOk('mutation($id: Int!) { revokeApiKey(input: { apiKeyId: $id }) { apiKey { isActive } } }', { id: made.createApiKey.apiKey.apiKeyId });
+      await t.gqlOk('mutation($id: Int!) { revokeApiKey(input: { apiKeyId: $id }) { apiKey { isActive } } }', {
+        id: made.createApiKey.apiKey.apiKeyId,
+      });
       const refused = await text('/api/mc-dm-categories/', key);
       expect(refused.status).toBe(401);
       expect(JSON.parse(refused.body).errors[0].code).toBe('api_key_inactive');
     });
 
-    it('refuses a read the key\'s scopes do not allow, kept or not', async () => {
+    it("refuses a read the key's scopes do not allow, kept or not", async () => {
       const narrow = await t.key('GUEST', ['mc_dm_category:read']);
       expect((await text(`/api/mc-dm-downloads/${published}/`, SUPER_KEY)).status).toBe(200);
       expect((await text(`/api/mc-dm-downloads/${published}/`, narrow)).status).toBe(403);
-      expect(JSON.parse((await gqlText(DOWNLOAD, { id: published }, narrow)).body).errors[0].extensions.code).toBe('api_scope_missing');
+      expect(JSON.parse((await gqlText(DOWNLOAD, { id: published }, narrow)).body).errors[0].extensions.code).toBe(
+        'api_scope_missing',
+      );
     });
 
     it('never keeps mutations or answers with errors', async () => {
       const before = counts();
       for (let i = 0; i < 2; i++) {
         expect((await text('/api/mc-dm-downloads/999999/')).status).toBe(404);
-        expect(JSON.parse((await gqlText(DOWNLOAD, { id: 999999 })).body).errors[0].extensions.code).toBe('mc_dm_api_error.download_not_found');
+        expect(JSON.parse((await gqlText(DOWNLOAD, { id: 999999 })).body).errors[0].extensions.code).toBe(
+          'mc_dm_api_error.download_not_found',
+        );
       }
       expect(counts().hit).toBe(before.hit);
-      const comment = 'mutation($d: Int!) { createComment(input: { downloadId: $d, message: "again" }) { comment { commentId } } }';
-      const a = JSON.parse((await gqlText(comment, { d: published }, owner.key)).body).data.createComment.comment.commentId;
-      const b = JSON.parse((await gqlText(comment, { d: published }, owner.key)).body).data.createComment.comment.commentId;
+      const comment =
+        'mutation($d: Int!) { createComment(input: { downloadId: $d, message: "again" }) { comment { commentId } } }';
+      const a = JSON.parse((await gqlText(comment, { d: published }, owner.key)).body).data.createComment.comment
+        .commentId;
+      const b = JSON.parse((await gqlText(comment, { d: published }, owner.key)).body).data.createComment.comment
+        .commentId;
       expect(b).not.toBe(a);
       expect(counts().hit).toBe(before.hit);
     });
@@ -205,22 +274,37 @@ forEachDatabase((kind) => {
       const other = await t.user('random');
       const keys = [SUPER_KEY, owner.key, other.key, guestKey];
       let seed = 7;
-      const rand = (n: number) => { seed = (seed * 1103515245 + 12345) % 2 ** 31; return seed % n; };
+      const rand = (n: number) => {
+        seed = (seed * 1103515245 + 12345) % 2 ** 31;
+        return seed % n;
+      };
       const reads = [
         (key: string) => text(`/api/mc-dm-downloads/?category_id=${category}&with=full`, key),
         (key: string) => text(`/api/mc-dm-downloads/${published}/?with=full`, key),
         (key: string) => text(`/api/mc-dm-comments/?download_id=${published}`, key),
         (key: string) => text('/api/mc-dm-categories/', key),
         (key: string) => gqlText(DOWNLOAD, { id: draft }, key),
-        (key: string) => gqlText('{ downloads(perPage: 5) { nodes { downloadId title downloadState } pagination { total } } }', {}, key),
+        (key: string) =>
+          gqlText(
+            '{ downloads(perPage: 5) { nodes { downloadId title downloadState } pagination { total } } }',
+            {},
+            key,
+          ),
       ];
       let n = 0;
       const writes = [
         () => t.rest('PUT', `/api/mc-dm-downloads/${published}/`, { key: owner.key, form: { tag_line: `tag ${n++}` } }),
-        () => t.rest('POST', '/api/mc-dm-comments/', { key: other.key, form: { download_id: published, message: `m ${n++}` } }),
+        () =>
+          t.rest('POST', '/api/mc-dm-comments/', {
+            key: other.key,
+            form: { download_id: published, message: `m ${n++}` },
+          }),
         () => t.prisma.download.update({ where: { id: draft }, data: { state: rand(2) ? 'draft' : 'visible' } }),
-        () => t.gqlOk(`mutation($c: Int!, $v: PermissionValue!) { setCategoryPermission(input: { categoryId: $c, group: "registered", permission: "view", value: $v }) { ok } }`,
-          { c: category, v: rand(2) ? 'DENY' : 'INHERIT' }),
+        () =>
+          t.gqlOk(
+            `mutation($c: Int!, $v: PermissionValue!) { setCategoryPermission(input: { categoryId: $c, group: "registered", permission: "view", value: $v }) { ok } }`,
+            { c: category, v: rand(2) ? 'DENY' : 'INHERIT' },
+          ),
         () => t.rest('POST', '/api/mc-dm-categories/', { form: { title: `C ${n++}` } }),
       ];
       const before = counts();
@@ -248,20 +332,35 @@ forEachDatabase((kind) => {
       }
     });
 
-    it.skipIf(kind !== 'postgres')('gives another instance on the same database a write at once, with no wait', async () => {
-      const second = await startTestApp('postgres', { cacheSeconds: 300, dataDir: t.config.dataDir }, { url: t.app.db.url! });
-      try {
-        const read = async () => JSON.parse((await fetch(new URL(`/api/mc-dm-downloads/${published}/`, second.url), { headers: { 'Forum-Api-Key': SUPER_KEY } }).then((r) => r.text()))).download.tag_line;
-        for (let i = 0; i < 5; i++) {
-          await read();
-          await read(); // kept on the second instance
-          await t.rest('PUT', `/api/mc-dm-downloads/${published}/`, { key: owner.key, form: { tag_line: `instance ${i}` } });
-          expect(await read()).toBe(`instance ${i}`);
+    it.skipIf(kind !== 'postgres')(
+      'gives another instance on the same database a write at once, with no wait',
+      async () => {
+        const second = await startTestApp(
+          'postgres',
+          { cacheSeconds: 300, dataDir: t.config.dataDir },
+          { url: t.app.db.url! },
+        );
+        try {
+          const read = async () =>
+            JSON.parse(
+              await fetch(new URL(`/api/mc-dm-downloads/${published}/`, second.url), {
+                headers: { 'Forum-Api-Key': SUPER_KEY },
+              }).then((r) => r.text()),
+            ).download.tag_line;
+          for (let i = 0; i < 5; i++) {
+            await read();
+            await read(); // kept on the second instance
+            await t.rest('PUT', `/api/mc-dm-downloads/${published}/`, {
+              key: owner.key,
+              form: { tag_line: `instance ${i}` },
+            });
+            expect(await read()).toBe(`instance ${i}`);
+          }
+          expect(second.app.readCache.counts.hit).toBeGreaterThanOrEqual(5);
+        } finally {
+          await second.close();
         }
-        expect(second.app.readCache.counts.hit).toBeGreaterThanOrEqual(5);
-      } finally {
-        await second.close();
-      }
-    });
+      },
+    );
   });
 });

@@ -29,8 +29,18 @@ const README_ADDRESS = 'http://127.0.0.1:3000';
 const SKIP = /^<!-- not run by test\/readme\.test\.ts: (.*?) -->$/;
 const EXPECTED = /^\s*# →(?: (.*))?$/;
 
-interface Segment { line: number; code: string; expected?: string[] }
-interface Block { index: number; line: number; lang: string; skip?: string; segments: Segment[] }
+interface Segment {
+  line: number;
+  code: string;
+  expected?: string[];
+}
+interface Block {
+  index: number;
+  line: number;
+  lang: string;
+  skip?: string;
+  segments: Segment[];
+}
 
 /** The shell blocks of a Markdown text, each split into segments that end where the README shows their output. */
 export function shellBlocks(text: string): Block[] {
@@ -44,11 +54,18 @@ export function shellBlocks(text: string): Block[] {
     const body: { line: number; text: string }[] = [];
     for (i++; i < lines.length && !/^```\s*$/.test(lines[i]!); i++) {
       // an opening fence inside a block means the block above was never closed
-      if (/^```\S/.test(lines[i]!)) throw new Error(`README.md:${i + 1}: a code block starts inside the one opened at line ${start + 1}`);
+      if (/^```\S/.test(lines[i]!))
+        throw new Error(`README.md:${i + 1}: a code block starts inside the one opened at line ${start + 1}`);
       body.push({ line: i + 1, text: lines[i]! });
     }
     if (lang !== 'sh' && lang !== 'bash') continue;
-    const skip = SKIP.exec(lines.slice(0, start).reverse().find((l) => l.trim() !== '')?.trim() ?? '')?.[1];
+    const skip = SKIP.exec(
+      lines
+        .slice(0, start)
+        .reverse()
+        .find((l) => l.trim() !== '')
+        ?.trim() ?? '',
+    )?.[1];
     const segments: Segment[] = [];
     let current: Segment | undefined;
     for (const { line, text: l } of body) {
@@ -57,7 +74,7 @@ export function shellBlocks(text: string): Block[] {
         if (!current) throw new Error(`README.md:${line}: output shown before any command`);
         (current.expected ??= []).push(out[1] ?? '');
       } else {
-        if (!current || current.expected) segments.push(current = { line, code: '' });
+        if (!current || current.expected) segments.push((current = { line, code: '' }));
         current.code += `${l}\n`;
       }
     }
@@ -68,29 +85,65 @@ export function shellBlocks(text: string): Block[] {
 
 /** Whether `actual` is what `expected` shows: line for line (trailing blanks aside), `…` matching any text. */
 export function matchesShown(actual: string, expected: string[]): boolean {
-  const tidy = (s: string) => s.split('\n').map((l) => l.trimEnd()).join('\n').replace(/^\n+|\n+$/g, '');
-  const inline = (line: string) => line.split('…').map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('[\\s\\S]*?');
+  const tidy = (s: string) =>
+    s
+      .split('\n')
+      .map((l) => l.trimEnd())
+      .join('\n')
+      .replace(/^\n+|\n+$/g, '');
+  const inline = (line: string) =>
+    line
+      .split('…')
+      .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+      .join('[\\s\\S]*?');
   const lines = tidy(expected.join('\n')).split('\n');
   // a line that is only `…` stands for any number of lines, none included
-  const pattern = lines.map((line, i) => {
-    if (line === '…') return i === 0 ? '(?:[\\s\\S]*?\\n)?' : '(?:\\n[\\s\\S]*?)?';
-    return (i === 0 || (i === 1 && lines[0] === '…') ? '' : '\\n') + inline(line);
-  }).join('');
+  const pattern = lines
+    .map((line, i) => {
+      if (line === '…') return i === 0 ? '(?:[\\s\\S]*?\\n)?' : '(?:\\n[\\s\\S]*?)?';
+      return (i === 0 || (i === 1 && lines[0] === '…') ? '' : '\\n') + inline(line);
+    })
+    .join('');
   return new RegExp(`^${pattern}$`).test(tidy(actual));
 }
 
-interface Server { url: string; key: string; stop(): Promise<void> }
+interface Server {
+  url: string;
+  key: string;
+  stop(): Promise<void>;
+}
 
 /**
  * Starts the service as `npm start` does, on a fresh data directory and a free port, and resolves once it listens and
  * has printed its bootstrap key. The one place that knows how the service is started.
  */
 function startServer(dataDir: string, databaseUrl?: string): Promise<Server> {
-  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', BASE_URL: 'http://localhost:3000' };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    DATA_DIR: dataDir,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    BASE_URL: 'http://localhost:3000',
+  };
   // NODE_ENV=test (set by vitest) would make GraphQL Yoga ping event streams every 300 ms instead of every 12 s
-  for (const name of ['NODE_ENV', 'DATABASE_URL', 'DM_BOOTSTRAP_KEY', 'STORAGE', 'REDIS_URL', 'METRICS', 'LOG_LEVEL', 'GRAPHQL_PERSISTED_DOCUMENTS', 'GRAPHQL_TRUSTED_DOCUMENTS_ONLY']) delete env[name];
+  for (const name of [
+    'NODE_ENV',
+    'DATABASE_URL',
+    'DM_BOOTSTRAP_KEY',
+    'STORAGE',
+    'REDIS_URL',
+    'METRICS',
+    'LOG_LEVEL',
+    'GRAPHQL_PERSISTED_DOCUMENTS',
+    'GRAPHQL_TRUSTED_DOCUMENTS_ONLY',
+  ])
+    delete env[name];
   if (databaseUrl) env.DATABASE_URL = databaseUrl;
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) {
@@ -148,13 +201,27 @@ function runScript(text: string, cwd: string, timeoutMs: number): Promise<Run> {
     for (const name of ['DATABASE_URL', 'DATA_DIR', 'PORT', 'KEY', 'API']) delete env[name];
     const child = spawn('bash', [file], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     let output = '';
-    child.stdout.on('data', (c: Buffer) => { output += c.toString(); });
-    child.stderr.on('data', (c: Buffer) => { output += c.toString(); });
-    const timer = setTimeout(() => { try { process.kill(-child.pid!, 'SIGKILL'); } catch { /* gone */ } }, timeoutMs);
+    child.stdout.on('data', (c: Buffer) => {
+      output += c.toString();
+    });
+    child.stderr.on('data', (c: Buffer) => {
+      output += c.toString();
+    });
+    const timer = setTimeout(() => {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    }, timeoutMs);
     child.on('close', (status) => {
       clearTimeout(timer);
       // background jobs a block left running (none should) go with the group
-      try { process.kill(-child.pid!, 'SIGKILL'); } catch { /* gone */ }
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
       const outputs = new Map<string, string>();
       const seconds = new Map<string, number>();
       const ended = new Set<number>();
@@ -167,10 +234,13 @@ function runScript(text: string, cwd: string, timeoutMs: number): Promise<Run> {
         outputs.set(last.id, output.slice(from, to));
         seconds.set(last.id, at - last.at);
       };
-      for (let m; (m = marker.exec(output));) {
+      for (let m; (m = marker.exec(output)); ) {
         const at = Number(m[4]);
         close(m.index, at);
-        if (m[3] !== undefined) { ended.add(Number(m[3])); last = undefined; } else last = { id: `${m[1]} ${m[2]}`, at };
+        if (m[3] !== undefined) {
+          ended.add(Number(m[3]));
+          last = undefined;
+        } else last = { id: `${m[1]} ${m[2]}`, at };
         from = m.index + m[0].length;
       }
       close(output.length, Date.now() / 1000);
@@ -190,8 +260,16 @@ describe('README.md conventions', () => {
 
   it('links only to files inside the repository that exist, and to headings they have', () => {
     // GitHub's heading anchors: lower case, punctuation dropped, spaces as hyphens
-    const anchors = (markdown: string) => new Set([...markdown.matchAll(/^#+ (.*)$/gm)]
-      .map((m) => m[1]!.trim().toLowerCase().replace(/[^\w\- ]/g, '').replace(/ /g, '-')));
+    const anchors = (markdown: string) =>
+      new Set(
+        [...markdown.matchAll(/^#+ (.*)$/gm)].map((m) =>
+          m[1]!
+            .trim()
+            .toLowerCase()
+            .replace(/[^\w\- ]/g, '')
+            .replace(/ /g, '-'),
+        ),
+      );
     for (const [, file, anchor] of README.matchAll(/\]\(([^)#\s]*)(?:#([^)\s]+))?\)/g)) {
       if (/^[a-z]+:/.test(file!)) continue;
       const target = file ? path.join(ROOT, file) : path.join(ROOT, 'README.md');
@@ -211,53 +289,74 @@ describe('README.md conventions', () => {
   });
 });
 
-forEachDatabase((kind: DbKind) => describe('README.md walkthrough, in order, on a fresh server', () => {
-  let server: Server | undefined;
-  let run: Run;
-  let temp: string | undefined;
-  let scratch: string | undefined;
-  let database: Awaited<ReturnType<typeof freshPostgres>> | undefined;
+forEachDatabase((kind: DbKind) =>
+  describe('README.md walkthrough, in order, on a fresh server', () => {
+    let server: Server | undefined;
+    let run: Run;
+    let temp: string | undefined;
+    let scratch: string | undefined;
+    let database: Awaited<ReturnType<typeof freshPostgres>> | undefined;
 
-  beforeAll(async () => {
-    temp = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-readme-'));
-    scratch = fs.mkdtempSync(path.join(ROOT, '.readme-walkthrough-'));
-    if (kind === 'postgres') database = await freshPostgres();
-    const started = Date.now();
-    server = await startServer(path.join(temp, 'data'), database?.url);
-    const startup = ((Date.now() - started) / 1000).toFixed(1);
-    run = await runScript(script(blocks, server, scratch), scratch, 100_000);
-    const line = (id: string) => { const [b, s] = id.split(' ').map(Number); return blocks[b!]!.segments[s!]!.line; };
-    const slowest = [...run.seconds].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([id, t]) => `README.md:${line(id)} ${t.toFixed(1)} s`);
-    const total = [...run.seconds.values()].reduce((a, b) => a + b, 0);
-    console.log(`README walkthrough (${kind}): service ready in ${startup} s; ${run.seconds.size} steps in ${total.toFixed(1)} s; slowest: ${slowest.join(', ')}`);
-  }, 180_000);
+    beforeAll(async () => {
+      temp = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-readme-'));
+      scratch = fs.mkdtempSync(path.join(ROOT, '.readme-walkthrough-'));
+      if (kind === 'postgres') database = await freshPostgres();
+      const started = Date.now();
+      server = await startServer(path.join(temp, 'data'), database?.url);
+      const startup = ((Date.now() - started) / 1000).toFixed(1);
+      run = await runScript(script(blocks, server, scratch), scratch, 100_000);
+      const line = (id: string) => {
+        const [b, s] = id.split(' ').map(Number);
+        return blocks[b!]!.segments[s!]!.line;
+      };
+      const slowest = [...run.seconds]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 5)
+        .map(([id, t]) => `README.md:${line(id)} ${t.toFixed(1)} s`);
+      const total = [...run.seconds.values()].reduce((a, b) => a + b, 0);
+      console.log(
+        `README walkthrough (${kind}): service ready in ${startup} s; ${run.seconds.size} steps in ${total.toFixed(1)} s; slowest: ${slowest.join(', ')}`,
+      );
+    }, 180_000);
 
-  afterAll(async () => {
-    await server?.stop();
-    await database?.drop();
-    if (temp) fs.rmSync(temp, { recursive: true, force: true });
-    if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
-  }, 30_000);
+    afterAll(async () => {
+      await server?.stop();
+      await database?.drop();
+      if (temp) fs.rmSync(temp, { recursive: true, force: true });
+      if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
+    }, 30_000);
 
-  for (const block of blocks) {
-    const first = block.segments[0]?.code.split('\n').find((l) => l.trim() && !l.trim().startsWith('#'))?.trim() ?? '';
-    const title = `README.md:${block.line} ${first.slice(0, 70)}`;
-    if (block.skip !== undefined) {
-      it.skip(`${title} (not run: ${block.skip})`, () => {});
-      continue;
-    }
-    it(title, () => {
-      block.segments.forEach((segment, s) => {
-        const output = run.outputs.get(`${block.index} ${s}`);
-        if (output === undefined) throw new Error(`README.md:${segment.line} was not reached: an earlier block failed`);
-        const done = s + 1 < block.segments.length ? run.outputs.has(`${block.index} ${s + 1}`) : run.ended.has(block.index);
-        const took = run.seconds.get(`${block.index} ${s}`)!.toFixed(1);
-        if (!done) throw new Error(`README.md:${segment.line} failed after ${took} s (bash exit status ${run.status}):\n${segment.code}\noutput:\n${output}`);
-        if (segment.expected && !matchesShown(output, segment.expected)) {
-          expect(output.trim(), `README.md:${segment.line}: the output differs from what the README shows\n${segment.code}`)
-            .toBe(segment.expected.join('\n'));
-        }
+    for (const block of blocks) {
+      const first =
+        block.segments[0]?.code
+          .split('\n')
+          .find((l) => l.trim() && !l.trim().startsWith('#'))
+          ?.trim() ?? '';
+      const title = `README.md:${block.line} ${first.slice(0, 70)}`;
+      if (block.skip !== undefined) {
+        it.skip(`${title} (not run: ${block.skip})`, () => {});
+        continue;
+      }
+      it(title, () => {
+        block.segments.forEach((segment, s) => {
+          const output = run.outputs.get(`${block.index} ${s}`);
+          if (output === undefined)
+            throw new Error(`README.md:${segment.line} was not reached: an earlier block failed`);
+          const done =
+            s + 1 < block.segments.length ? run.outputs.has(`${block.index} ${s + 1}`) : run.ended.has(block.index);
+          const took = run.seconds.get(`${block.index} ${s}`)!.toFixed(1);
+          if (!done)
+            throw new Error(
+              `README.md:${segment.line} failed after ${took} s (bash exit status ${run.status}):\n${segment.code}\noutput:\n${output}`,
+            );
+          if (segment.expected && !matchesShown(output, segment.expected)) {
+            expect(
+              output.trim(),
+              `README.md:${segment.line}: the output differs from what the README shows\n${segment.code}`,
+            ).toBe(segment.expected.join('\n'));
+          }
+        });
       });
-    });
-  }
-}));
+    }
+  }),
+);

@@ -11,7 +11,10 @@ describe('downloadRelationsOf', () => {
     expect(downloadRelationsOf(undefined)).toEqual({ category: false, currentVersion: false });
     expect(downloadRelationsOf({})).toEqual({ category: false, currentVersion: false });
     expect(downloadRelationsOf({ include: { category: true } })).toEqual({ category: true, currentVersion: false });
-    expect(downloadRelationsOf({ include: { category: true, currentVersion: true } })).toEqual({ category: true, currentVersion: true });
+    expect(downloadRelationsOf({ include: { category: true, currentVersion: true } })).toEqual({
+      category: true,
+      currentVersion: true,
+    });
     expect(downloadRelationsOf({ include: { tags: { select: { tag: true } } } })).toBeNull();
     expect(downloadRelationsOf({ include: { category: { include: { parent: true } } } })).toBeNull();
     expect(downloadRelationsOf({ select: { id: true } })).toBeNull();
@@ -20,7 +23,11 @@ describe('downloadRelationsOf', () => {
 
 describe('revive', () => {
   it('reads zone-less timestamps as UTC and keeps explicit zones; BigInt columns become bigint', () => {
-    const d = revive<any>('Download', { lastUpdate: '2026-01-02T03:04:05.678', createdDate: '2026-01-02T03:04:05.678+02:00', deletedAt: null });
+    const d = revive<any>('Download', {
+      lastUpdate: '2026-01-02T03:04:05.678',
+      createdDate: '2026-01-02T03:04:05.678+02:00',
+      deletedAt: null,
+    });
     expect(d.lastUpdate.toISOString()).toBe('2026-01-02T03:04:05.678Z');
     expect(d.createdDate.toISOString()).toBe('2026-01-02T01:04:05.678Z');
     expect(d.deletedAt).toBeNull();
@@ -36,9 +43,15 @@ forEachDatabase((kind) => {
   beforeAll(async () => {
     t = await startTestApp(kind, { softDeleteRetentionDays: 100_000 }); // the rows are old: the purge job must leave them
     const p = t.prisma;
-    const user = await p.user.create({ data: { username: 'reader', primaryGroupId: (await p.group.findFirstOrThrow()).id } });
-    const root = await p.category.create({ data: { title: 'Root «ü»', maxDownloadSize: 2n ** 45n, description: 'line\nbreak "quoted"' } });
-    const leaf = await p.category.create({ data: { title: 'Leaf', parentId: root.id, requireApproval: true, allowedFileTypes: 'zip,txt' } });
+    const user = await p.user.create({
+      data: { username: 'reader', primaryGroupId: (await p.group.findFirstOrThrow()).id },
+    });
+    const root = await p.category.create({
+      data: { title: 'Root «ü»', maxDownloadSize: 2n ** 45n, description: 'line\nbreak "quoted"' },
+    });
+    const leaf = await p.category.create({
+      data: { title: 'Leaf', parentId: root.id, requireApproval: true, allowedFileTypes: 'zip,txt' },
+    });
     categoryIds.push(root.id, leaf.id);
     for (const title of ['P1', 'P2']) prefixIds.push((await p.prefix.create({ data: { title } })).id);
     const states = ['visible', 'visible', 'moderated', 'deleted', 'draft'] as const;
@@ -46,31 +59,57 @@ forEachDatabase((kind) => {
     for (let i = 0; i < 30; i++) {
       const d = await p.download.create({
         data: {
-          categoryId: categoryIds[i % 2]!, userId: user.id, title: i % 7 === 0 ? 'Same title' : `Title ${String.fromCharCode(65 + (i * 11) % 26)} ${i}`,
-          tagLine: i % 3 ? `tag line ${i}` : '', description: `Description ${i} with "quotes" and \\ backslash`,
-          coverUrl: i % 4 === 0 ? null : `https://example.com/${i}.png`, ratingAvg: i / 7, ratingCount: i, downloadCount: (i * 37) % 11, viewCount: (i * 13) % 5,
+          categoryId: categoryIds[i % 2]!,
+          userId: user.id,
+          title: i % 7 === 0 ? 'Same title' : `Title ${String.fromCharCode(65 + ((i * 11) % 26))} ${i}`,
+          tagLine: i % 3 ? `tag line ${i}` : '',
+          description: `Description ${i} with "quotes" and \\ backslash`,
+          coverUrl: i % 4 === 0 ? null : `https://example.com/${i}.png`,
+          ratingAvg: i / 7,
+          ratingCount: i,
+          downloadCount: (i * 37) % 11,
+          viewCount: (i * 13) % 5,
           // Ties on purpose (every third pair shares lastUpdate), and milliseconds that must survive.
-          lastUpdate: new Date(base + Math.floor(i / 2) * 60_000 + 123), createdDate: new Date(base - i * 1000 + 7),
-          state: states[i % states.length], deletedAt: states[i % states.length] === 'deleted' ? new Date(base + i) : null,
+          lastUpdate: new Date(base + Math.floor(i / 2) * 60_000 + 123),
+          createdDate: new Date(base - i * 1000 + 7),
+          state: states[i % states.length],
+          deletedAt: states[i % states.length] === 'deleted' ? new Date(base + i) : null,
           stateBeforeDelete: states[i % states.length] === 'deleted' ? 'visible' : null,
-          prefixId: i % 3 === 0 ? null : prefixIds[i % 2], isPasswordProtected: i % 5 === 0,
+          prefixId: i % 3 === 0 ? null : prefixIds[i % 2],
+          isPasswordProtected: i % 5 === 0,
         },
       });
       if (i % 4 !== 1) {
-        const v = await p.version.create({ data: { downloadId: d.id, versionString: `1.${i}`, releaseDate: new Date(base + i * 3_600_000 + 999) } });
+        const v = await p.version.create({
+          data: { downloadId: d.id, versionString: `1.${i}`, releaseDate: new Date(base + i * 3_600_000 + 999) },
+        });
         await p.download.update({ where: { id: d.id }, data: { currentVersionId: v.id } });
       }
     }
   });
-  afterAll(async () => { await t?.close(); });
+  afterAll(async () => {
+    await t?.close();
+  });
 
   const relations = [
-    { category: false, currentVersion: false }, { category: true, currentVersion: false },
-    { category: false, currentVersion: true }, { category: true, currentVersion: true },
+    { category: false, currentVersion: false },
+    { category: true, currentVersion: false },
+    { category: false, currentVersion: true },
+    { category: true, currentVersion: true },
   ];
   // Prisma's own argument for the same relations (no include at all when none).
-  const include = (rel: { category: boolean; currentVersion: boolean }): { include?: { category?: true; currentVersion?: true } } =>
-    rel.category || rel.currentVersion ? { include: { ...(rel.category ? { category: true } : {}), ...(rel.currentVersion ? { currentVersion: true } : {}) } } : {};
+  const include = (rel: {
+    category: boolean;
+    currentVersion: boolean;
+  }): { include?: { category?: true; currentVersion?: true } } =>
+    rel.category || rel.currentVersion
+      ? {
+          include: {
+            ...(rel.category ? { category: true } : {}),
+            ...(rel.currentVersion ? { currentVersion: true } : {}),
+          },
+        }
+      : {};
 
   it('a download by id: the same object Prisma gives, with and without each relation', async () => {
     const ids = (await t.prisma.download.findMany({ select: { id: true } })).map((d) => d.id);
@@ -86,19 +125,42 @@ forEachDatabase((kind) => {
 
   it('a page of downloads: the same rows, order and total as Prisma for every filter, order and window', async () => {
     const filters: DownloadFilter[] = [
-      {}, { state: 'visible' }, { state: 'deleted' }, { categoryId: categoryIds[1] }, { categoryId: categoryIds[0], state: 'visible' },
-      { prefixId: null }, { prefixId: prefixIds[1] }, { since: new Date(Date.UTC(2026, 0, 1, 12, 7, 0, 123)) }, { categoryId: 999_999 },
+      {},
+      { state: 'visible' },
+      { state: 'deleted' },
+      { categoryId: categoryIds[1] },
+      { categoryId: categoryIds[0], state: 'visible' },
+      { prefixId: null },
+      { prefixId: prefixIds[1] },
+      { since: new Date(Date.UTC(2026, 0, 1, 12, 7, 0, 123)) },
+      { categoryId: 999_999 },
     ];
-    const windows = [{ skip: 0, take: 20 }, { skip: 5, take: 7 }, { skip: 28, take: 5 }, { skip: 40, take: 10 }];
+    const windows = [
+      { skip: 0, take: 20 },
+      { skip: 5, take: 7 },
+      { skip: 28, take: 5 },
+      { skip: 40, take: 10 },
+    ];
     let compared = 0;
     for (const filter of filters) {
-      const where = { categoryId: filter.categoryId, prefixId: filter.prefixId, state: filter.state, lastUpdate: filter.since ? { gte: filter.since } : undefined };
+      const where = {
+        categoryId: filter.categoryId,
+        prefixId: filter.prefixId,
+        state: filter.state,
+        lastUpdate: filter.since ? { gte: filter.since } : undefined,
+      };
       const total = await t.prisma.download.count({ where });
       for (const column of DOWNLOAD_ORDER_COLUMNS) {
         for (const direction of ['asc', 'desc'] as const) {
           for (const w of windows) {
             const rel = relations[compared % relations.length]!;
-            const expected = await t.prisma.download.findMany({ where, ...include(rel), orderBy: [{ [column]: direction }, { id: direction }], skip: w.skip, take: w.take });
+            const expected = await t.prisma.download.findMany({
+              where,
+              ...include(rel),
+              orderBy: [{ [column]: direction }, { id: direction }],
+              skip: w.skip,
+              take: w.take,
+            });
             const got = await t.app.services.reads.downloadPage(filter, { column, direction }, w, rel);
             expect(got.rows, JSON.stringify({ filter, column, direction, w })).toStrictEqual(expected);
             expect(got.total).toBe(total);
@@ -111,12 +173,21 @@ forEachDatabase((kind) => {
   });
 
   it('refuses an order column that is not one of the list orders', async () => {
-    await expect(t.app.services.reads.downloadPage({}, { column: 'id; DROP TABLE download' as never, direction: 'asc' }, { skip: 0, take: 1 }, relations[0]!))
-      .rejects.toThrow(/Not an order column/);
+    await expect(
+      t.app.services.reads.downloadPage(
+        {},
+        { column: 'id; DROP TABLE download' as never, direction: 'asc' },
+        { skip: 0, take: 1 },
+        relations[0]!,
+      ),
+    ).rejects.toThrow(/Not an order column/);
   });
 
   it('through both faces: one statement per list or get, the Prisma path still serving other shapes', async () => {
-    const visible = await t.prisma.download.findFirstOrThrow({ where: { state: 'visible', currentVersionId: { not: null } }, include: { category: true, currentVersion: true } });
+    const visible = await t.prisma.download.findFirstOrThrow({
+      where: { state: 'visible', currentVersionId: { not: null } },
+      include: { category: true, currentVersion: true },
+    });
     await t.rest('GET', '/api/mc-dm-downloads/', { query: { per_page: 1 } }); // the key and permission tables, cached from here on
     let before = t.app.db.statements();
     const rest = await t.rest('GET', `/api/mc-dm-downloads/${visible.id}/`, { query: { with: 'full' } });
@@ -135,9 +206,17 @@ forEachDatabase((kind) => {
 
     // Tags are not in the hand-written reads: Prisma answers, with the same rows.
     await t.prisma.tag.create({ data: { name: 'alpha', downloads: { create: { downloadId: visible.id } } } });
-    const gql = await t.gqlOk(`query($id: Int!) { download(downloadId: $id) { title tags category { title } currentVersion { versionString } }
-      downloads(perPage: 100) { nodes { downloadId tags category { categoryId } } } }`, { id: visible.id });
-    expect(gql.download).toEqual({ title: visible.title, tags: ['alpha'], category: { title: visible.category.title }, currentVersion: { versionString: visible.currentVersion!.versionString } });
+    const gql = await t.gqlOk(
+      `query($id: Int!) { download(downloadId: $id) { title tags category { title } currentVersion { versionString } }
+      downloads(perPage: 100) { nodes { downloadId tags category { categoryId } } } }`,
+      { id: visible.id },
+    );
+    expect(gql.download).toEqual({
+      title: visible.title,
+      tags: ['alpha'],
+      category: { title: visible.category.title },
+      currentVersion: { versionString: visible.currentVersion!.versionString },
+    });
     const listed = gql.downloads.nodes.find((n: any) => n.downloadId === visible.id);
     expect(listed).toEqual({ downloadId: visible.id, tags: ['alpha'], category: { categoryId: visible.categoryId } });
   });
@@ -151,7 +230,9 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL server: prepared sta
       const sql = 'SELECT $1::int + 1 AS n';
       expect(await db.query(sql, [1])).toEqual([{ n: 2 }]);
       expect(await db.query(sql, [41])).toEqual([{ n: 42 }]);
-      const prepared = await db.query<{ name: string; statement: string }>('SELECT name, statement FROM pg_prepared_statements');
+      const prepared = await db.query<{ name: string; statement: string }>(
+        'SELECT name, statement FROM pg_prepared_statements',
+      );
       const ours = prepared.filter((p) => p.statement === sql);
       expect(ours).toHaveLength(1); // prepared once, run twice
       expect(ours[0]!.name).toMatch(/^dcs_[0-9a-f]{16}$/);

@@ -33,11 +33,24 @@ describe('PublishBuffer', () => {
     const listeners: (() => void)[] = [];
     const client = {
       status: 'reconnecting',
-      publish: async (_channel: string, message: string) => { sent.push(message); return 1; },
-      on: (_event: string, listener: () => void) => { listeners.push(listener); },
+      publish: async (_channel: string, message: string) => {
+        sent.push(message);
+        return 1;
+      },
+      on: (_event: string, listener: () => void) => {
+        listeners.push(listener);
+      },
     };
     const warnings: string[] = [];
-    const log = pino({ level: 'info' }, { write: (line: string) => { const l = JSON.parse(line); if (l.level >= 40) warnings.push(l.msg); } });
+    const log = pino(
+      { level: 'info' },
+      {
+        write: (line: string) => {
+          const l = JSON.parse(line);
+          if (l.level >= 40) warnings.push(l.msg);
+        },
+      },
+    );
     const buffer = new PublishBuffer(client as never, log, 3);
     for (const m of ['1', '2', '3', '4', '5']) buffer.publish('c', m);
     expect(buffer.size).toBe(3);
@@ -51,7 +64,7 @@ describe('PublishBuffer', () => {
   });
 });
 
-const up = Boolean(process.env.TEST_DATABASE_URL) && await redisAnswers();
+const up = Boolean(process.env.TEST_DATABASE_URL) && (await redisAnswers());
 
 describe.skipIf(!up)('Redis unreachable for the publishing instance, then back', () => {
   let a: TestApp;
@@ -62,11 +75,24 @@ describe.skipIf(!up)('Redis unreachable for the publishing instance, then back',
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-redis-outage-'));
 
   async function instance(db: string, redisUrl: string): Promise<TestApp> {
-    const config = loadConfig({}, {
-      port: 0, host: '127.0.0.1', dataDir, logLevel: 'silent', bootstrapKey: SUPER_KEY, commentFloodSeconds: 0,
-      rateLimitPerMinute: 0, redisUrl, redisChannelPrefix: prefix,
+    const config = loadConfig(
+      {},
+      {
+        port: 0,
+        host: '127.0.0.1',
+        dataDir,
+        logLevel: 'silent',
+        bootstrapKey: SUPER_KEY,
+        commentFloodSeconds: 0,
+        rateLimitPerMinute: 0,
+        redisUrl,
+        redisChannelPrefix: prefix,
+      },
+    );
+    const app = await startApp(config, {
+      db: await openDatabase({ url: db }),
+      log: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'),
     });
-    const app = await startApp(config, { db: await openDatabase({ url: db }), log: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent') });
     return new TestApp(app, config, async () => {});
   }
 
@@ -88,14 +114,27 @@ describe.skipIf(!up)('Redis unreachable for the publishing instance, then back',
 
   it('comments posted on A during a 13 s outage reach a subscriber on B, in order, once Redis is back', async () => {
     const user = await a.user('outage');
-    const category = (await a.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Outage' } })).body.category.category_id;
-    const d = (await a.rest('POST', '/api/mc-dm-downloads/', { key: user.key, form: { category_id: category, title: 'Outage' } })).body.download.download_id;
+    const category = (await a.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Outage' } })).body.category
+      .category_id;
+    const d = (
+      await a.rest('POST', '/api/mc-dm-downloads/', { key: user.key, form: { category_id: category, title: 'Outage' } })
+    ).body.download.download_id;
 
     const received: number[] = [];
     const before = b.app.services.events.listenerCount;
-    const client = createClient({ url: `${b.url}/graphql`, headers: { 'Forum-Api-Key': user.key }, singleConnection: false, retryAttempts: 0 });
-    const iterator = client.iterate<{ commentPosted: { commentId: number } }>({ query: 'subscription($d: Int!) { commentPosted(downloadId: $d) { commentId } }', variables: { d } });
-    void (async () => { for await (const r of { [Symbol.asyncIterator]: () => iterator }) received.push(r.data!.commentPosted.commentId); })().catch(() => {});
+    const client = createClient({
+      url: `${b.url}/graphql`,
+      headers: { 'Forum-Api-Key': user.key },
+      singleConnection: false,
+      retryAttempts: 0,
+    });
+    const iterator = client.iterate<{ commentPosted: { commentId: number } }>({
+      query: 'subscription($d: Int!) { commentPosted(downloadId: $d) { commentId } }',
+      variables: { d },
+    });
+    void (async () => {
+      for await (const r of { [Symbol.asyncIterator]: () => iterator }) received.push(r.data!.commentPosted.commentId);
+    })().catch(() => {});
     try {
       await until('B to listen', () => b.app.services.events.listenerCount > before);
       await sleep(300); // B's SUBSCRIBE reaches Redis
@@ -116,7 +155,9 @@ describe.skipIf(!up)('Redis unreachable for the publishing instance, then back',
       await until('the events to reach B', () => received.length >= 2, 8000);
       expect(received).toEqual(posted);
       // And publications go straight out again.
-      const after = (await a.rest('POST', '/api/mc-dm-comments/', { key: user.key, form: { download_id: d, message: 'after' } })).body.comment.comment_id;
+      const after = (
+        await a.rest('POST', '/api/mc-dm-comments/', { key: user.key, form: { download_id: d, message: 'after' } })
+      ).body.comment.comment_id;
       await until('the later event', () => received.length >= 3);
       expect(received).toEqual([...posted, after]);
     } finally {

@@ -15,20 +15,47 @@ const MiB = 1024 * 1024;
 const UNKNOWN_KEY = 'dm_unknown_key_00000000000000000000000000000000';
 
 /** A GraphQL multipart upload of `size` bytes. */
-const graphqlUpload = (size: number) => new Uint8Array(Buffer.concat([
-  Buffer.from(`--${B}\r\nContent-Disposition: form-data; name="operations"\r\n\r\n${JSON.stringify({ query: 'mutation($f: Upload) { createFile(input: { versionId: 1, file: $f }) { file { fileId } } }', variables: { f: null } })}\r\n`
-    + `--${B}\r\nContent-Disposition: form-data; name="map"\r\n\r\n{"0":["variables.f"]}\r\n--${B}\r\nContent-Disposition: form-data; name="0"; filename="a.bin"\r\n\r\n`),
-  Buffer.alloc(size, 0x61), Buffer.from(`\r\n--${B}--\r\n`),
-]));
+const graphqlUpload = (size: number) =>
+  new Uint8Array(
+    Buffer.concat([
+      Buffer.from(
+        `--${B}\r\nContent-Disposition: form-data; name="operations"\r\n\r\n${JSON.stringify({ query: 'mutation($f: Upload) { createFile(input: { versionId: 1, file: $f }) { file { fileId } } }', variables: { f: null } })}\r\n` +
+          `--${B}\r\nContent-Disposition: form-data; name="map"\r\n\r\n{"0":["variables.f"]}\r\n--${B}\r\nContent-Disposition: form-data; name="0"; filename="a.bin"\r\n\r\n`,
+      ),
+      Buffer.alloc(size, 0x61),
+      Buffer.from(`\r\n--${B}--\r\n`),
+    ]),
+  );
 /** A REST files-route body: a file of `size` bytes, or (`fields`) plain form fields of 1 MiB each. */
-const restBody = (size: number, fields = false) => new Uint8Array(Buffer.concat(fields
-  ? [...Array.from({ length: size / MiB }, (_, i) => Buffer.from(`--${B}\r\nContent-Disposition: form-data; name="f${i}"\r\n\r\n${'a'.repeat(MiB)}\r\n`)), Buffer.from(`--${B}--\r\n`)]
-  : [Buffer.from(`--${B}\r\nContent-Disposition: form-data; name="version_id"\r\n\r\n1\r\n--${B}\r\nContent-Disposition: form-data; name="file"; filename="a.bin"\r\n\r\n`), Buffer.alloc(size, 0x61), Buffer.from(`\r\n--${B}--\r\n`)]));
+const restBody = (size: number, fields = false) =>
+  new Uint8Array(
+    Buffer.concat(
+      fields
+        ? [
+            ...Array.from({ length: size / MiB }, (_, i) =>
+              Buffer.from(`--${B}\r\nContent-Disposition: form-data; name="f${i}"\r\n\r\n${'a'.repeat(MiB)}\r\n`),
+            ),
+            Buffer.from(`--${B}--\r\n`),
+          ]
+        : [
+            Buffer.from(
+              `--${B}\r\nContent-Disposition: form-data; name="version_id"\r\n\r\n1\r\n--${B}\r\nContent-Disposition: form-data; name="file"; filename="a.bin"\r\n\r\n`,
+            ),
+            Buffer.alloc(size, 0x61),
+            Buffer.from(`\r\n--${B}--\r\n`),
+          ],
+    ),
+  );
 
 async function send(url: string, key: string, body: Uint8Array<ArrayBuffer>) {
   try {
-    const res = await fetch(url, { method: 'POST', headers: { 'content-type': CT, 'Forum-Api-Key': key }, body, signal: AbortSignal.timeout(20_000) });
-    const json = await res.json() as any;
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': CT, 'Forum-Api-Key': key },
+      body,
+      signal: AbortSignal.timeout(20_000),
+    });
+    const json = (await res.json()) as any;
     return { status: res.status, code: json.errors?.[0]?.extensions?.code ?? json.errors?.[0]?.code };
   } catch (err) {
     return { status: 0, code: String((err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name) };
@@ -44,12 +71,24 @@ describe('refusals reach clients that send their whole body first (Node fetch), 
   beforeAll(async () => {
     child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
       cwd: path.resolve(import.meta.dirname, '..'),
-      env: { ...process.env, DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'info', DM_BOOTSTRAP_KEY: SUPER_KEY, RATE_LIMIT_PER_MINUTE: '0', DATABASE_URL: '' },
+      env: {
+        ...process.env,
+        DATA_DIR: dir,
+        PORT: '0',
+        LOG_LEVEL: 'info',
+        DM_BOOTSTRAP_KEY: SUPER_KEY,
+        RATE_LIMIT_PER_MINUTE: '0',
+        DATABASE_URL: '',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
-    child.stdout!.on('data', (c) => { out += c; });
-    child.stderr!.on('data', (c) => { out += c; });
+    child.stdout!.on('data', (c) => {
+      out += c;
+    });
+    child.stderr!.on('data', (c) => {
+      out += c;
+    });
     const deadline = Date.now() + 60_000;
     while (!/"msg":"listening"/.test(out)) {
       if (Date.now() > deadline || child.exitCode !== null) throw new Error(`not listening: ${out}`);
@@ -57,8 +96,11 @@ describe('refusals reach clients that send their whole body first (Node fetch), 
     }
     base = JSON.parse(out.split('\n').find((l) => l.includes('"msg":"listening"'))!).url;
     const r = await fetch(`${base}/graphql`, {
-      method: 'POST', headers: { 'content-type': 'application/json', 'Forum-Api-Key': SUPER_KEY },
-      body: JSON.stringify({ query: 'mutation { createApiKey(input: { type: GUEST, scopes: ["mc_dm_download:read"] }) { key } }' }),
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'Forum-Api-Key': SUPER_KEY },
+      body: JSON.stringify({
+        query: 'mutation { createApiKey(input: { type: GUEST, scopes: ["mc_dm_download:read"] }) { key } }',
+      }),
     });
     readOnly = ((await r.json()) as any).data.createApiKey.key;
   }, 90_000);
@@ -73,27 +115,46 @@ describe('refusals reach clients that send their whole body first (Node fetch), 
 
   it('a read-only key uploading 1, 4 and 6 MiB to /graphql gets its 403 every time (it saw EPIPE before)', async () => {
     for (const size of [1, 4, 4, 4, 4, 6, 6]) {
-      expect(await send(`${base}/graphql`, readOnly, graphqlUpload(size * MiB)), `${size} MiB`).toEqual({ status: 403, code: 'api_scope_missing' });
+      expect(await send(`${base}/graphql`, readOnly, graphqlUpload(size * MiB)), `${size} MiB`).toEqual({
+        status: 403,
+        code: 'api_scope_missing',
+      });
     }
   }, 60_000);
 
   it('the REST files route: a 4 MiB file and 12 MiB of plain form fields from a read-only key get their 403', async () => {
     for (let i = 0; i < 3; i++) {
-      expect(await send(`${base}/api/mc-dm-files/`, readOnly, restBody(4 * MiB))).toEqual({ status: 403, code: 'api_scope_missing' });
-      expect(await send(`${base}/api/mc-dm-files/`, readOnly, restBody(12 * MiB, true))).toEqual({ status: 403, code: 'api_scope_missing' });
+      expect(await send(`${base}/api/mc-dm-files/`, readOnly, restBody(4 * MiB))).toEqual({
+        status: 403,
+        code: 'api_scope_missing',
+      });
+      expect(await send(`${base}/api/mc-dm-files/`, readOnly, restBody(12 * MiB, true))).toEqual({
+        status: 403,
+        code: 'api_scope_missing',
+      });
     }
   }, 60_000);
 
   it('an unknown key sending 4 MiB gets its 401 on both faces', async () => {
     for (let i = 0; i < 3; i++) {
-      expect(await send(`${base}/graphql`, UNKNOWN_KEY, graphqlUpload(4 * MiB))).toEqual({ status: 401, code: 'api_key_not_found' });
-      expect(await send(`${base}/api/mc-dm-files/`, UNKNOWN_KEY, restBody(4 * MiB))).toEqual({ status: 401, code: 'api_key_not_found' });
+      expect(await send(`${base}/graphql`, UNKNOWN_KEY, graphqlUpload(4 * MiB))).toEqual({
+        status: 401,
+        code: 'api_key_not_found',
+      });
+      expect(await send(`${base}/api/mc-dm-files/`, UNKNOWN_KEY, restBody(4 * MiB))).toEqual({
+        status: 401,
+        code: 'api_key_not_found',
+      });
     }
   }, 60_000);
 
   it('after a refusal the connection is reused: the next request on the same client is answered', async () => {
     expect((await send(`${base}/graphql`, readOnly, graphqlUpload(2 * MiB))).status).toBe(403);
-    const next = await fetch(`${base}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'Forum-Api-Key': readOnly }, body: JSON.stringify({ query: '{ viewer { userId } }' }) });
+    const next = await fetch(`${base}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'Forum-Api-Key': readOnly },
+      body: JSON.stringify({ query: '{ viewer { userId } }' }),
+    });
     expect(next.status).toBe(200);
   });
 });

@@ -11,7 +11,9 @@ import { CATEGORY_KEYS, COMMENT_KEYS, FILE_KEYS, keysetOf } from '../src/domain/
 describe('which query arguments the hand-written reads cover', () => {
   it('takes the shapes they load and refuses the rest', () => {
     expect(commentRelationsOf({})).toEqual({ user: null });
-    expect(commentRelationsOf({ include: { download: true, user: { select: { username: true } } } })).toEqual({ user: 'username' });
+    expect(commentRelationsOf({ include: { download: true, user: { select: { username: true } } } })).toEqual({
+      user: 'username',
+    });
     expect(commentRelationsOf({ include: { user: true } })).toEqual({ user: 'row' });
     expect(commentRelationsOf({ include: { edits: true } })).toBeNull();
     expect(commentRelationsOf({ include: { download: { include: { category: true } } } })).toBeNull();
@@ -27,17 +29,31 @@ describe('which query arguments the hand-written reads cover', () => {
 
 forEachDatabase((kind) => {
   let t: TestApp;
-  const ids = { categories: [] as number[], downloads: [] as number[], versions: [] as number[], users: [] as number[] };
+  const ids = {
+    categories: [] as number[],
+    downloads: [] as number[],
+    versions: [] as number[],
+    users: [] as number[],
+  };
   const base = Date.UTC(2026, 0, 1, 12, 0, 0, 0);
   beforeAll(async () => {
     t = await startTestApp(kind, { softDeleteRetentionDays: 100_000 }); // old rows: the purge job must leave them
     const p = t.prisma;
     const group = (await p.group.findFirstOrThrow()).id;
-    for (const username of ['ann', 'bob «ü»', 'cy']) ids.users.push((await p.user.create({ data: { username, primaryGroupId: group } })).id);
+    for (const username of ['ann', 'bob «ü»', 'cy'])
+      ids.users.push((await p.user.create({ data: { username, primaryGroupId: group } })).id);
     const root = await p.category.create({ data: { title: 'Root', displayOrder: 2, description: 'a "quoted"\nline' } });
     ids.categories.push(root.id);
     for (let i = 0; i < 6; i++) {
-      const c = await p.category.create({ data: { title: i % 2 ? `Beta ${i}` : `alpha ${i}`, parentId: i < 3 ? root.id : ids.categories[1], displayOrder: i % 3, downloadCount: (i * 7) % 4, maxVersionSize: BigInt(i) * 2n ** 40n } });
+      const c = await p.category.create({
+        data: {
+          title: i % 2 ? `Beta ${i}` : `alpha ${i}`,
+          parentId: i < 3 ? root.id : ids.categories[1],
+          displayOrder: i % 3,
+          downloadCount: (i * 7) % 4,
+          maxVersionSize: BigInt(i) * 2n ** 40n,
+        },
+      });
       ids.categories.push(c.id);
     }
     // Past 2^53, on a category that is nobody's parent: Prisma's own relation loads round such values (they come
@@ -45,40 +61,83 @@ forEachDatabase((kind) => {
     await p.category.update({ where: { id: ids.categories[6]! }, data: { maxFileSize: 2n ** 60n + 1n } });
     const states = ['visible', 'moderated', 'deleted'] as const;
     for (let i = 0; i < 4; i++) {
-      const d = await p.download.create({ data: { categoryId: ids.categories[1 + (i % 3)]!, userId: ids.users[i % 3]!, title: `D${i}`, state: i === 3 ? 'moderated' : 'visible', lastUpdate: new Date(base + i), createdDate: new Date(base - i) } });
+      const d = await p.download.create({
+        data: {
+          categoryId: ids.categories[1 + (i % 3)]!,
+          userId: ids.users[i % 3]!,
+          title: `D${i}`,
+          state: i === 3 ? 'moderated' : 'visible',
+          lastUpdate: new Date(base + i),
+          createdDate: new Date(base - i),
+        },
+      });
       ids.downloads.push(d.id);
       for (let v = 0; v < 2; v++) {
-        const version = await p.version.create({ data: { downloadId: d.id, versionString: `1.${v}`, releaseDate: new Date(base + v * 1000 + 5) } });
+        const version = await p.version.create({
+          data: { downloadId: d.id, versionString: `1.${v}`, releaseDate: new Date(base + v * 1000 + 5) },
+        });
         ids.versions.push(version.id);
         for (let f = 0; f < 7; f++) {
-          await p.file.create({ data: {
-            versionId: version.id, filename: `f${f}.zip`, displayOrder: f % 3, fileSize: f === 6 ? 2n ** 55n + 3n : BigInt((f * 1000) % 3000), downloadCount: (f * 5) % 4,
-            isDeleted: f === 4, deletedAt: f === 4 ? new Date(base) : null, validationStatus: f === 5 ? 'failed' : 'passed', validationError: f === 5 ? 'mime: no' : null,
-            lastAttemptDate: f % 2 ? new Date(base + f * 7 + 3) : null, externalUrl: f === 2 ? 'https://example.com/x.zip' : null, isExternallyLinked: f === 2,
-          } });
+          await p.file.create({
+            data: {
+              versionId: version.id,
+              filename: `f${f}.zip`,
+              displayOrder: f % 3,
+              fileSize: f === 6 ? 2n ** 55n + 3n : BigInt((f * 1000) % 3000),
+              downloadCount: (f * 5) % 4,
+              isDeleted: f === 4,
+              deletedAt: f === 4 ? new Date(base) : null,
+              validationStatus: f === 5 ? 'failed' : 'passed',
+              validationError: f === 5 ? 'mime: no' : null,
+              lastAttemptDate: f % 2 ? new Date(base + f * 7 + 3) : null,
+              externalUrl: f === 2 ? 'https://example.com/x.zip' : null,
+              isExternallyLinked: f === 2,
+            },
+          });
         }
       }
       for (let c = 0; c < 9; c++) {
-        await p.comment.create({ data: {
-          downloadId: d.id, userId: ids.users[c % 3]!, message: `m ${c} «${i}» \\ "q"`, state: states[c % 3],
-          // ties on purpose: pairs share commentDate, a third of the comments were never edited
-          commentDate: new Date(base + Math.floor(c / 2) * 60_000 + 17), lastEditDate: c % 3 === 0 ? null : new Date(base + (c % 4) * 1000 + 9), editCount: c % 3,
-        } });
+        await p.comment.create({
+          data: {
+            downloadId: d.id,
+            userId: ids.users[c % 3]!,
+            message: `m ${c} «${i}» \\ "q"`,
+            state: states[c % 3],
+            // ties on purpose: pairs share commentDate, a third of the comments were never edited
+            commentDate: new Date(base + Math.floor(c / 2) * 60_000 + 17),
+            lastEditDate: c % 3 === 0 ? null : new Date(base + (c % 4) * 1000 + 9),
+            editCount: c % 3,
+          },
+        });
       }
     }
     await p.teamMember.create({ data: { downloadId: ids.downloads[0]!, userId: ids.users[1]! } });
   });
-  afterAll(async () => { await t?.close(); });
+  afterAll(async () => {
+    await t?.close();
+  });
 
   const reads = () => t.app.services.reads;
   const directions = ['asc', 'desc'] as const;
 
   /** Offset pages and keyset windows (no cursor, forward after a row, backward before a row) of a list in `spec`. */
-  async function slices(spec: KeysetSpec, rowsInOrder: { id: number }[], valueOf: (r: any) => unknown): Promise<Slice[]> {
+  async function slices(
+    spec: KeysetSpec,
+    rowsInOrder: { id: number }[],
+    valueOf: (r: any) => unknown,
+  ): Promise<Slice[]> {
     const at = (i: number) => rowsInOrder[Math.min(i, rowsInOrder.length - 1)] as any;
-    const out: Slice[] = [{ spec, skip: 0, take: 20 }, { spec, skip: 3, take: 4 }, { spec, skip: 100, take: 5 }];
+    const out: Slice[] = [
+      { spec, skip: 0, take: 20 },
+      { spec, skip: 3, take: 4 },
+      { spec, skip: 100, take: 5 },
+    ];
     if (rowsInOrder.length > 0) {
-      for (const [i, backward, size] of [[2, false, 3], [5, true, 2], [0, false, 50]] as const) {
+      for (const [i, backward, size] of [
+        [2, false, 3],
+        [5, true, 2],
+        [0, false, 50],
+      ] as const) {
         const cursor = { value: valueOf(at(i)) as never, id: at(i).id };
         out.push({ spec, window: { size, backward, cursor }, take: size + 1 });
       }
@@ -94,7 +153,9 @@ forEachDatabase((kind) => {
   it('a category by id, with and without its parent: the object Prisma gives', async () => {
     for (const id of [...ids.categories, 999_999]) {
       expect(await reads().category(id)).toStrictEqual(await t.prisma.category.findUnique({ where: { id } }));
-      expect(await reads().category(id, true)).toStrictEqual(await t.prisma.category.findUnique({ where: { id }, include: { parent: true } }));
+      expect(await reads().category(id, true)).toStrictEqual(
+        await t.prisma.category.findUnique({ where: { id }, include: { parent: true } }),
+      );
     }
     expect((await reads().category(ids.categories[6]!))!.maxFileSize).toBe(2n ** 60n + 1n); // past 2^53, exact
   });
@@ -105,11 +166,19 @@ forEachDatabase((kind) => {
     for (const order of Object.keys(CATEGORY_KEYS) as (keyof typeof CATEGORY_KEYS)[]) {
       for (const direction of directions) {
         const spec = keysetOf('categories', CATEGORY_KEYS, order, direction, 'display_order');
-        const all = await t.prisma.category.findMany({ orderBy: prismaOrderBy(spec, { size: 0, backward: false, cursor: null }) as never });
+        const all = await t.prisma.category.findMany({
+          orderBy: prismaOrderBy(spec, { size: 0, backward: false, cursor: null }) as never,
+        });
         for (const s of await slices(spec, all, (r) => r[spec.column.name])) {
           for (const parent of [false, true]) {
             const q = prismaSlice(s);
-            const expected = await t.prisma.category.findMany({ where: q.after, orderBy: q.orderBy, skip: q.skip, take: q.take, ...(parent ? { include: { parent: true } } : {}) });
+            const expected = await t.prisma.category.findMany({
+              where: q.after,
+              orderBy: q.orderBy,
+              skip: q.skip,
+              take: q.take,
+              ...(parent ? { include: { parent: true } } : {}),
+            });
             const got = await reads().categoryPage(s, { parent });
             expect(got.rows, JSON.stringify({ order, direction, s })).toStrictEqual(expected);
             expect(got.total).toBe(total);
@@ -124,33 +193,69 @@ forEachDatabase((kind) => {
   it('a comment by id, with its download and author as asked: the object Prisma gives', async () => {
     const all = await t.prisma.comment.findMany({ select: { id: true } });
     for (const { id } of [...all.slice(0, 12), { id: 999_999 }]) {
-      expect(await reads().comment(id, null)).toStrictEqual(await t.prisma.comment.findUnique({ where: { id }, include: { download: true } }));
-      expect(await reads().comment(id, 'username')).toStrictEqual(await t.prisma.comment.findUnique({ where: { id }, include: { download: true, user: { select: { username: true } } } }));
-      expect(await reads().comment(id, 'row')).toStrictEqual(await t.prisma.comment.findUnique({ where: { id }, include: { download: true, user: true } }));
+      expect(await reads().comment(id, null)).toStrictEqual(
+        await t.prisma.comment.findUnique({ where: { id }, include: { download: true } }),
+      );
+      expect(await reads().comment(id, 'username')).toStrictEqual(
+        await t.prisma.comment.findUnique({
+          where: { id },
+          include: { download: true, user: { select: { username: true } } },
+        }),
+      );
+      expect(await reads().comment(id, 'row')).toStrictEqual(
+        await t.prisma.comment.findUnique({ where: { id }, include: { download: true, user: true } }),
+      );
     }
   });
 
   it('pages of comments: the parent, rows, order and total Prisma gives, for every filter, order, direction and window', async () => {
     const since = new Date(base + 2 * 60_000 + 17);
     const filters = [
-      { downloadId: ids.downloads[0] }, { downloadId: ids.downloads[1], state: 'visible' as const }, { downloadId: ids.downloads[2], since },
-      { state: 'visible' as const, since }, {}, { downloadId: 999_999 },
+      { downloadId: ids.downloads[0] },
+      { downloadId: ids.downloads[1], state: 'visible' as const },
+      { downloadId: ids.downloads[2], since },
+      { state: 'visible' as const, since },
+      {},
+      { downloadId: 999_999 },
     ];
     const users = [null, 'username', 'row'] as const;
     let compared = 0;
     for (const filter of filters) {
-      const where = { downloadId: filter.downloadId, state: filter.state, commentDate: filter.since ? { gte: filter.since } : undefined };
+      const where = {
+        downloadId: filter.downloadId,
+        state: filter.state,
+        commentDate: filter.since ? { gte: filter.since } : undefined,
+      };
       const total = await t.prisma.comment.count({ where });
-      const parent = filter.downloadId === undefined ? undefined : await t.prisma.download.findUnique({ where: { id: filter.downloadId } });
+      const parent =
+        filter.downloadId === undefined
+          ? undefined
+          : await t.prisma.download.findUnique({ where: { id: filter.downloadId } });
       for (const order of Object.keys(COMMENT_KEYS) as (keyof typeof COMMENT_KEYS)[]) {
         for (const direction of directions) {
           const spec = keysetOf('comments', COMMENT_KEYS, order, direction, 'comment_date');
-          const all = await t.prisma.comment.findMany({ where, orderBy: prismaOrderBy(spec, { size: 0, backward: false, cursor: null }) as never });
+          const all = await t.prisma.comment.findMany({
+            where,
+            orderBy: prismaOrderBy(spec, { size: 0, backward: false, cursor: null }) as never,
+          });
           for (const s of await slices(spec, all, (r) => r[spec.column.name])) {
             const user = users[compared % users.length]!;
             const q = prismaSlice(s);
-            const include = { download: true, ...(user === 'row' ? { user: true } : user === 'username' ? { user: { select: { username: true } } } : {}) } as const;
-            const expected = await t.prisma.comment.findMany({ where: { AND: [where, q.after] }, orderBy: q.orderBy, skip: q.skip, take: q.take, include });
+            const include = {
+              download: true,
+              ...(user === 'row'
+                ? { user: true }
+                : user === 'username'
+                  ? { user: { select: { username: true } } }
+                  : {}),
+            } as const;
+            const expected = await t.prisma.comment.findMany({
+              where: { AND: [where, q.after] },
+              orderBy: q.orderBy,
+              skip: q.skip,
+              take: q.take,
+              include,
+            });
             const got = await reads().commentPage(filter, s, user);
             expect(got.rows, JSON.stringify({ filter, order, direction, s })).toStrictEqual(expected);
             expect(got.total).toBe(total);
@@ -163,10 +268,13 @@ forEachDatabase((kind) => {
     expect(compared).toBeGreaterThan(filters.length * 2 * 2 * 4);
   });
 
-  it('a file by id, with its version, download and category, and the visitor\'s team membership', async () => {
+  it("a file by id, with its version, download and category, and the visitor's team membership", async () => {
     const all = await t.prisma.file.findMany({ select: { id: true }, orderBy: { id: 'asc' } });
     for (const { id } of [...all.slice(0, 16), { id: 999_999 }]) {
-      const expected = await t.prisma.file.findUnique({ where: { id }, include: { version: { include: { download: { include: { category: true } } } } } });
+      const expected = await t.prisma.file.findUnique({
+        where: { id },
+        include: { version: { include: { download: { include: { category: true } } } } },
+      });
       const got = await reads().file(id, ids.users[1]!);
       expect(got?.file ?? null).toStrictEqual(expected);
       if (expected) expect(got!.isTeamMember).toBe(expected.version.downloadId === ids.downloads[0]);
@@ -181,16 +289,31 @@ forEachDatabase((kind) => {
     for (const filter of filters) {
       const where = { versionId: filter.versionId, isDeleted: false };
       const total = await t.prisma.file.count({ where });
-      const parent = filter.versionId === undefined ? undefined : await t.prisma.version.findUnique({ where: { id: filter.versionId }, include: { download: true } });
+      const parent =
+        filter.versionId === undefined
+          ? undefined
+          : await t.prisma.version.findUnique({ where: { id: filter.versionId }, include: { download: true } });
       for (const order of Object.keys(FILE_KEYS) as (keyof typeof FILE_KEYS)[]) {
         for (const direction of directions) {
           const spec = keysetOf('files', FILE_KEYS, order, direction, 'display_order');
-          const all = await t.prisma.file.findMany({ where, orderBy: prismaOrderBy(spec, { size: 0, backward: false, cursor: null }) as never });
+          const all = await t.prisma.file.findMany({
+            where,
+            orderBy: prismaOrderBy(spec, { size: 0, backward: false, cursor: null }) as never,
+          });
           for (const s of await slices(spec, all, (r) => r[spec.column.name])) {
             const q = prismaSlice(s);
-            const expected = await t.prisma.file.findMany({ where: { AND: [where, q.after] }, orderBy: q.orderBy, skip: q.skip, take: q.take, include: { version: { include: { download: true } } } });
+            const expected = await t.prisma.file.findMany({
+              where: { AND: [where, q.after] },
+              orderBy: q.orderBy,
+              skip: q.skip,
+              take: q.take,
+              include: { version: { include: { download: true } } },
+            });
             const got = await reads().filePage(filter, s, ids.users[1]!);
-            expect(got.rows, JSON.stringify({ filter, order, direction, s }, (_k, v) => (typeof v === 'bigint' ? String(v) : v))).toStrictEqual(expected);
+            expect(
+              got.rows,
+              JSON.stringify({ filter, order, direction, s }, (_k, v) => (typeof v === 'bigint' ? String(v) : v)),
+            ).toStrictEqual(expected);
             expect(got.total).toBe(total);
             expect(got.parent).toStrictEqual(parent);
             expect(got.isTeamMember).toBe(parent?.downloadId === ids.downloads[0]);
@@ -205,32 +328,71 @@ forEachDatabase((kind) => {
   it('downloads by id (the parents of the versions whose files a nested connection lists): the rows Prisma gives', async () => {
     const wanted = [...ids.downloads, 999_999, ids.downloads[0]!];
     const got = (await reads().downloadsById(wanted)).sort((a, b) => a.id - b.id);
-    expect(got).toStrictEqual(await t.prisma.download.findMany({ where: { id: { in: wanted } }, orderBy: { id: 'asc' } }));
+    expect(got).toStrictEqual(
+      await t.prisma.download.findMany({ where: { id: { in: wanted } }, orderBy: { id: 'asc' } }),
+    );
     expect(await reads().downloadsById([])).toEqual([]);
   });
 
   it('pages of children (the nested connections): the rows and totals Prisma gives, per parent', async () => {
     const windows = (spec: KeysetSpec, rows: any[]): Window[] => [
-      { size: 3, backward: false, cursor: null }, { size: 2, backward: true, cursor: null },
-      ...(rows.length > 2 ? [{ size: 4, backward: false, cursor: { value: rows[1][spec.column.name], id: rows[1].id } }, { size: 4, backward: true, cursor: { value: rows[2][spec.column.name], id: rows[2].id } }] : []),
+      { size: 3, backward: false, cursor: null },
+      { size: 2, backward: true, cursor: null },
+      ...(rows.length > 2
+        ? [
+            { size: 4, backward: false, cursor: { value: rows[1][spec.column.name], id: rows[1].id } },
+            { size: 4, backward: true, cursor: { value: rows[2][spec.column.name], id: rows[2].id } },
+          ]
+        : []),
     ];
     const cases = [
-      { source: { from: 'comment', parent: 'downloadId', model: 'Comment' }, keys: COMMENT_KEYS, parents: ids.downloads, find: (a: any) => t.prisma.comment.findMany(a), count: (a: any) => t.prisma.comment.count(a) },
-      { source: { from: 'file', parent: 'versionId', model: 'File', where: () => ['t."isDeleted" = false'] }, keys: FILE_KEYS, parents: ids.versions.slice(0, 3), extra: { isDeleted: false }, find: (a: any) => t.prisma.file.findMany(a), count: (a: any) => t.prisma.file.count(a) },
-      { source: { from: 'category', parent: 'parentId', model: 'Category' }, keys: CATEGORY_KEYS, parents: ids.categories.slice(0, 2), find: (a: any) => t.prisma.category.findMany(a), count: (a: any) => t.prisma.category.count(a) },
+      {
+        source: { from: 'comment', parent: 'downloadId', model: 'Comment' },
+        keys: COMMENT_KEYS,
+        parents: ids.downloads,
+        find: (a: any) => t.prisma.comment.findMany(a),
+        count: (a: any) => t.prisma.comment.count(a),
+      },
+      {
+        source: { from: 'file', parent: 'versionId', model: 'File', where: () => ['t."isDeleted" = false'] },
+        keys: FILE_KEYS,
+        parents: ids.versions.slice(0, 3),
+        extra: { isDeleted: false },
+        find: (a: any) => t.prisma.file.findMany(a),
+        count: (a: any) => t.prisma.file.count(a),
+      },
+      {
+        source: { from: 'category', parent: 'parentId', model: 'Category' },
+        keys: CATEGORY_KEYS,
+        parents: ids.categories.slice(0, 2),
+        find: (a: any) => t.prisma.category.findMany(a),
+        count: (a: any) => t.prisma.category.count(a),
+      },
     ];
     let compared = 0;
     for (const c of cases) {
       for (const order of Object.keys(c.keys)) {
         for (const direction of directions) {
           const spec = keysetOf(c.source.from, c.keys as never, order as never, direction, order as never);
-          const all = await c.find({ where: { [c.source.parent]: c.parents[0], ...c.extra }, orderBy: prismaOrderBy(spec, { size: 0, backward: false, cursor: null }) });
+          const all = await c.find({
+            where: { [c.source.parent]: c.parents[0], ...c.extra },
+            orderBy: prismaOrderBy(spec, { size: 0, backward: false, cursor: null }),
+          });
           for (const w of windows(spec, all)) {
             const pages = await reads().childPages<any>(c.source, spec, w, [...c.parents, 999_999]);
             for (const parent of c.parents) {
               const where = { [c.source.parent]: parent, ...c.extra };
-              const expected = await c.find({ where: { AND: [where, prismaAfter(spec, w)] }, orderBy: prismaOrderBy(spec, w), take: w.size + 1 });
-              expect(pages.get(parent)?.rows ?? [], JSON.stringify({ from: c.source.from, order, direction, w, parent }, (_k, v) => (typeof v === "bigint" ? String(v) : v))).toStrictEqual(expected);
+              const expected = await c.find({
+                where: { AND: [where, prismaAfter(spec, w)] },
+                orderBy: prismaOrderBy(spec, w),
+                take: w.size + 1,
+              });
+              expect(
+                pages.get(parent)?.rows ?? [],
+                JSON.stringify({ from: c.source.from, order, direction, w, parent }, (_k, v) =>
+                  typeof v === 'bigint' ? String(v) : v,
+                ),
+              ).toStrictEqual(expected);
               expect(pages.get(parent)?.total ?? 0).toBe(await c.count({ where }));
               compared++;
             }
@@ -243,7 +405,12 @@ forEachDatabase((kind) => {
   });
 
   it('refuses an order column that is not a column name', async () => {
-    const spec = { list: 'x', order: 'x', direction: 'asc', column: { name: 'id"; DROP TABLE file; --', kind: 'int' } } as KeysetSpec;
+    const spec = {
+      list: 'x',
+      order: 'x',
+      direction: 'asc',
+      column: { name: 'id"; DROP TABLE file; --', kind: 'int' },
+    } as KeysetSpec;
     await expect(reads().categoryPage({ spec, take: 1 })).rejects.toThrow(/Not an order column/);
   });
 
@@ -265,23 +432,34 @@ forEachDatabase((kind) => {
       }
       return Math.min(...runs);
     };
-    beforeAll(async () => { reader = await t.user('reader_one'); });
+    beforeAll(async () => {
+      reader = await t.user('reader_one');
+    });
 
     it('REST: one statement per list and get, with and without with=full, as a super-user key and as a user', async () => {
       const [d] = ids.downloads;
       const [v] = ids.versions;
       const comment = await t.prisma.comment.findFirstOrThrow({ where: { downloadId: d, state: 'visible' } });
-      const file = await t.prisma.file.findFirstOrThrow({ where: { versionId: v, isDeleted: false, validationStatus: 'passed' } });
+      const file = await t.prisma.file.findFirstOrThrow({
+        where: { versionId: v, isDeleted: false, validationStatus: 'passed' },
+      });
       const routes = [
-        '/api/mc-dm-categories/', `/api/mc-dm-categories/${ids.categories[1]}/`,
-        `/api/mc-dm-comments/?download_id=${d}`, `/api/mc-dm-comments/${comment.id}/`, `/api/mc-dm-comments/?download_id=${d}&order=last_edit_date&direction=asc&page=2&per_page=2`,
-        `/api/mc-dm-files/?version_id=${v}`, `/api/mc-dm-files/${file.id}/`, `/api/mc-dm-files/?version_id=${v}&order=file_size&direction=asc`,
+        '/api/mc-dm-categories/',
+        `/api/mc-dm-categories/${ids.categories[1]}/`,
+        `/api/mc-dm-comments/?download_id=${d}`,
+        `/api/mc-dm-comments/${comment.id}/`,
+        `/api/mc-dm-comments/?download_id=${d}&order=last_edit_date&direction=asc&page=2&per_page=2`,
+        `/api/mc-dm-files/?version_id=${v}`,
+        `/api/mc-dm-files/${file.id}/`,
+        `/api/mc-dm-files/?version_id=${v}&order=file_size&direction=asc`,
       ];
       for (const key of [undefined, reader.key]) {
         for (const route of routes) {
           for (const full of ['', route.includes('?') ? '&with=full' : '?with=full']) {
             let res: any;
-            const n = await count(async () => { res = await t.rest('GET', route + full, { key }); });
+            const n = await count(async () => {
+              res = await t.rest('GET', route + full, { key });
+            });
             expect(res.status, route + full).toBe(200);
             expect(n, `${route}${full} ${key ? 'user' : 'super'}`).toBe(1);
           }
@@ -305,13 +483,19 @@ forEachDatabase((kind) => {
       ];
       for (const [route, status, code] of cases) {
         let res: any;
-        const n = await count(async () => { res = await t.rest('GET', route, { key: reader.key }); });
+        const n = await count(async () => {
+          res = await t.rest('GET', route, { key: reader.key });
+        });
         expect(res.status, route).toBe(status);
         expect(res.body.errors[0].code, route).toBe(code);
         expect(n, route).toBe(1);
       }
       // The last page number there is: an empty page, not a failed statement.
-      for (const route of ['/api/mc-dm-categories/', `/api/mc-dm-comments/?download_id=${ids.downloads[0]}`, `/api/mc-dm-files/?version_id=${ids.versions[0]}`]) {
+      for (const route of [
+        '/api/mc-dm-categories/',
+        `/api/mc-dm-comments/?download_id=${ids.downloads[0]}`,
+        `/api/mc-dm-files/?version_id=${ids.versions[0]}`,
+      ]) {
         const res = await t.rest('GET', route, { key: reader.key, query: { page: 2147483647, per_page: 100 } });
         expect(res.status, route).toBe(200);
         expect(Object.values(res.body).find(Array.isArray), route).toEqual([]);
@@ -326,7 +510,9 @@ forEachDatabase((kind) => {
       const [v] = ids.versions;
       const comment = await t.prisma.comment.findFirstOrThrow({ where: { downloadId: d, state: 'visible' } });
       const file = await t.prisma.file.findFirstOrThrow({ where: { versionId: v, isDeleted: false } });
-      const owner = await t.prisma.user.findUniqueOrThrow({ where: { id: (await t.prisma.download.findUniqueOrThrow({ where: { id: d } })).userId } });
+      const owner = await t.prisma.user.findUniqueOrThrow({
+        where: { id: (await t.prisma.download.findUniqueOrThrow({ where: { id: d } })).userId },
+      });
       const ownerKey = await t.key('USER', ['all'], owner.id);
       const operations = [
         `{ categories(perPage: 3) { nodes { categoryId title parent { title } canAddDownload } pagination { total } } }`,
@@ -342,14 +528,20 @@ forEachDatabase((kind) => {
       for (const key of [undefined, ownerKey]) {
         for (const op of operations) {
           let data: any;
-          const n = await count(async () => { data = await t.gqlOk(op, {}, key); });
+          const n = await count(async () => {
+            data = await t.gqlOk(op, {}, key);
+          });
           expect(n, op).toBe(1);
           expect(Object.values(data)[0], op).not.toBeNull();
         }
       }
       // The owner (a guest-group user here) may not manage the files, so the failed file is hidden from them after
       // asking whether they are on the team, which the list's statement answered; the super-user key sees it.
-      const asOwner = await t.gqlOk(`{ files(versionId: ${v}, perPage: 100) { nodes { validationStatus } } }`, {}, ownerKey);
+      const asOwner = await t.gqlOk(
+        `{ files(versionId: ${v}, perPage: 100) { nodes { validationStatus } } }`,
+        {},
+        ownerKey,
+      );
       expect(asOwner.files.nodes.map((f: any) => f.validationStatus)).not.toContain('FAILED');
       const asSuper = await t.gqlOk(`{ files(versionId: ${v}, perPage: 100) { nodes { validationStatus } } }`);
       expect(asSuper.files.nodes.map((f: any) => f.validationStatus)).toContain('FAILED');
@@ -357,7 +549,9 @@ forEachDatabase((kind) => {
 
     it('GraphQL: shapes the reads do not cover still answer, through Prisma', async () => {
       const [d] = ids.downloads;
-      const data = await t.gqlOk(`{ comments(downloadId: ${d}, perPage: 2) { nodes { commentId download { category { title } } edits { editorId } } pagination { total } } }`);
+      const data = await t.gqlOk(
+        `{ comments(downloadId: ${d}, perPage: 2) { nodes { commentId download { category { title } } edits { editorId } } pagination { total } } }`,
+      );
       expect(data.comments.nodes).toHaveLength(2);
       expect(data.comments.pagination.total).toBe(9);
       expect(data.comments.nodes[0].download.category.title).toBeTypeOf('string');

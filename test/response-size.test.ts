@@ -14,7 +14,8 @@ const GRAPHQL_RESPONSE = { accept: 'application/graphql-response+json' };
 /** /graphql executions so far, by mode, from /metrics. */
 async function executions(t: TestApp): Promise<{ compiled: number; interpreted: number }> {
   const text = await (await fetch(`${t.url}/metrics`, { headers: { 'Forum-Api-Key': SUPER_KEY } })).text();
-  const of = (mode: string) => Number(new RegExp(`^dcs_graphql_executions_total\\{mode="${mode}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? NaN);
+  const of = (mode: string) =>
+    Number(new RegExp(`^dcs_graphql_executions_total\\{mode="${mode}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? NaN);
   return { compiled: of('compiled'), interpreted: of('interpreted') };
 }
 
@@ -39,20 +40,38 @@ forEachDatabase((kind) => {
     // The read cache off: every request here runs its operation.
     t = await startTestApp(kind, { readCacheMb: 0, graphql: { ...DEFAULTS, maxResponseBytes: LIMIT } });
     const owner = await t.user('owner');
-    const { createCategory } = await t.gqlOk('mutation { createCategory(input: { title: "Big texts" }) { category { categoryId } } }');
+    const { createCategory } = await t.gqlOk(
+      'mutation { createCategory(input: { title: "Big texts" }) { category { categoryId } } }',
+    );
     categoryId = createCategory.category.categoryId;
     for (let i = 0; i < 4; i++) {
-      await t.gqlOk('mutation($input: CreateDownloadInput!) { createDownload(input: $input) { download { downloadId } } }',
-        { input: { categoryId, title: `Big ${i}`, tagLine: 't', description: String(i).repeat(TEXT), versionString: '1.0' } }, owner.key);
+      await t.gqlOk(
+        'mutation($input: CreateDownloadInput!) { createDownload(input: $input) { download { downloadId } } }',
+        {
+          input: {
+            categoryId,
+            title: `Big ${i}`,
+            tagLine: 't',
+            description: String(i).repeat(TEXT),
+            versionString: '1.0',
+          },
+        },
+        owner.key,
+      );
     }
   });
-  afterAll(async () => { await t?.close(); });
+  afterAll(async () => {
+    await t?.close();
+  });
 
   const refused = (r: { status: number; data?: unknown; errors?: any[] }) => {
     expect(r.status, JSON.stringify(r.errors)?.slice(0, 500)).toBe(400);
     expect(r.data).toBeUndefined();
     expect(r.errors).toHaveLength(1);
-    expect(r.errors![0].extensions).toMatchObject({ code: 'operation_too_expensive', params: { kind: 'response_size', limit: LIMIT } });
+    expect(r.errors![0].extensions).toMatchObject({
+      code: 'operation_too_expensive',
+      params: { kind: 'response_size', limit: LIMIT },
+    });
     expect(r.errors![0].message).toContain(`limit of ${LIMIT}`);
   };
 
@@ -81,7 +100,10 @@ forEachDatabase((kind) => {
     const r = await t.rest('GET', '/api/mc-dm-downloads/', { query: { category_id: categoryId, per_page: 100 } });
     expect(r.status).toBe(400);
     expect(r.body.errors).toHaveLength(1);
-    expect(r.body.errors[0]).toMatchObject({ code: 'operation_too_expensive', params: { kind: 'response_size', limit: LIMIT } });
+    expect(r.body.errors[0]).toMatchObject({
+      code: 'operation_too_expensive',
+      params: { kind: 'response_size', limit: LIMIT },
+    });
     const ok = await t.rest('GET', '/api/mc-dm-downloads/', { query: { category_id: categoryId, per_page: 2 } });
     expect(ok.status, JSON.stringify(ok.body).slice(0, 300)).toBe(200);
   });

@@ -15,6 +15,10 @@ describe('REST route documents', () => {
   it('a document that does not match the schema is reported with its route', async () => {
     const { parse } = await import('graphql');
     const broken = { ...routes[0]!, document: parse('query { noSuchField }') };
-    expect(routeProblems(schema, [broken])).toEqual([expect.stringMatching(new RegExp(`^REST route ${broken.method} ${broken.path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: .*noSuchField`))]);
+    expect(routeProblems(schema, [broken])).toEqual([
+      expect.stringMatching(
+        new RegExp(`^REST route ${broken.method} ${broken.path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: .*noSuchField`),
+      ),
+    ]);
   });
 });

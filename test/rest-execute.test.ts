@@ -15,8 +15,18 @@ const tiny = new GraphQLSchema({
     name: 'Query',
     fields: {
       hello: { type: GraphQLString, resolve: () => 'world' },
-      refused: { type: GraphQLString, resolve: () => { throw new ApiError('do_not_have_permission', 'No.', { what: 'x' }); } },
-      broken: { type: GraphQLString, resolve: () => { throw new Error('bug'); } },
+      refused: {
+        type: GraphQLString,
+        resolve: () => {
+          throw new ApiError('do_not_have_permission', 'No.', { what: 'x' });
+        },
+      },
+      broken: {
+        type: GraphQLString,
+        resolve: () => {
+          throw new Error('bug');
+        },
+      },
     },
   }),
 });
@@ -24,7 +34,9 @@ const never = new AbortController().signal;
 
 describe('compiled REST documents', () => {
   it('every route document compiles with graphql-jit (none falls back)', () => {
-    const failed = routes.filter((r) => !isCompiledQuery(compileQuery(schema, r.document as never))).map((r) => `${r.method} ${r.path}`);
+    const failed = routes
+      .filter((r) => !isCompiledQuery(compileQuery(schema, r.document as never)))
+      .map((r) => `${r.method} ${r.path}`);
     expect(failed).toEqual([]);
   });
 
@@ -62,8 +74,13 @@ describe('beforeDeadline', () => {
   it('answers operation_timeout when the deadline fires first; the work ends in the background', async () => {
     const limit = deadline(5);
     let finish!: (v: number) => void;
-    const work = new Promise<number>((r) => { finish = r; });
-    await expect(beforeDeadline(work, limit)).rejects.toMatchObject({ code: 'operation_timeout', params: { limit: 5 } });
+    const work = new Promise<number>((r) => {
+      finish = r;
+    });
+    await expect(beforeDeadline(work, limit)).rejects.toMatchObject({
+      code: 'operation_timeout',
+      params: { limit: 5 },
+    });
     finish(1);
     limit.clear();
   });
@@ -71,7 +88,9 @@ describe('beforeDeadline', () => {
   it('answers operation_timeout for work that settled after the deadline passed, before the timer had its turn', async () => {
     const limit = deadline(2);
     const started = performance.now();
-    while (performance.now() - started < 5) { /* the event loop is held: the timer cannot fire */ }
+    while (performance.now() - started < 5) {
+      /* the event loop is held: the timer cannot fire */
+    }
     await expect(beforeDeadline(Promise.resolve(1), limit)).rejects.toMatchObject({ code: 'operation_timeout' });
     limit.clear();
   });

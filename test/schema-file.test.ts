@@ -14,7 +14,12 @@ const committedPath = path.join(root, 'schema.graphql');
 
 function git(...args: string[]): string | null {
   try {
-    return execFileSync('git', args, { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 64 << 20 });
+    return execFileSync('git', args, {
+      cwd: root,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+      maxBuffer: 64 << 20,
+    });
   } catch {
     return null;
   }
@@ -27,7 +32,9 @@ function git(...args: string[]): string | null {
 function previousSchema(current: string): { sdl: string; from: string } | null {
   const atHead = git('show', 'HEAD:schema.graphql');
   if (atHead !== null && atHead !== current) return { sdl: atHead, from: 'HEAD' };
-  const commits = (git('log', '--format=%H', '-n', '2', 'HEAD', '--', 'schema.graphql') ?? '').split('\n').filter(Boolean);
+  const commits = (git('log', '--format=%H', '-n', '2', 'HEAD', '--', 'schema.graphql') ?? '')
+    .split('\n')
+    .filter(Boolean);
   if (commits.length < 2) return null;
   const sdl = git('show', `${commits[1]}:schema.graphql`);
   return sdl === null ? null : { sdl, from: commits[1]!.slice(0, 12) };
@@ -35,8 +42,9 @@ function previousSchema(current: string): { sdl: string; from: string } | null {
 
 /** Removing what was deprecated first is the announced way to break. */
 const announced = (c: Change) =>
-  (c.type === 'FIELD_REMOVED' && (c.meta as { isRemovedFieldDeprecated?: boolean }).isRemovedFieldDeprecated === true)
-  || (c.type === 'ENUM_VALUE_REMOVED' && (c.meta as { isEnumValueDeprecated?: boolean }).isEnumValueDeprecated === true);
+  (c.type === 'FIELD_REMOVED' &&
+    (c.meta as { isRemovedFieldDeprecated?: boolean }).isRemovedFieldDeprecated === true) ||
+  (c.type === 'ENUM_VALUE_REMOVED' && (c.meta as { isEnumValueDeprecated?: boolean }).isEnumValueDeprecated === true);
 
 describe('schema.graphql', () => {
   const committed = fs.readFileSync(committedPath, 'utf8');
@@ -46,11 +54,14 @@ describe('schema.graphql', () => {
   });
 
   const previous = previousSchema(committed);
-  it.skipIf(previous === null)(`has no unannounced breaking change against its previous version${previous ? ` (${previous.from})` : ' (none in git history)'}`, async () => {
-    const changes = await diff(buildSchema(previous!.sdl), buildSchema(committed));
-    const breaking = changes.filter((c) => c.criticality.level === CriticalityLevel.Breaking && !announced(c));
-    expect(breaking.map((c) => c.message)).toEqual([]);
-  });
+  it.skipIf(previous === null)(
+    `has no unannounced breaking change against its previous version${previous ? ` (${previous.from})` : ' (none in git history)'}`,
+    async () => {
+      const changes = await diff(buildSchema(previous!.sdl), buildSchema(committed));
+      const breaking = changes.filter((c) => c.criticality.level === CriticalityLevel.Breaking && !announced(c));
+      expect(breaking.map((c) => c.message)).toEqual([]);
+    },
+  );
 
   it('the breaking-change rule catches removals and accepts deprecated-first removals', async () => {
     const before = buildSchema(`type Query { a: Int, b: Int @deprecated(reason: "use a"), c: String! }`);
@@ -58,6 +69,8 @@ describe('schema.graphql', () => {
     const changes = await diff(before, after);
     const breaking = changes.filter((c) => c.criticality.level === CriticalityLevel.Breaking && !announced(c));
     expect(breaking.map((c) => c.path).sort()).toEqual(['Query.c']);
-    expect(changes.some((c) => c.path === 'Query.d' && c.criticality.level === CriticalityLevel.NonBreaking)).toBe(true);
+    expect(changes.some((c) => c.path === 'Query.d' && c.criticality.level === CriticalityLevel.NonBreaking)).toBe(
+      true,
+    );
   });
 });

@@ -3,8 +3,12 @@ import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
 
 forEachDatabase((kind) => {
   let t: TestApp;
-  beforeAll(async () => { t = await startTestApp(kind); });
-  afterAll(async () => { await t?.close(); });
+  beforeAll(async () => {
+    t = await startTestApp(kind);
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
 
   it('serves health and an empty category list', async () => {
     expect((await t.rest('GET', '/healthz', { key: null })).body).toEqual({ status: 'ok' });

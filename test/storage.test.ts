@@ -17,7 +17,13 @@ let endpoint: string;
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-storage-'));
 
 beforeAll(async () => {
-  s3 = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: path.join(root, 's3'), configureBuckets: [{ name: 'blobs' }] });
+  s3 = new S3rver({
+    port: 0,
+    address: '127.0.0.1',
+    silent: true,
+    directory: path.join(root, 's3'),
+    configureBuckets: [{ name: 'blobs' }],
+  });
   const { port } = await s3.run();
   endpoint = `http://127.0.0.1:${port}`;
 });
@@ -26,7 +32,14 @@ afterAll(async () => {
   fs.rmSync(root, { recursive: true, force: true });
 });
 
-const s3Settings = () => ({ bucket: 'blobs', region: 'us-east-1', endpoint, accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER', forcePathStyle: true });
+const s3Settings = () => ({
+  bucket: 'blobs',
+  region: 'us-east-1',
+  endpoint,
+  accessKeyId: 'S3RVER',
+  secretAccessKey: 'S3RVER',
+  forcePathStyle: true,
+});
 
 const drivers: [string, () => Storage][] = [
   ['local disk', () => new LocalStorage(path.join(root, 'local'))],
@@ -35,7 +48,9 @@ const drivers: [string, () => Storage][] = [
 
 describe.each(drivers)('%s driver', (_name, make) => {
   let storage: Storage;
-  beforeAll(() => { storage = make(); });
+  beforeAll(() => {
+    storage = make();
+  });
 
   const tmpFile = (content: string) => {
     const p = path.join(storage.tmpDir, `${Math.random().toString(36).slice(2)}.part`);
@@ -70,18 +85,23 @@ describe('the service on STORAGE=s3', () => {
     try {
       const u = await t.user('s3user');
       const c = (await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'S3' } })).body.category.category_id;
-      const v = (await t.rest('POST', '/api/mc-dm-downloads/', { key: u.key, form: { category_id: c, title: 'd' } })).body.download.current_version_id;
+      const v = (await t.rest('POST', '/api/mc-dm-downloads/', { key: u.key, form: { category_id: c, title: 'd' } }))
+        .body.download.current_version_id;
       const bytes = Buffer.from('stored in an S3 bucket');
       const form = new FormData();
       form.append('version_id', String(v));
       form.append('file', new Blob([new Uint8Array(bytes)]), 'notes.txt');
-      const created = (await (await fetch(`${t.url}/api/mc-dm-files/`, { method: 'POST', headers: { 'Forum-Api-Key': u.key }, body: form })).json()) as any;
+      const created = (await (
+        await fetch(`${t.url}/api/mc-dm-files/`, { method: 'POST', headers: { 'Forum-Api-Key': u.key }, body: form })
+      ).json()) as any;
       expect(created.file.validation_status).toBe('passed');
       const row = await t.prisma.file.findUniqueOrThrow({ where: { id: created.file.file_id } });
       expect(await t.app.services.storage.exists(row.storageKey!)).toBe(true);
       const whole = await fetch(`${t.url}/api/mc-dm-files/${row.id}/data/`, { headers: { 'Forum-Api-Key': u.key } });
       expect(await whole.text()).toBe('stored in an S3 bucket');
-      const part = await fetch(`${t.url}/api/mc-dm-files/${row.id}/data/`, { headers: { 'Forum-Api-Key': u.key, range: 'bytes=13-14' } });
+      const part = await fetch(`${t.url}/api/mc-dm-files/${row.id}/data/`, {
+        headers: { 'Forum-Api-Key': u.key, range: 'bytes=13-14' },
+      });
       expect(part.status).toBe(206);
       expect(await part.text()).toBe('S3');
       const del = await t.rest('DELETE', `/api/mc-dm-files/${row.id}/`, { query: { hard: 1 } });

@@ -7,7 +7,12 @@ import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
 
 const RELEASED = 'subscription { versionReleased { versionId } }';
 
-interface Opened { status: number; type: string | null; abort: AbortController; res: Response }
+interface Opened {
+  status: number;
+  type: string | null;
+  abort: AbortController;
+  res: Response;
+}
 
 forEachDatabase((kind) => {
   describe('subscription slots', () => {
@@ -16,13 +21,19 @@ forEachDatabase((kind) => {
     const open: Opened[] = [];
 
     /** Starts a subscription; resolves when the answer's headers arrive (a stream stays open until aborted). */
-    async function subscribe(key: string, opts: { method?: 'GET' | 'POST'; accept?: string; query?: string } = {}): Promise<Opened> {
+    async function subscribe(
+      key: string,
+      opts: { method?: 'GET' | 'POST'; accept?: string; query?: string } = {},
+    ): Promise<Opened> {
       const url = new URL('/graphql', t.url);
       const query = opts.query ?? RELEASED;
       const headers: Record<string, string> = { accept: opts.accept ?? 'text/event-stream', 'Forum-Api-Key': key };
       let body: string | undefined;
       if (opts.method === 'GET') url.searchParams.set('query', query);
-      else { body = JSON.stringify({ query }); headers['content-type'] = 'application/json'; }
+      else {
+        body = JSON.stringify({ query });
+        headers['content-type'] = 'application/json';
+      }
       const abort = new AbortController();
       const res = await fetch(url, { method: opts.method ?? 'POST', headers, body, signal: abort.signal });
       const o = { status: res.status, type: res.headers.get('content-type'), abort, res };
@@ -71,7 +82,9 @@ forEachDatabase((kind) => {
       for (const o of open.splice(0)) o.abort.abort();
       await new Promise((r) => setTimeout(r, 50));
     });
-    afterAll(async () => { await t?.close(); });
+    afterAll(async () => {
+      await t?.close();
+    });
 
     it('the third stream of one key answers 429 rate_limited as plain JSON, while another key still opens', async () => {
       const [a, b] = keys as [string, string];
@@ -85,7 +98,10 @@ forEachDatabase((kind) => {
         expect(third.status, method).toBe(429);
         expect(third.type, method).toContain('application/json');
         expect(third.retryAfter, method).toMatch(/^\d+$/);
-        expect(third.body.errors[0].extensions, method).toMatchObject({ code: 'mc_dm_api_error.rate_limited', params: { limit: 2 } });
+        expect(third.body.errors[0].extensions, method).toMatchObject({
+          code: 'mc_dm_api_error.rate_limited',
+          params: { limit: 2 },
+        });
         expect(third.body.errors[0].message).toMatch(/SUBSCRIPTIONS_PER_KEY/);
       }
       const other = await subscribe(b);
@@ -114,7 +130,10 @@ forEachDatabase((kind) => {
       for (const key of [b, c]) {
         const r = await refusal(await subscribe(key));
         expect(r.status).toBe(429);
-        expect(r.body.errors[0].extensions).toMatchObject({ code: 'mc_dm_api_error.rate_limited', params: { limit: 3 } });
+        expect(r.body.errors[0].extensions).toMatchObject({
+          code: 'mc_dm_api_error.rate_limited',
+          params: { limit: 3 },
+        });
         expect(r.body.errors[0].message).toMatch(/SUBSCRIPTIONS_MAX/);
       }
       close(fromB);

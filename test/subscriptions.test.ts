@@ -47,14 +47,19 @@ class Stream {
   /** The next result, or a failure after `ms`. */
   async next(ms = 2000): Promise<any> {
     await until('the next event', () => this.results.length > this.read || this.completed, ms);
-    if (this.results.length <= this.read) throw new Error(`the stream ended instead: ${String(this.failure ?? 'complete')}`);
+    if (this.results.length <= this.read)
+      throw new Error(`the stream ended instead: ${String(this.failure ?? 'complete')}`);
     return this.results[this.read++];
   }
 
   /** Nothing more arrived (yet): the check that follows a later event that proves delivery went on. */
-  get pending(): number { return this.results.length - this.read; }
+  get pending(): number {
+    return this.results.length - this.read;
+  }
 
-  close() { return this.iterator.return?.(); }
+  close() {
+    return this.iterator.return?.();
+  }
 }
 
 /** Listeners each kind of stream holds: its topics, plus the revocation topic of its key. */
@@ -74,11 +79,21 @@ async function closeAll(t: TestApp | undefined, baseline = 0) {
 const QUIET_MS = 300;
 
 /** Opens a subscription with graphql-sse and waits until the server listens for its events. */
-async function subscribe(t: TestApp, query: string, key: string, variables: Record<string, unknown> = {}): Promise<Stream> {
+async function subscribe(
+  t: TestApp,
+  query: string,
+  key: string,
+  variables: Record<string, unknown> = {},
+): Promise<Stream> {
   const field = Object.keys(LISTENERS).find((f) => query.includes(f)) as keyof typeof LISTENERS;
   const events = t.app.services.events;
   const before = events.listenerCount;
-  const client = createClient({ url: `${t.url}/graphql`, headers: { 'Forum-Api-Key': key }, singleConnection: false, retryAttempts: 0 });
+  const client = createClient({
+    url: `${t.url}/graphql`,
+    headers: { 'Forum-Api-Key': key },
+    singleConnection: false,
+    retryAttempts: 0,
+  });
   const stream = new Stream(client.iterate({ query, variables }));
   opened.push(stream);
   await until(`${field} to listen`, () => events.listenerCount >= before + LISTENERS[field] || stream.completed);
@@ -91,14 +106,20 @@ async function sse(t: TestApp, query: string, key: string | null, method: 'GET' 
   const headers: Record<string, string> = { accept: 'text/event-stream', ...(key ? { 'Forum-Api-Key': key } : {}) };
   let body: string | undefined;
   if (method === 'GET') url.searchParams.set('query', query);
-  else { body = JSON.stringify({ query }); headers['content-type'] = 'application/json'; }
+  else {
+    body = JSON.stringify({ query });
+    headers['content-type'] = 'application/json';
+  }
   const res = await fetch(url, { method, headers, body, signal: AbortSignal.timeout(5000) });
   const text = await res.text();
-  const events = text.split('\n\n').filter((b) => b.startsWith('event:')).map((b) => {
-    const [, event] = /^event: (\w+)/.exec(b)!;
-    const data = /\ndata: ?(.*)$/s.exec(b)?.[1] ?? '';
-    return { event, data: data ? JSON.parse(data) : null };
-  });
+  const events = text
+    .split('\n\n')
+    .filter((b) => b.startsWith('event:'))
+    .map((b) => {
+      const [, event] = /^event: (\w+)/.exec(b)!;
+      const data = /\ndata: ?(.*)$/s.exec(b)?.[1] ?? '';
+      return { event, data: data ? JSON.parse(data) : null };
+    });
   return { status: res.status, type: res.headers.get('content-type'), events };
 }
 
@@ -114,7 +135,8 @@ forEachDatabase((kind) => {
   let baseline: number;
 
   const category = async (title: string, knobs: Record<string, number> = {}) => {
-    const id = (await t.rest('POST', '/api/mc-dm-categories/', { form: { title } })).body.category.category_id as number;
+    const id = (await t.rest('POST', '/api/mc-dm-categories/', { form: { title } })).body.category
+      .category_id as number;
     if (Object.keys(knobs).length) await t.rest('PUT', `/api/mc-dm-categories/${id}/`, { form: knobs });
     return id;
   };
@@ -129,10 +151,17 @@ forEachDatabase((kind) => {
     return r.body.comment as { comment_id: number; comment_state: string };
   };
   const permission = (categoryId: number, group: string, perm: string, value: 'ALLOW' | 'DENY' | 'INHERIT') =>
-    t.gqlOk(`mutation { setCategoryPermission(input: { categoryId: ${categoryId}, group: "${group}", permission: "${perm}", value: ${value} }) { ok } }`);
+    t.gqlOk(
+      `mutation { setCategoryPermission(input: { categoryId: ${categoryId}, group: "${group}", permission: "${perm}", value: ${value} }) { ok } }`,
+    );
   const newVersion = async (downloadId: number, versionString: string) =>
-    (await t.gqlOk(`mutation($i: CreateVersionInput!) { createVersion(input: $i) { version { versionId } } }`,
-      { i: { downloadId, versionString } }, author.key)).createVersion.version.versionId as number;
+    (
+      await t.gqlOk(
+        `mutation($i: CreateVersionInput!) { createVersion(input: $i) { version { versionId } } }`,
+        { i: { downloadId, versionString } },
+        author.key,
+      )
+    ).createVersion.version.versionId as number;
   const listeners = () => t.app.services.events.listenerCount;
 
   beforeAll(async () => {
@@ -147,11 +176,16 @@ forEachDatabase((kind) => {
     baseline = listeners();
   });
   afterEach(() => closeAll(t, baseline));
-  afterAll(async () => { await t?.close(); });
+  afterAll(async () => {
+    await t?.close();
+  });
 
-  const COMMENT = 'subscription($d: Int!) { commentPosted(downloadId: $d) { commentId downloadId message username commentState } }';
-  const VERSION = 'subscription($d: Int, $c: Int) { versionReleased(downloadId: $d, categoryId: $c) { versionId downloadId versionString } }';
-  const CHANGED = 'subscription($d: Int!) { downloadChanged(downloadId: $d) { downloadId title downloadState currentVersionId } }';
+  const COMMENT =
+    'subscription($d: Int!) { commentPosted(downloadId: $d) { commentId downloadId message username commentState } }';
+  const VERSION =
+    'subscription($d: Int, $c: Int) { versionReleased(downloadId: $d, categoryId: $c) { versionId downloadId versionString } }';
+  const CHANGED =
+    'subscription($d: Int!) { downloadChanged(downloadId: $d) { downloadId title downloadState currentVersionId } }';
 
   describe('commentPosted', () => {
     it('delivers a posted comment over SSE to a graphql-sse client within a second', async () => {
@@ -160,7 +194,13 @@ forEachDatabase((kind) => {
       const c = await post(dl, 'Live [b]now[/b]');
       const r = await s.next(1000);
       expect(r.errors).toBeUndefined();
-      expect(r.data.commentPosted).toEqual({ commentId: c.comment_id, downloadId: dl, message: 'Live [b]now[/b]', username: 'author', commentState: 'VISIBLE' });
+      expect(r.data.commentPosted).toEqual({
+        commentId: c.comment_id,
+        downloadId: dl,
+        message: 'Live [b]now[/b]',
+        username: 'author',
+        commentState: 'VISIBLE',
+      });
       expect(r.at - sent).toBeLessThan(1000);
       await s.close();
       await until('listeners to go', () => listeners() === baseline);
@@ -170,7 +210,10 @@ forEachDatabase((kind) => {
       const url = new URL('/graphql', t.url);
       url.searchParams.set('query', `subscription { commentPosted(downloadId: ${dl}) { commentId message } }`);
       const abort = new AbortController();
-      const res = await fetch(url, { headers: { accept: 'text/event-stream', 'Forum-Api-Key': guest }, signal: abort.signal });
+      const res = await fetch(url, {
+        headers: { accept: 'text/event-stream', 'Forum-Api-Key': guest },
+        signal: abort.signal,
+      });
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toContain('text/event-stream');
       await until('the stream to listen', () => listeners() === baseline + LISTENERS.commentPosted);
@@ -178,7 +221,12 @@ forEachDatabase((kind) => {
       const reader_ = res.body!.getReader();
       let text = '';
       while (!text.includes('event: next')) text += new TextDecoder().decode((await reader_.read()).value);
-      await until('the whole event', async () => text.includes('\n\n', text.indexOf('event: next')) || (text += new TextDecoder().decode((await reader_.read()).value), false));
+      await until(
+        'the whole event',
+        async () =>
+          text.includes('\n\n', text.indexOf('event: next')) ||
+          ((text += new TextDecoder().decode((await reader_.read()).value)), false),
+      );
       const data = JSON.parse(/event: next\ndata: (.*)\n/.exec(text)![1]!);
       expect(data).toEqual({ data: { commentPosted: { commentId: c.comment_id, message: 'over GET' } } });
       abort.abort();
@@ -195,14 +243,23 @@ forEachDatabase((kind) => {
       const pending = await post(d, 'please approve', poster.key);
       expect(pending.comment_state).toBe('moderated');
       const visible = await post(d, 'approved from the start', mod.key);
-      expect((await asPoster.next()).data.commentPosted).toMatchObject({ commentId: pending.comment_id, commentState: 'MODERATED' });
-      expect((await asMod.next()).data.commentPosted).toMatchObject({ commentId: pending.comment_id, commentState: 'MODERATED' });
+      expect((await asPoster.next()).data.commentPosted).toMatchObject({
+        commentId: pending.comment_id,
+        commentState: 'MODERATED',
+      });
+      expect((await asMod.next()).data.commentPosted).toMatchObject({
+        commentId: pending.comment_id,
+        commentState: 'MODERATED',
+      });
       expect((await asMod.next()).data.commentPosted.commentId).toBe(visible.comment_id);
       expect((await asPoster.next()).data.commentPosted.commentId).toBe(visible.comment_id);
       // Those who may not see the pending comment get the next one first: the pending one never reached them.
       expect((await asOwner.next()).data.commentPosted.commentId).toBe(visible.comment_id);
       expect((await asGuest.next()).data.commentPosted.commentId).toBe(visible.comment_id);
-      for (const s of [asPoster, asMod, asOwner, asGuest]) { expect(s.pending).toBe(0); await s.close(); }
+      for (const s of [asPoster, asMod, asOwner, asGuest]) {
+        expect(s.pending).toBe(0);
+        await s.close();
+      }
       await until('listeners to go', () => listeners() === baseline);
     });
   });
@@ -216,15 +273,26 @@ forEachDatabase((kind) => {
       const readerComments = await subscribe(t, COMMENT, reader.key, { d });
       await permission(open, 'guest', 'view', 'DENY');
       const hidden = await post(d, 'not for guests');
-      await t.gqlOk(`mutation { updateDownload(input: { downloadId: ${d}, title: "Hidden title" }) { download { title } } }`, {}, author.key);
+      await t.gqlOk(
+        `mutation { updateDownload(input: { downloadId: ${d}, title: "Hidden title" }) { download { title } } }`,
+        {},
+        author.key,
+      );
       expect((await readerComments.next()).data.commentPosted.commentId).toBe(hidden.comment_id);
       await sleep(QUIET_MS);
       expect(guestComments.pending + guestChanges.pending).toBe(0);
       // Each event is read when it is delivered: showing the category again must not release the withheld ones.
       await permission(open, 'guest', 'view', 'INHERIT');
       const shown = await post(d, 'for everyone');
-      await t.gqlOk(`mutation { updateDownload(input: { downloadId: ${d}, title: "Shown title" }) { download { title } } }`, {}, author.key);
-      expect((await guestComments.next()).data.commentPosted).toMatchObject({ commentId: shown.comment_id, message: 'for everyone' });
+      await t.gqlOk(
+        `mutation { updateDownload(input: { downloadId: ${d}, title: "Shown title" }) { download { title } } }`,
+        {},
+        author.key,
+      );
+      expect((await guestComments.next()).data.commentPosted).toMatchObject({
+        commentId: shown.comment_id,
+        message: 'for everyone',
+      });
       expect((await guestChanges.next()).data.downloadChanged.title).toBe('Shown title');
       expect(guestComments.pending + guestChanges.pending).toBe(0);
       for (const s of [guestComments, guestChanges, readerComments]) await s.close();
@@ -233,7 +301,7 @@ forEachDatabase((kind) => {
   });
 
   describe('versionReleased', () => {
-    it('delivers releases by download, by category, or all the visitor may see, a new download\'s first version included', async () => {
+    it("delivers releases by download, by category, or all the visitor may see, a new download's first version included", async () => {
       const other = await category('Elsewhere');
       const strict = await category('Approval needed', { require_approval: 1 });
       const byDownload = await subscribe(t, VERSION, reader.key, { d: dl });
@@ -262,7 +330,10 @@ forEachDatabase((kind) => {
       expect(first).toEqual({ versionId: v2, downloadId: dl, versionString: '2.0' });
       await sleep(QUIET_MS);
       expect(mismatched.pending).toBe(0); // that download is not in that category
-      for (const s of [byDownload, byCategory, byBoth, mismatched, allGuest, allMod]) { expect(s.pending).toBe(0); await s.close(); }
+      for (const s of [byDownload, byCategory, byBoth, mismatched, allGuest, allMod]) {
+        expect(s.pending).toBe(0);
+        await s.close();
+      }
       await until('listeners to go', () => listeners() === baseline);
     });
   });
@@ -278,7 +349,12 @@ forEachDatabase((kind) => {
         const e = (await s.next()).data.downloadChanged;
         return `${e.title}/${e.downloadState}/${e.currentVersionId === d.current_version_id ? 'v1' : 'v2'}`;
       };
-      const update = (title: string) => t.gqlOk(`mutation { updateDownload(input: { downloadId: ${id}, title: "${title}" }) { download { title } } }`, {}, author.key);
+      const update = (title: string) =>
+        t.gqlOk(
+          `mutation { updateDownload(input: { downloadId: ${id}, title: "${title}" }) { download { title } } }`,
+          {},
+          author.key,
+        );
       await update('Changed');
       expect(await next(asMod)).toBe('Changed/VISIBLE/v1');
       expect(await next(asReader)).toBe('Changed/VISIBLE/v1');
@@ -291,7 +367,11 @@ forEachDatabase((kind) => {
       await sleep(QUIET_MS);
       expect(asReader.pending).toBe(0); // the reader may not view a deleted download
 
-      await t.gqlOk(`mutation { restoreDownload(input: { downloadId: ${id} }) { download { downloadState } } }`, {}, mod.key);
+      await t.gqlOk(
+        `mutation { restoreDownload(input: { downloadId: ${id} }) { download { downloadState } } }`,
+        {},
+        mod.key,
+      );
       expect(await next(asMod)).toBe('Changed/VISIBLE/v1');
       expect(await next(asReader)).toBe('Changed/VISIBLE/v1');
       await newVersion(id, '1.1');
@@ -302,7 +382,10 @@ forEachDatabase((kind) => {
       for (const s of [asReader, asMod]) {
         const end = await s.next();
         expect(end.data).toBeNull();
-        expect(end.errors[0].extensions).toMatchObject({ code: 'mc_dm_api_error.download_not_found', params: { download_id: id } });
+        expect(end.errors[0].extensions).toMatchObject({
+          code: 'mc_dm_api_error.download_not_found',
+          params: { download_id: id },
+        });
         await until('the stream to complete', () => s.completed);
         expect(s.failure).toBeUndefined();
       }
@@ -311,7 +394,10 @@ forEachDatabase((kind) => {
 
     it('a REST write publishes too (the adapter runs the same mutations)', async () => {
       const s = await subscribe(t, CHANGED, guest, { d: dl });
-      expect((await t.rest('PUT', `/api/mc-dm-downloads/${dl}/`, { key: author.key, form: { tag_line: 'From REST' } })).status).toBe(200);
+      expect(
+        (await t.rest('PUT', `/api/mc-dm-downloads/${dl}/`, { key: author.key, form: { tag_line: 'From REST' } }))
+          .status,
+      ).toBe(200);
       expect((await s.next()).data.downloadChanged.downloadId).toBe(dl);
       await s.close();
       await until('listeners to go', () => listeners() === baseline);
@@ -320,10 +406,14 @@ forEachDatabase((kind) => {
 
   describe('keys', () => {
     it('revoking the key ends its streams with api_key_inactive, and nothing is delivered after', async () => {
-      const { createApiKey } = await t.gqlOk(`mutation { createApiKey(input: { type: USER, userId: ${reader.userId}, scopes: ["all"] }) { key apiKey { apiKeyId } } }`);
+      const { createApiKey } = await t.gqlOk(
+        `mutation { createApiKey(input: { type: USER, userId: ${reader.userId}, scopes: ["all"] }) { key apiKey { apiKeyId } } }`,
+      );
       const s = await subscribe(t, COMMENT, createApiKey.key, { d: dl });
       const other = await subscribe(t, COMMENT, reader.key, { d: dl }); // another key of the same user goes on
-      await t.gqlOk(`mutation { revokeApiKey(input: { apiKeyId: ${createApiKey.apiKey.apiKeyId} }) { apiKey { isActive } } }`);
+      await t.gqlOk(
+        `mutation { revokeApiKey(input: { apiKeyId: ${createApiKey.apiKey.apiKeyId} }) { apiKey { isActive } } }`,
+      );
       const end = await s.next();
       expect(end.data).toBeNull();
       expect(end.errors[0].extensions.code).toBe('api_key_inactive');
@@ -337,7 +427,9 @@ forEachDatabase((kind) => {
 
     it('a key found inactive when an event arrives ends the stream with that error, the event undelivered', async () => {
       // As when the revocation was written by an instance whose broadcast never arrived: only the database knows.
-      const { createApiKey } = await t.gqlOk(`mutation { createApiKey(input: { type: USER, userId: ${reader.userId}, scopes: ["all"] }) { key apiKey { apiKeyId } } }`);
+      const { createApiKey } = await t.gqlOk(
+        `mutation { createApiKey(input: { type: USER, userId: ${reader.userId}, scopes: ["all"] }) { key apiKey { apiKeyId } } }`,
+      );
       const s = await subscribe(t, COMMENT, createApiKey.key, { d: dl });
       await t.prisma.apiKey.update({ where: { id: createApiKey.apiKey.apiKeyId }, data: { isActive: false } });
       t.app.services.auth.keys.delete(hashKey(createApiKey.key)); // this instance's cache, as CACHE_SECONDS would
@@ -361,13 +453,49 @@ forEachDatabase((kind) => {
       const categoryOnly = await t.key('USER', ['mc_dm_category:read'], reader.userId);
 
       const cases: [string, string | null, number, string, Record<string, unknown>][] = [
-        [`commentPosted(downloadId: ${dl}) { commentId }`, categoryOnly, 403, 'api_scope_missing', { scope: 'mc_dm_download:read' }],
+        [
+          `commentPosted(downloadId: ${dl}) { commentId }`,
+          categoryOnly,
+          403,
+          'api_scope_missing',
+          { scope: 'mc_dm_download:read' },
+        ],
         [`versionReleased { versionId }`, categoryOnly, 403, 'api_scope_missing', { scope: 'mc_dm_download:read' }],
-        [`downloadChanged(downloadId: ${dl}) { title }`, categoryOnly, 403, 'api_scope_missing', { scope: 'mc_dm_download:read' }],
-        ['commentPosted(downloadId: 99999) { commentId }', guest, 404, 'mc_dm_api_error.download_not_found', { download_id: 99999 }],
-        ['downloadChanged(downloadId: 99999) { title }', guest, 404, 'mc_dm_api_error.download_not_found', { download_id: 99999 }],
-        ['versionReleased(downloadId: 99999) { versionId }', guest, 404, 'mc_dm_api_error.download_not_found', { download_id: 99999 }],
-        ['versionReleased(categoryId: 99999) { versionId }', guest, 404, 'mc_dm_api_error.category_not_found', { category_id: 99999 }],
+        [
+          `downloadChanged(downloadId: ${dl}) { title }`,
+          categoryOnly,
+          403,
+          'api_scope_missing',
+          { scope: 'mc_dm_download:read' },
+        ],
+        [
+          'commentPosted(downloadId: 99999) { commentId }',
+          guest,
+          404,
+          'mc_dm_api_error.download_not_found',
+          { download_id: 99999 },
+        ],
+        [
+          'downloadChanged(downloadId: 99999) { title }',
+          guest,
+          404,
+          'mc_dm_api_error.download_not_found',
+          { download_id: 99999 },
+        ],
+        [
+          'versionReleased(downloadId: 99999) { versionId }',
+          guest,
+          404,
+          'mc_dm_api_error.download_not_found',
+          { download_id: 99999 },
+        ],
+        [
+          'versionReleased(categoryId: 99999) { versionId }',
+          guest,
+          404,
+          'mc_dm_api_error.category_not_found',
+          { category_id: 99999 },
+        ],
         [`commentPosted(downloadId: ${hiddenDl}) { commentId }`, guest, 403, 'do_not_have_permission', {}],
         [`downloadChanged(downloadId: ${hiddenDl}) { title }`, guest, 403, 'do_not_have_permission', {}],
         [`versionReleased(categoryId: ${hidden}) { versionId }`, guest, 403, 'do_not_have_permission', {}],
@@ -380,7 +508,10 @@ forEachDatabase((kind) => {
           const r = await sse(t, `subscription { ${field} }`, key, method);
           expect(r.status, `${method} ${field}`).toBe(status);
           expect(r.type).toContain('text/event-stream');
-          expect(r.events.map((e) => e.event), field).toEqual(['next', 'complete']);
+          expect(
+            r.events.map((e) => e.event),
+            field,
+          ).toEqual(['next', 'complete']);
           expect(r.events[0]!.data.errors[0].extensions, field).toMatchObject({ code, params });
           expect(r.events[0]!.data.errors[0].message).toMatch(/\w+ \w+/);
         }
@@ -390,7 +521,11 @@ forEachDatabase((kind) => {
       expect(ok.completed).toBe(false);
       await ok.close();
 
-      for (const bad of ['commentPosted(downloadId: "one") { commentId }', 'commentPosted { commentId }', 'downloadChanged(downloadId: 1) { nope }']) {
+      for (const bad of [
+        'commentPosted(downloadId: "one") { commentId }',
+        'commentPosted { commentId }',
+        'downloadChanged(downloadId: 1) { nope }',
+      ]) {
         const r = await sse(t, `subscription { ${bad} }`, guest);
         expect(r.events[0]!.data.errors[0].extensions.code, bad).toBe('invalid_input');
         expect(r.status, bad).not.toBe(500);
@@ -401,12 +536,13 @@ forEachDatabase((kind) => {
     it('a subscription asked for as JSON answers invalid_input naming the header to send', async () => {
       for (const accept of ['application/json', 'application/graphql-response+json']) {
         const res = await fetch(`${t.url}/graphql`, {
-          method: 'POST', headers: { accept, 'content-type': 'application/json', 'Forum-Api-Key': guest },
+          method: 'POST',
+          headers: { accept, 'content-type': 'application/json', 'Forum-Api-Key': guest },
           body: JSON.stringify({ query: `subscription { downloadChanged(downloadId: ${dl}) { title } }` }),
         });
         expect(res.status).toBe(400);
         expect(res.headers.get('content-type')).toContain(accept);
-        const body = await res.json() as any;
+        const body = (await res.json()) as any;
         expect(body.errors[0].extensions).toMatchObject({ code: 'invalid_input', params: { field: 'accept' } });
         expect(body.errors[0].message).toContain('Accept: text/event-stream');
       }
@@ -414,7 +550,12 @@ forEachDatabase((kind) => {
     });
 
     it('a graphql-sse client sees a refusal as a failed connection carrying the code', async () => {
-      const client = createClient({ url: `${t.url}/graphql`, headers: { 'Forum-Api-Key': guest }, singleConnection: false, retryAttempts: 0 });
+      const client = createClient({
+        url: `${t.url}/graphql`,
+        headers: { 'Forum-Api-Key': guest },
+        singleConnection: false,
+        retryAttempts: 0,
+      });
       const s = new Stream(client.iterate({ query: 'subscription { downloadChanged(downloadId: 99999) { title } }' }));
       await until('the refusal', () => s.completed);
       const res = (s.failure as { response?: Response }).response;
@@ -430,7 +571,9 @@ forEachDatabase((kind) => {
         await subscribe(t, VERSION, guest),
         await subscribe(t, CHANGED, mod.key, { d: dl }),
       ];
-      expect(listeners()).toBe(baseline + LISTENERS.commentPosted + LISTENERS.versionReleased + LISTENERS.downloadChanged);
+      expect(listeners()).toBe(
+        baseline + LISTENERS.commentPosted + LISTENERS.versionReleased + LISTENERS.downloadChanged,
+      );
       for (const s of streams) await s.close();
       await until('listeners to go', () => listeners() === baseline);
       // And the instance still delivers afterwards.
@@ -446,7 +589,10 @@ forEachDatabase((kind) => {
 describe('configuration', () => {
   it('reads REDIS_URL and REDIS_CHANNEL_PREFIX, and refuses a URL of another kind', () => {
     expect(loadConfig({})).toMatchObject({ redisUrl: undefined, redisChannelPrefix: 'dcs:' });
-    expect(loadConfig({ REDIS_URL: 'redis://cache:6379/2', REDIS_CHANNEL_PREFIX: 'shop1:' })).toMatchObject({ redisUrl: 'redis://cache:6379/2', redisChannelPrefix: 'shop1:' });
+    expect(loadConfig({ REDIS_URL: 'redis://cache:6379/2', REDIS_CHANNEL_PREFIX: 'shop1:' })).toMatchObject({
+      redisUrl: 'redis://cache:6379/2',
+      redisChannelPrefix: 'shop1:',
+    });
     expect(() => loadConfig({ REDIS_URL: 'http://cache' })).toThrow(ConfigError);
     expect(() => loadConfig({ REDIS_URL: 'http://cache' })).toThrow('REDIS_URL');
   });
@@ -455,19 +601,45 @@ describe('configuration', () => {
 describe('Redis unreachable', () => {
   it('the service starts, writes answer, the loss is logged, and it closes promptly', async () => {
     const logs: { msg: string }[] = [];
-    const log = pino({ level: 'info' }, { write: (line: string) => { logs.push(JSON.parse(line)); } });
+    const log = pino(
+      { level: 'info' },
+      {
+        write: (line: string) => {
+          logs.push(JSON.parse(line));
+        },
+      },
+    );
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-subs-'));
-    const config = loadConfig({}, { port: 0, host: '127.0.0.1', dataDir, logLevel: 'silent', bootstrapKey: SUPER_KEY, redisUrl: 'redis://127.0.0.1:1' });
-    const t = new TestApp(await startApp(config, { db: await openDatabase({ memory: true }), log }), config,
-      async () => fs.rmSync(dataDir, { recursive: true, force: true }));
+    const config = loadConfig(
+      {},
+      {
+        port: 0,
+        host: '127.0.0.1',
+        dataDir,
+        logLevel: 'silent',
+        bootstrapKey: SUPER_KEY,
+        redisUrl: 'redis://127.0.0.1:1',
+      },
+    );
+    const t = new TestApp(await startApp(config, { db: await openDatabase({ memory: true }), log }), config, async () =>
+      fs.rmSync(dataDir, { recursive: true, force: true }),
+    );
     try {
       const user = await t.user('offline');
-      const catId = (await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Offline' } })).body.category.category_id;
-      const r = await t.rest('POST', '/api/mc-dm-downloads/', { key: user.key, form: { category_id: catId, title: 'Published nowhere' } });
+      const catId = (await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Offline' } })).body.category
+        .category_id;
+      const r = await t.rest('POST', '/api/mc-dm-downloads/', {
+        key: user.key,
+        form: { category_id: catId, title: 'Published nowhere' },
+      });
       expect(r.status).toBe(200);
-      const s = await subscribe(t, 'subscription($d: Int!) { downloadChanged(downloadId: $d) { title } }', user.key, { d: r.body.download.download_id });
+      const s = await subscribe(t, 'subscription($d: Int!) { downloadChanged(downloadId: $d) { title } }', user.key, {
+        d: r.body.download.download_id,
+      });
       expect(s.completed).toBe(false);
-      await until('the loss to be logged', () => logs.some((l) => l.msg === 'events: Redis connection lost; reconnecting'));
+      await until('the loss to be logged', () =>
+        logs.some((l) => l.msg === 'events: Redis connection lost; reconnecting'),
+      );
     } finally {
       const started = Date.now();
       await closeAll(t);
@@ -484,10 +656,29 @@ const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 async function answers(): Promise<string | null> {
   if (!process.env.TEST_DATABASE_URL) return 'TEST_DATABASE_URL is not set';
   const client = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL, connectionTimeoutMillis: 2000 });
-  try { await client.connect(); await client.query('SELECT 1'); } catch (err) { return `PostgreSQL does not answer (${(err as Error).message})`; } finally { await client.end().catch(() => {}); }
-  const redis = new Redis(REDIS_URL, { lazyConnect: true, connectTimeout: 1000, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+  } catch (err) {
+    return `PostgreSQL does not answer (${(err as Error).message})`;
+  } finally {
+    await client.end().catch(() => {});
+  }
+  const redis = new Redis(REDIS_URL, {
+    lazyConnect: true,
+    connectTimeout: 1000,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
   redis.on('error', () => {});
-  try { await redis.connect(); await redis.ping(); } catch (err) { return `Redis does not answer at ${REDIS_URL} (${(err as Error).message})`; } finally { redis.disconnect(); }
+  try {
+    await redis.connect();
+    await redis.ping();
+  } catch (err) {
+    return `Redis does not answer at ${REDIS_URL} (${(err as Error).message})`;
+  } finally {
+    redis.disconnect();
+  }
   return null;
 }
 
@@ -503,25 +694,42 @@ describe.skipIf(unavailable !== null)('two instances sharing PostgreSQL and Redi
 
   /** What B logs (warnings and up, plus the Redis recovery line), as parsed JSON lines. */
   const logsOfB: { level: number; msg: string }[] = [];
-  const captured = pino({ level: 'info' }, { write: (line: string) => { logsOfB.push(JSON.parse(line)); } });
+  const captured = pino(
+    { level: 'info' },
+    {
+      write: (line: string) => {
+        logsOfB.push(JSON.parse(line));
+      },
+    },
+  );
 
   // Instances on one database share one local storage directory (a split one is refused at start).
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-subs-'));
   afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
   async function instance(url: string, log = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent')): Promise<TestApp> {
-    const config = loadConfig({}, {
-      port: 0, host: '127.0.0.1', dataDir, logLevel: 'silent', bootstrapKey: SUPER_KEY, commentFloodSeconds: 0,
-      redisUrl: REDIS_URL, redisChannelPrefix: prefix,
-    });
+    const config = loadConfig(
+      {},
+      {
+        port: 0,
+        host: '127.0.0.1',
+        dataDir,
+        logLevel: 'silent',
+        bootstrapKey: SUPER_KEY,
+        commentFloodSeconds: 0,
+        redisUrl: REDIS_URL,
+        redisChannelPrefix: prefix,
+      },
+    );
     const app = await startApp(config, { db: await openDatabase({ url }), log });
     return new TestApp(app, config, async () => {});
   }
   /** Redis has the subscription of `channel` (B's listener is in place before A publishes). */
-  const subscribed = (channel: string) => until(`Redis to know ${channel}`, async () => {
-    const [, n] = (await redis.pubsub('NUMSUB', prefix + channel)) as [string, number];
-    return Number(n) >= 1;
-  });
+  const subscribed = (channel: string) =>
+    until(`Redis to know ${channel}`, async () => {
+      const [, n] = (await redis.pubsub('NUMSUB', prefix + channel)) as [string, number];
+      return Number(n) >= 1;
+    });
 
   beforeAll(async () => {
     const fresh = await freshPostgres();
@@ -541,21 +749,38 @@ describe.skipIf(unavailable !== null)('two instances sharing PostgreSQL and Redi
   it('a comment posted on A reaches a subscriber on B within a second; a key revoked on A ends its stream on B', async () => {
     expect(a.app.services.events.transport).toBe('redis');
     const user = await a.user('crosser');
-    const catId = (await a.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Shared' } })).body.category.category_id;
-    const d = (await a.rest('POST', '/api/mc-dm-downloads/', { key: user.key, form: { category_id: catId, title: 'Everywhere' } })).body.download.download_id;
-    const { createApiKey } = await a.gqlOk(`mutation { createApiKey(input: { type: GUEST, scopes: ["all"] }) { key apiKey { apiKeyId } } }`);
+    const catId = (await a.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Shared' } })).body.category
+      .category_id;
+    const d = (
+      await a.rest('POST', '/api/mc-dm-downloads/', {
+        key: user.key,
+        form: { category_id: catId, title: 'Everywhere' },
+      })
+    ).body.download.download_id;
+    const { createApiKey } = await a.gqlOk(
+      `mutation { createApiKey(input: { type: GUEST, scopes: ["all"] }) { key apiKey { apiKeyId } } }`,
+    );
 
-    const onB = await subscribe(b, 'subscription($d: Int!) { commentPosted(downloadId: $d) { commentId message } }', createApiKey.key, { d });
+    const onB = await subscribe(
+      b,
+      'subscription($d: Int!) { commentPosted(downloadId: $d) { commentId message } }',
+      createApiKey.key,
+      { d },
+    );
     await subscribed(`commentPosted:${d}`);
     const sent = Date.now();
-    const c = (await a.rest('POST', '/api/mc-dm-comments/', { key: user.key, form: { download_id: d, message: 'from A' } })).body.comment;
+    const c = (
+      await a.rest('POST', '/api/mc-dm-comments/', { key: user.key, form: { download_id: d, message: 'from A' } })
+    ).body.comment;
     const got = await onB.next(1000);
     const ms = got.at - sent;
     console.info(`comment posted on A delivered on B in ${ms} ms`);
     expect(ms).toBeLessThan(1000);
     expect(got.data.commentPosted).toEqual({ commentId: c.comment_id, message: 'from A' });
 
-    await a.gqlOk(`mutation { revokeApiKey(input: { apiKeyId: ${createApiKey.apiKey.apiKeyId} }) { apiKey { isActive } } }`);
+    await a.gqlOk(
+      `mutation { revokeApiKey(input: { apiKeyId: ${createApiKey.apiKey.apiKeyId} }) { apiKey { isActive } } }`,
+    );
     expect((await onB.next()).errors[0].extensions.code).toBe('api_key_inactive');
     await until('the stream on B to complete', () => onB.completed);
     await until('B to free its listeners', () => b.app.services.events.listenerCount === 0);
@@ -563,22 +788,38 @@ describe.skipIf(unavailable !== null)('two instances sharing PostgreSQL and Redi
 
   it('after the Redis connections drop, the instances reconnect and events flow again', async () => {
     const user = await a.user('reconnecting');
-    const catId = (await a.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Flaky' } })).body.category.category_id;
-    const d = (await a.rest('POST', '/api/mc-dm-downloads/', { key: user.key, form: { category_id: catId, title: 'Still there' } })).body.download.download_id;
-    const onB = await subscribe(b, 'subscription($d: Int!) { commentPosted(downloadId: $d) { commentId } }', user.key, { d });
+    const catId = (await a.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Flaky' } })).body.category
+      .category_id;
+    const d = (
+      await a.rest('POST', '/api/mc-dm-downloads/', {
+        key: user.key,
+        form: { category_id: catId, title: 'Still there' },
+      })
+    ).body.download.download_id;
+    const onB = await subscribe(b, 'subscription($d: Int!) { commentPosted(downloadId: $d) { commentId } }', user.key, {
+      d,
+    });
     await subscribed(`commentPosted:${d}`);
 
-    const ours = ((await redis.client('LIST')) as string).split('\n').filter((l) => l.includes(` name=${prefix}events-`));
+    const ours = ((await redis.client('LIST')) as string)
+      .split('\n')
+      .filter((l) => l.includes(` name=${prefix}events-`));
     expect(ours.length).toBe(4); // publish + subscribe, on each instance
     for (const line of ours) await redis.client('KILL', 'ID', /(?:^|\s)id=(\d+)/.exec(line)![1]!);
     await sleep(100);
     await subscribed(`commentPosted:${d}`); // ioredis subscribed again by itself
     const events = logsOfB.filter((l) => l.msg.startsWith('events: Redis'));
-    expect(events.map((l) => l.msg)).toEqual(expect.arrayContaining(['events: Redis connection lost; reconnecting', 'events: Redis connection restored']));
+    expect(events.map((l) => l.msg)).toEqual(
+      expect.arrayContaining(['events: Redis connection lost; reconnecting', 'events: Redis connection restored']),
+    );
 
-    const c = (await a.rest('POST', '/api/mc-dm-comments/', { key: user.key, form: { download_id: d, message: 'after the outage' } })).body.comment;
+    const c = (
+      await a.rest('POST', '/api/mc-dm-comments/', {
+        key: user.key,
+        form: { download_id: d, message: 'after the outage' },
+      })
+    ).body.comment;
     expect((await onB.next(2000)).data.commentPosted.commentId).toBe(c.comment_id);
     await onB.close();
   });
 });
-

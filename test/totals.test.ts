@@ -19,24 +19,35 @@ type Query = <R = Record<string, unknown>>(sql: string, params?: unknown[]) => P
 /** Each counter table against count(*) over its table, grouped the same way (zero rows are never kept per key). */
 async function expectCountersExact(query: Query, step: string): Promise<void> {
   const pairs: [string, string, string][] = [
-    ['download_total',
+    [
+      'download_total',
       `SELECT "categoryId" AS a, "prefixKey" AS b, state::text AS c, n::text AS n FROM download_total`,
-      `SELECT "categoryId" AS a, coalesce("prefixId", 0) AS b, state::text AS c, count(*)::text AS n FROM download GROUP BY 1, 2, 3`],
-    ['comment_total',
+      `SELECT "categoryId" AS a, coalesce("prefixId", 0) AS b, state::text AS c, count(*)::text AS n FROM download GROUP BY 1, 2, 3`,
+    ],
+    [
+      'comment_total',
       `SELECT "downloadId" AS a, state::text AS b, n::text AS n FROM comment_total`,
-      `SELECT "downloadId" AS a, state::text AS b, count(*)::text AS n FROM comment GROUP BY 1, 2`],
-    ['comment_total_all',
+      `SELECT "downloadId" AS a, state::text AS b, count(*)::text AS n FROM comment GROUP BY 1, 2`,
+    ],
+    [
+      'comment_total_all',
       `SELECT state::text AS a, stripe AS b, n::text AS n FROM comment_total_all WHERE n <> 0`,
-      `SELECT state::text AS a, ("downloadId" % 64)::smallint AS b, count(*)::text AS n FROM comment GROUP BY 1, 2`],
-    ['file_total',
+      `SELECT state::text AS a, ("downloadId" % 64)::smallint AS b, count(*)::text AS n FROM comment GROUP BY 1, 2`,
+    ],
+    [
+      'file_total',
       `SELECT "versionId" AS a, n::text AS n FROM file_total`,
-      `SELECT "versionId" AS a, count(*)::text AS n FROM file WHERE NOT "isDeleted" GROUP BY 1`],
-    ['file_total_all',
+      `SELECT "versionId" AS a, count(*)::text AS n FROM file WHERE NOT "isDeleted" GROUP BY 1`,
+    ],
+    [
+      'file_total_all',
       `SELECT stripe AS a, n::text AS n FROM file_total_all WHERE n <> 0`,
-      `SELECT ("versionId" % 64)::smallint AS a, count(*)::text AS n FROM file WHERE NOT "isDeleted" GROUP BY 1`],
+      `SELECT ("versionId" % 64)::smallint AS a, count(*)::text AS n FROM file WHERE NOT "isDeleted" GROUP BY 1`,
+    ],
   ];
   for (const [name, counter, truth] of pairs) {
-    const norm = (rows: Record<string, unknown>[]) => rows.map((r) => JSON.stringify(Object.values(r).map(String))).sort();
+    const norm = (rows: Record<string, unknown>[]) =>
+      rows.map((r) => JSON.stringify(Object.values(r).map(String))).sort();
     expect(norm(await query(counter)), `${step}: ${name}`).toEqual(norm(await query(truth)));
   }
 }
@@ -48,13 +59,16 @@ forEachDatabase((kind) => {
     let prefix = 0;
     const ids = { a: 0, b: 0, strict: 0, child: 0, d1: 0, d2: 0, v1: 0 };
     const query: Query = (sql, params) => t.app.db.query(sql, params);
-    const count = async (sql: string, params: unknown[] = []) => Number((await query<{ n: unknown }>(`SELECT count(*) AS n FROM ${sql}`, params))[0]!.n);
+    const count = async (sql: string, params: unknown[] = []) =>
+      Number((await query<{ n: unknown }>(`SELECT count(*) AS n FROM ${sql}`, params))[0]!.n);
 
     beforeAll(async () => {
       t = await startTestApp(kind, { commentFloodSeconds: 0 });
       owner = await t.user('totals-owner');
     });
-    afterAll(async () => { await t?.close(); });
+    afterAll(async () => {
+      await t?.close();
+    });
 
     const rest = async (method: string, path: string, opts: Parameters<TestApp['rest']>[2] = {}) => {
       const r = await t.rest(method, path, opts);
@@ -73,27 +87,69 @@ forEachDatabase((kind) => {
       const expected: [string, Promise<number>, Promise<number>][] = [
         // downloads: a super-user key lists every state; a user only visible ones
         ['downloads, all states', restTotal('/api/mc-dm-downloads/', {}), count('download')],
-        ['downloads, visible', restTotal('/api/mc-dm-downloads/', {}, owner.key), count(`download WHERE state = 'visible'`)],
-        ['downloads, state moderated', restTotal('/api/mc-dm-downloads/', { download_state: 'moderated' }), count(`download WHERE state = 'moderated'`)],
-        ['downloads of a category', restTotal('/api/mc-dm-downloads/', { category_id: a }, owner.key), count(`download WHERE "categoryId" = $1 AND state = 'visible'`, [a])],
-        ['downloads of a category and prefix', restTotal('/api/mc-dm-downloads/', { category_id: a, prefix_id: prefix }), count(`download WHERE "categoryId" = $1 AND "prefixId" = $2`, [a, prefix])],
-        ['downloads without a prefix', restTotal('/api/mc-dm-downloads/', { prefix_id: 0 }), count(`download WHERE "prefixId" IS NULL`)],
-        ['downloads since', restTotal('/api/mc-dm-downloads/', { since }), count(`download WHERE "lastUpdate" >= $1::timestamp`, [since])],
+        [
+          'downloads, visible',
+          restTotal('/api/mc-dm-downloads/', {}, owner.key),
+          count(`download WHERE state = 'visible'`),
+        ],
+        [
+          'downloads, state moderated',
+          restTotal('/api/mc-dm-downloads/', { download_state: 'moderated' }),
+          count(`download WHERE state = 'moderated'`),
+        ],
+        [
+          'downloads of a category',
+          restTotal('/api/mc-dm-downloads/', { category_id: a }, owner.key),
+          count(`download WHERE "categoryId" = $1 AND state = 'visible'`, [a]),
+        ],
+        [
+          'downloads of a category and prefix',
+          restTotal('/api/mc-dm-downloads/', { category_id: a, prefix_id: prefix }),
+          count(`download WHERE "categoryId" = $1 AND "prefixId" = $2`, [a, prefix]),
+        ],
+        [
+          'downloads without a prefix',
+          restTotal('/api/mc-dm-downloads/', { prefix_id: 0 }),
+          count(`download WHERE "prefixId" IS NULL`),
+        ],
+        [
+          'downloads since',
+          restTotal('/api/mc-dm-downloads/', { since }),
+          count(`download WHERE "lastUpdate" >= $1::timestamp`, [since]),
+        ],
         ['categories', restTotal('/api/mc-dm-categories/', {}), count('category')],
       ];
       if (d1) {
         expected.push(
-          ['comments of a download, all states', restTotal('/api/mc-dm-comments/', { download_id: d1 }), count(`comment WHERE "downloadId" = $1`, [d1])],
-          ['comments of a download, visible', restTotal('/api/mc-dm-comments/', { download_id: d1 }, owner.key), count(`comment WHERE "downloadId" = $1 AND state = 'visible'`, [d1])],
-          ['comments since', restTotal('/api/mc-dm-comments/', { download_id: d1, since }), count(`comment WHERE "downloadId" = $1`, [d1])],
+          [
+            'comments of a download, all states',
+            restTotal('/api/mc-dm-comments/', { download_id: d1 }),
+            count(`comment WHERE "downloadId" = $1`, [d1]),
+          ],
+          [
+            'comments of a download, visible',
+            restTotal('/api/mc-dm-comments/', { download_id: d1 }, owner.key),
+            count(`comment WHERE "downloadId" = $1 AND state = 'visible'`, [d1]),
+          ],
+          [
+            'comments since',
+            restTotal('/api/mc-dm-comments/', { download_id: d1, since }),
+            count(`comment WHERE "downloadId" = $1`, [d1]),
+          ],
         );
       }
       expected.push(['every comment', restTotal('/api/mc-dm-comments/', {}), count('comment')]);
-      if (v1) expected.push(['files of a version', restTotal('/api/mc-dm-files/', { version_id: v1 }), count(`file WHERE "versionId" = $1 AND NOT "isDeleted"`, [v1])]);
+      if (v1)
+        expected.push([
+          'files of a version',
+          restTotal('/api/mc-dm-files/', { version_id: v1 }),
+          count(`file WHERE "versionId" = $1 AND NOT "isDeleted"`, [v1]),
+        ]);
       expected.push(['every file', restTotal('/api/mc-dm-files/', {}), count(`file WHERE NOT "isDeleted"`)]);
 
       // The GraphQL face: page-numbered lists, root connections and nested connections in one operation.
-      const g = await gql(`query($a: Int!, $p: Int!, $d: Int!, $v: Int!, $hasD: Boolean!, $hasV: Boolean!) {
+      const g = await gql(
+        `query($a: Int!, $p: Int!, $d: Int!, $v: Int!, $hasD: Boolean!, $hasV: Boolean!) {
         all: downloads(perPage: 1) { pagination { total } }
         allConn: downloadsConnection(first: 1) { totalCount }
         cat: downloads(categoryId: $a, prefixId: $p, perPage: 1) { pagination { total } }
@@ -110,7 +166,9 @@ forEachDatabase((kind) => {
         filesConnection(versionId: $v, first: 1) @include(if: $hasV) { totalCount }
         everyFile: files(perPage: 1) { pagination { total } }
         everyFileConn: filesConnection(first: 1) { totalCount }
-      }`, { a, p: prefix, d: d1 || 1, v: v1 || 1, hasD: d1 > 0, hasV: v1 > 0 });
+      }`,
+        { a, p: prefix, d: d1 || 1, v: v1 || 1, hasD: d1 > 0, hasV: v1 > 0 },
+      );
       const byCat = count(`download WHERE "categoryId" = $1 AND "prefixId" = $2`, [a, prefix]);
       expected.push(
         ['gql downloads', Promise.resolve(g.all.pagination.total), count('download')],
@@ -118,12 +176,20 @@ forEachDatabase((kind) => {
         ['gql downloads of a category and prefix', Promise.resolve(g.cat.pagination.total), byCat],
         ['gql downloadsConnection of a category and prefix', Promise.resolve(g.catConn.totalCount), byCat],
         ['gql Category.downloads', Promise.resolve(g.nested.downloads.totalCount), byCat],
-        ['gql downloadsConnection without a prefix', Promise.resolve(g.none.totalCount), count(`download WHERE "prefixId" IS NULL`)],
+        [
+          'gql downloadsConnection without a prefix',
+          Promise.resolve(g.none.totalCount),
+          count(`download WHERE "prefixId" IS NULL`),
+        ],
         ['gql categories', Promise.resolve(g.categories.pagination.total), count('category')],
         ['gql categoriesConnection', Promise.resolve(g.categoriesConnection.totalCount), count('category')],
         ['gql every comment', Promise.resolve(g.everyComment.totalCount), count('comment')],
         ['gql every file', Promise.resolve(g.everyFile.pagination.total), count(`file WHERE NOT "isDeleted"`)],
-        ['gql filesConnection, every file', Promise.resolve(g.everyFileConn.totalCount), count(`file WHERE NOT "isDeleted"`)],
+        [
+          'gql filesConnection, every file',
+          Promise.resolve(g.everyFileConn.totalCount),
+          count(`file WHERE NOT "isDeleted"`),
+        ],
       );
       if (d1) {
         const ofD = count(`comment WHERE "downloadId" = $1`, [d1]);
@@ -139,27 +205,56 @@ forEachDatabase((kind) => {
           ['gql files', Promise.resolve(g.files.pagination.total), ofV],
           ['gql filesConnection', Promise.resolve(g.filesConnection.totalCount), ofV],
         );
-        const nested = await gql(`query($d: Int!) { download(downloadId: $d) { versionsConnection(first: 100) { nodes { versionId files(first: 1) { totalCount } } } } }`, { d: d1 });
+        const nested = await gql(
+          `query($d: Int!) { download(downloadId: $d) { versionsConnection(first: 100) { nodes { versionId files(first: 1) { totalCount } } } } }`,
+          { d: d1 },
+        );
         for (const v of nested.download?.versionsConnection.nodes ?? []) {
-          expected.push([`gql Version.files of ${v.versionId}`, Promise.resolve(v.files.totalCount), count(`file WHERE "versionId" = $1 AND NOT "isDeleted"`, [v.versionId])]);
+          expected.push([
+            `gql Version.files of ${v.versionId}`,
+            Promise.resolve(v.files.totalCount),
+            count(`file WHERE "versionId" = $1 AND NOT "isDeleted"`, [v.versionId]),
+          ]);
         }
       }
       for (const [name, got, want] of expected) expect(await got, `${step}: ${name}`).toBe(await want);
     }
 
     const createRest = async (categoryId: number, form: Record<string, any> = {}, key = owner.key) =>
-      (await rest('POST', '/api/mc-dm-downloads/', { key, form: { category_id: categoryId, title: 'Counted', ...form } })).download;
+      (
+        await rest('POST', '/api/mc-dm-downloads/', {
+          key,
+          form: { category_id: categoryId, title: 'Counted', ...form },
+        })
+      ).download;
     const createGql = async (categoryId: number, input: Record<string, unknown> = {}) =>
-      (await gql(`mutation($i: CreateDownloadInput!) { createDownload(input: $i) { download { downloadId currentVersionId downloadState } } }`,
-        { i: { categoryId, title: 'Counted', ...input } }, owner.key)).createDownload.download;
-    const comment = async (downloadId: number, face: 'rest' | 'gql', key = owner.key): Promise<number> => face === 'rest'
-      ? (await rest('POST', '/api/mc-dm-comments/', { key, form: { download_id: downloadId, message: 'Hello' } })).comment.comment_id
-      : (await gql(`mutation($i: CreateCommentInput!) { createComment(input: $i) { comment { commentId } } }`, { i: { downloadId, message: 'Hi' } }, key)).createComment.comment.commentId;
+      (
+        await gql(
+          `mutation($i: CreateDownloadInput!) { createDownload(input: $i) { download { downloadId currentVersionId downloadState } } }`,
+          { i: { categoryId, title: 'Counted', ...input } },
+          owner.key,
+        )
+      ).createDownload.download;
+    const comment = async (downloadId: number, face: 'rest' | 'gql', key = owner.key): Promise<number> =>
+      face === 'rest'
+        ? (await rest('POST', '/api/mc-dm-comments/', { key, form: { download_id: downloadId, message: 'Hello' } }))
+            .comment.comment_id
+        : (
+            await gql(
+              `mutation($i: CreateCommentInput!) { createComment(input: $i) { comment { commentId } } }`,
+              { i: { downloadId, message: 'Hi' } },
+              key,
+            )
+          ).createComment.comment.commentId;
     async function upload(versionId: number, name: string): Promise<number> {
       const form = new FormData();
       form.append('version_id', String(versionId));
       form.append('file', new Blob([new Uint8Array(Buffer.from(`bytes of ${name}`))]), name);
-      const res = await fetch(`${t.url}/api/mc-dm-files/`, { method: 'POST', headers: { 'Forum-Api-Key': owner.key }, body: form });
+      const res = await fetch(`${t.url}/api/mc-dm-files/`, {
+        method: 'POST',
+        headers: { 'Forum-Api-Key': owner.key },
+        body: form,
+      });
       const body = (await res.json()) as any;
       expect(res.status, JSON.stringify(body)).toBe(200);
       return body.file.file_id;
@@ -170,10 +265,16 @@ forEachDatabase((kind) => {
       ids.a = (await rest('POST', '/api/mc-dm-categories/', { form: { title: 'A' } })).category.category_id;
       ids.b = (await rest('POST', '/api/mc-dm-categories/', { form: { title: 'B' } })).category.category_id;
       ids.strict = (await rest('POST', '/api/mc-dm-categories/', { form: { title: 'Strict' } })).category.category_id;
-      await rest('PUT', `/api/mc-dm-categories/${ids.strict}/`, { form: { require_approval: 1, require_comment_approval: 1 } });
-      ids.child = (await rest('POST', '/api/mc-dm-categories/', { form: { title: 'Child', parent_category_id: ids.b } })).category.category_id;
-      prefix = (await gql(`mutation { createPrefix(input: { title: "P" }) { prefix { prefixId } } }`)).createPrefix.prefix.prefixId;
-      for (const c of [ids.a, ids.b]) await gql(`mutation { assignPrefix(input: { prefixId: ${prefix}, categoryId: ${c} }) { ok } }`);
+      await rest('PUT', `/api/mc-dm-categories/${ids.strict}/`, {
+        form: { require_approval: 1, require_comment_approval: 1 },
+      });
+      ids.child = (
+        await rest('POST', '/api/mc-dm-categories/', { form: { title: 'Child', parent_category_id: ids.b } })
+      ).category.category_id;
+      prefix = (await gql(`mutation { createPrefix(input: { title: "P" }) { prefix { prefixId } } }`)).createPrefix
+        .prefix.prefixId;
+      for (const c of [ids.a, ids.b])
+        await gql(`mutation { assignPrefix(input: { prefixId: ${prefix}, categoryId: ${c} }) { ok } }`);
       await check('categories');
 
       const d1 = await createRest(ids.a);
@@ -196,16 +297,29 @@ forEachDatabase((kind) => {
       const f2 = await upload(ids.v1, 'two.txt');
       await upload(ids.v1, 'three.txt');
       await check('files');
-      const v2 = (await gql(`mutation($i: CreateVersionInput!) { createVersion(input: $i) { version { versionId } } }`, { i: { downloadId: ids.d1 } }, owner.key)).createVersion.version.versionId;
+      const v2 = (
+        await gql(
+          `mutation($i: CreateVersionInput!) { createVersion(input: $i) { version { versionId } } }`,
+          { i: { downloadId: ids.d1 } },
+          owner.key,
+        )
+      ).createVersion.version.versionId;
       await upload(v2, 'four.txt');
       await check('a second version with a file');
 
       // updates: a move (REST), a prefix set and dropped (GraphQL), an edit that changes no counted column
       await rest('PUT', `/api/mc-dm-downloads/${ids.d1}/`, { key: SUPER_KEY, form: { category_id: ids.b } });
       await check('move A → B');
-      await rest('PUT', `/api/mc-dm-downloads/${ids.d1}/`, { key: SUPER_KEY, form: { category_id: ids.a, prefix_id: prefix } });
+      await rest('PUT', `/api/mc-dm-downloads/${ids.d1}/`, {
+        key: SUPER_KEY,
+        form: { category_id: ids.a, prefix_id: prefix },
+      });
       await check('move back with a prefix');
-      await gql(`mutation { updateDownload(input: { downloadId: ${ids.d1}, prefixId: 0, title: "Renamed" }) { download { downloadId } } }`, {}, owner.key);
+      await gql(
+        `mutation { updateDownload(input: { downloadId: ${ids.d1}, prefixId: 0, title: "Renamed" }) { download { downloadId } } }`,
+        {},
+        owner.key,
+      );
       await check('prefix dropped (GraphQL)');
 
       // soft delete and restore; moderation approval and withdrawal (no API: raw SQL, as an operator would)
@@ -263,7 +377,12 @@ forEachDatabase((kind) => {
       await comment(old.download_id, 'rest');
       await rest('DELETE', `/api/mc-dm-downloads/${old.download_id}/`, { key: owner.key });
       await check('soft-deleted, to purge');
-      const purged = await purgeExpiredDownloads(t.prisma, t.app.services.storage, 1, new Date(Date.now() + 3 * 86_400_000));
+      const purged = await purgeExpiredDownloads(
+        t.prisma,
+        t.app.services.storage,
+        1,
+        new Date(Date.now() + 3 * 86_400_000),
+      );
       expect(purged).toContain(old.download_id);
       await check('purge job');
 
@@ -273,7 +392,9 @@ forEachDatabase((kind) => {
       await rest('DELETE', `/api/mc-dm-categories/${ids.child}/`, { key: SUPER_KEY, query: { hard: 1 } });
       await check('category deleted, its downloads reassigned to the parent');
       const gone = (await rest('POST', '/api/mc-dm-categories/', { form: { title: 'Gone' } })).category.category_id;
-      const sub = (await rest('POST', '/api/mc-dm-categories/', { form: { title: 'Gone child', parent_category_id: gone } })).category.category_id;
+      const sub = (
+        await rest('POST', '/api/mc-dm-categories/', { form: { title: 'Gone child', parent_category_id: gone } })
+      ).category.category_id;
       for (const c of [gone, sub]) {
         const d = await createRest(c);
         await upload(d.current_version_id, 'x.txt');
@@ -285,34 +406,68 @@ forEachDatabase((kind) => {
     });
 
     it('simultaneous creates, moves, comments, deletes and restores (both faces)', async () => {
-      const made = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? createGql(i % 4 < 2 ? ids.a : ids.b).then((d) => d.downloadId)
-        : createRest(i % 4 < 2 ? ids.a : ids.b).then((d) => d.download_id as number))));
+      const made = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          i % 2
+            ? createGql(i % 4 < 2 ? ids.a : ids.b).then((d) => d.downloadId)
+            : createRest(i % 4 < 2 ? ids.a : ids.b).then((d) => d.download_id as number),
+        ),
+      );
       await check('10 simultaneous creates');
-      await Promise.all(made.map((id, i) => (i % 2
-        ? gql(`mutation { updateDownload(input: { downloadId: ${id}, categoryId: ${i % 4 < 2 ? ids.b : ids.a}, prefixId: ${prefix} }) { download { downloadId } } }`)
-        : rest('PUT', `/api/mc-dm-downloads/${id}/`, { key: SUPER_KEY, form: { category_id: i % 4 < 2 ? ids.b : ids.a } }))));
+      await Promise.all(
+        made.map((id, i) =>
+          i % 2
+            ? gql(
+                `mutation { updateDownload(input: { downloadId: ${id}, categoryId: ${i % 4 < 2 ? ids.b : ids.a}, prefixId: ${prefix} }) { download { downloadId } } }`,
+              )
+            : rest('PUT', `/api/mc-dm-downloads/${id}/`, {
+                key: SUPER_KEY,
+                form: { category_id: i % 4 < 2 ? ids.b : ids.a },
+              }),
+        ),
+      );
       await check('10 simultaneous moves, crossing');
-      await Promise.all([...made, ...made.slice(0, 5).map(() => ids.d1)].map((id, i) => comment(id, i % 2 ? 'gql' : 'rest')));
+      await Promise.all(
+        [...made, ...made.slice(0, 5).map(() => ids.d1)].map((id, i) => comment(id, i % 2 ? 'gql' : 'rest')),
+      );
       await check('15 simultaneous comments, 5 on one download');
-      await Promise.all(made.map((id, i) => (i % 2
-        ? gql(`mutation { deleteDownload(input: { downloadId: ${id}, hard: ${i % 4 === 1} }) { success } }`)
-        : rest('DELETE', `/api/mc-dm-downloads/${id}/`, { key: SUPER_KEY, query: i % 4 === 2 ? { hard: 1 } : {} }))));
+      await Promise.all(
+        made.map((id, i) =>
+          i % 2
+            ? gql(`mutation { deleteDownload(input: { downloadId: ${id}, hard: ${i % 4 === 1} }) { success } }`)
+            : rest('DELETE', `/api/mc-dm-downloads/${id}/`, { key: SUPER_KEY, query: i % 4 === 2 ? { hard: 1 } : {} }),
+        ),
+      );
       await check('10 simultaneous soft and hard deletes');
       const soft = (await query<{ id: number }>(`SELECT id FROM download WHERE state = 'deleted'`)).map((r) => r.id);
-      await Promise.all(soft.map((id) => gql(`mutation { restoreDownload(input: { downloadId: ${id} }) { download { downloadState } } }`)));
+      await Promise.all(
+        soft.map((id) =>
+          gql(`mutation { restoreDownload(input: { downloadId: ${id} }) { download { downloadState } } }`),
+        ),
+      );
       await check('simultaneous restores');
     });
 
     it('bulk SQL statements and TRUNCATE', async () => {
-      await query(`INSERT INTO download ("categoryId", "userId", title, state, "prefixId")
+      await query(
+        `INSERT INTO download ("categoryId", "userId", title, state, "prefixId")
                    SELECT CASE WHEN g % 2 = 0 THEN $1::int ELSE $2::int END, $3::int, 'Bulk ' || g,
                           (CASE WHEN g % 7 = 0 THEN 'moderated' ELSE 'visible' END)::"DownloadState", CASE WHEN g % 3 = 0 THEN $4::int END
-                   FROM generate_series(1, 1000) g`, [ids.a, ids.b, owner.userId, prefix]);
+                   FROM generate_series(1, 1000) g`,
+        [ids.a, ids.b, owner.userId, prefix],
+      );
       await query(`INSERT INTO version ("downloadId") SELECT id FROM download WHERE title LIKE 'Bulk %'`);
-      await query(`INSERT INTO file ("versionId", filename, "isDeleted") SELECT v.id, 'f' || n, n = 3 FROM version v JOIN download d ON d.id = v."downloadId", generate_series(1, 3) n WHERE d.title LIKE 'Bulk %'`);
-      await query(`INSERT INTO comment ("downloadId", "userId", message, state) SELECT d.id, $1::int, 'm', (CASE WHEN n = 2 THEN 'moderated' ELSE 'visible' END)::"CommentState" FROM download d, generate_series(1, 2) n WHERE d.title LIKE 'Bulk %'`, [owner.userId]);
+      await query(
+        `INSERT INTO file ("versionId", filename, "isDeleted") SELECT v.id, 'f' || n, n = 3 FROM version v JOIN download d ON d.id = v."downloadId", generate_series(1, 3) n WHERE d.title LIKE 'Bulk %'`,
+      );
+      await query(
+        `INSERT INTO comment ("downloadId", "userId", message, state) SELECT d.id, $1::int, 'm', (CASE WHEN n = 2 THEN 'moderated' ELSE 'visible' END)::"CommentState" FROM download d, generate_series(1, 2) n WHERE d.title LIKE 'Bulk %'`,
+        [owner.userId],
+      );
       await check('bulk inserts');
-      await query(`UPDATE download SET state = 'visible', "viewCount" = "viewCount" + 1 WHERE title LIKE 'Bulk %' AND id % 5 = 0`);
+      await query(
+        `UPDATE download SET state = 'visible', "viewCount" = "viewCount" + 1 WHERE title LIKE 'Bulk %' AND id % 5 = 0`,
+      );
       await query(`UPDATE download SET "categoryId" = $1 WHERE title LIKE 'Bulk %' AND id % 3 = 0`, [ids.strict]);
       await query(`UPDATE comment SET state = 'deleted' WHERE id % 4 = 0`);
       await query(`UPDATE file SET "isDeleted" = NOT "isDeleted" WHERE id % 3 = 0`);
@@ -334,7 +489,12 @@ forEachDatabase((kind) => {
     async function withDatabase(body: (db: Database) => Promise<void>): Promise<void> {
       const fresh = kind === 'postgres' ? await freshPostgres() : null;
       const db = await openDatabase(fresh ? { url: fresh.url } : { memory: true });
-      try { await body(db); } finally { await db.close(); await fresh?.drop(); }
+      try {
+        await body(db);
+      } finally {
+        await db.close();
+        await fresh?.drop();
+      }
     }
 
     it('the migration backfills the counters of an existing catalogue', async () => {
@@ -362,7 +522,13 @@ forEachDatabase((kind) => {
 
     it('the bench seed leaves exact counters', async () => {
       await withDatabase(async (db) => {
-        await seed(db, SUPER_KEY, { ...FULL_SIZE, users: 20, downloads: 600, filesPerDownload: 2, commentsPerDownload: 3 });
+        await seed(db, SUPER_KEY, {
+          ...FULL_SIZE,
+          users: 20,
+          downloads: 600,
+          filesPerDownload: 2,
+          commentsPerDownload: 3,
+        });
         await expectCountersExact((sql, p) => db.query(sql, p), 'seed');
         const [row] = await db.query<{ n: unknown }>(`SELECT sum(n) AS n FROM download_total`);
         expect(Number(row!.n)).toBe(600);

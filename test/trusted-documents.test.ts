@@ -21,7 +21,8 @@ const write = (name: string, content: unknown) => {
 
 const VIEWER = 'query Viewer { viewer { userId isSuperKey } }';
 const CATEGORY = 'query Category($id: Int!) { category(categoryId: $id) { title } }';
-const CREATE = 'mutation Create($title: String!) { createCategory(input: { title: $title }) { category { categoryId title } } }';
+const CREATE =
+  'mutation Create($title: String!) { createCategory(input: { title: $title }) { category { categoryId title } } }';
 const ALIASES = `{ ${Array.from({ length: 31 }, (_, i) => `a${i}: viewer { userId }`).join(' ')} }`;
 const DOCUMENTS = Object.fromEntries([VIEWER, CATEGORY, CREATE, ALIASES].map((d) => [sha256(d), d]));
 const DEFAULTS = loadConfig({}).graphql;
@@ -48,7 +49,11 @@ describe('the documents file', () => {
     bad('array.json', [VIEWER], /must be a JSON object/);
     bad('key.json', { 'not-a-hash': VIEWER }, /"not-a-hash" is not a SHA-256/);
     bad('empty.json', { [sha256('')]: '' }, /not a non-empty string/);
-    bad('mismatch.json', { [sha256(VIEWER)]: CATEGORY }, new RegExp(`${sha256(VIEWER)} is not the SHA-256 of its document`));
+    bad(
+      'mismatch.json',
+      { [sha256(VIEWER)]: CATEGORY },
+      new RegExp(`${sha256(VIEWER)} is not the SHA-256 of its document`),
+    );
     bad('syntax.json', { [sha256('{ viewer {')]: '{ viewer {' }, /does not parse/);
     bad('schema.json', { [sha256('{ nope }')]: '{ nope }' }, /does not match the schema: Cannot query field "nope"/);
   });
@@ -62,10 +67,15 @@ describe('the documents file', () => {
 
   it('reads the settings; trusted-only needs a documents file', () => {
     const file = write('settings.json', DOCUMENTS);
-    expect(loadConfig({ GRAPHQL_PERSISTED_DOCUMENTS: file, GRAPHQL_TRUSTED_DOCUMENTS_ONLY: '1' }).graphql)
-      .toMatchObject({ persistedDocumentsPath: file, trustedDocumentsOnly: true });
-    expect(() => loadConfig({ GRAPHQL_TRUSTED_DOCUMENTS_ONLY: '1' })).toThrow(/GRAPHQL_TRUSTED_DOCUMENTS_ONLY=1 needs GRAPHQL_PERSISTED_DOCUMENTS/);
-    expect(() => loadConfig({ GRAPHQL_PERSISTED_DOCUMENTS: file, GRAPHQL_TRUSTED_DOCUMENTS_ONLY: 'yes' })).toThrow(ConfigError);
+    expect(
+      loadConfig({ GRAPHQL_PERSISTED_DOCUMENTS: file, GRAPHQL_TRUSTED_DOCUMENTS_ONLY: '1' }).graphql,
+    ).toMatchObject({ persistedDocumentsPath: file, trustedDocumentsOnly: true });
+    expect(() => loadConfig({ GRAPHQL_TRUSTED_DOCUMENTS_ONLY: '1' })).toThrow(
+      /GRAPHQL_TRUSTED_DOCUMENTS_ONLY=1 needs GRAPHQL_PERSISTED_DOCUMENTS/,
+    );
+    expect(() => loadConfig({ GRAPHQL_PERSISTED_DOCUMENTS: file, GRAPHQL_TRUSTED_DOCUMENTS_ONLY: 'yes' })).toThrow(
+      ConfigError,
+    );
   });
 });
 
@@ -73,7 +83,9 @@ forEachDatabase((kind) => {
   /** POST /graphql with an arbitrary body. */
   const post = async (t: TestApp, body: unknown, headers: Record<string, string> = {}) => {
     const res = await fetch(`${t.url}/graphql`, {
-      method: 'POST', headers: { 'content-type': 'application/json', 'Forum-Api-Key': SUPER_KEY, ...headers }, body: JSON.stringify(body),
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'Forum-Api-Key': SUPER_KEY, ...headers },
+      body: JSON.stringify(body),
     });
     return { status: res.status, body: (await res.json()) as any };
   };
@@ -82,11 +94,19 @@ forEachDatabase((kind) => {
   describe('persisted documents beside ordinary queries', () => {
     let t: TestApp;
     beforeAll(async () => {
-      t = await startTestApp(kind, { graphql: { ...DEFAULTS, persistedDocumentsPath: write(`docs-${kind}.json`, DOCUMENTS), trustedDocumentsOnly: false } });
+      t = await startTestApp(kind, {
+        graphql: {
+          ...DEFAULTS,
+          persistedDocumentsPath: write(`docs-${kind}.json`, DOCUMENTS),
+          trustedDocumentsOnly: false,
+        },
+      });
     });
-    afterAll(async () => { await t?.close(); });
+    afterAll(async () => {
+      await t?.close();
+    });
 
-    it('runs a document named by Apollo\'s sha256Hash or by documentId, with variables', async () => {
+    it("runs a document named by Apollo's sha256Hash or by documentId, with variables", async () => {
       const a = await post(t, { extensions: apollo(VIEWER) });
       expect(a).toEqual({ status: 200, body: { data: { viewer: { userId: 0, isSuperKey: true } } } });
       const created = await post(t, { documentId: sha256(CREATE), variables: { title: 'Persisted' } });
@@ -109,7 +129,10 @@ forEachDatabase((kind) => {
 
     it('answers 400 persisted_document_not_found for an unknown hash, under both media types', async () => {
       for (const headers of [{}, GRAPHQL_RESPONSE]) {
-        for (const body of [{ extensions: { persistedQuery: { version: 1, sha256Hash: sha256('{ viewer { userId } }') } } }, { documentId: 'f'.repeat(64) }]) {
+        for (const body of [
+          { extensions: { persistedQuery: { version: 1, sha256Hash: sha256('{ viewer { userId } }') } } },
+          { documentId: 'f'.repeat(64) },
+        ]) {
           const r = await post(t, body, headers);
           expect(r.status).toBe(400);
           expect(r.body.data).toBeUndefined();
@@ -122,7 +145,10 @@ forEachDatabase((kind) => {
     it('checks persisted documents like any other: limits and variables', async () => {
       const r = await post(t, { documentId: sha256(ALIASES) });
       expect(r.status).toBe(400);
-      expect(r.body.errors[0].extensions).toMatchObject({ code: 'operation_too_expensive', params: { kind: 'aliases', value: 31, limit: 30 } });
+      expect(r.body.errors[0].extensions).toMatchObject({
+        code: 'operation_too_expensive',
+        params: { kind: 'aliases', value: 31, limit: 30 },
+      });
       const v = await post(t, { documentId: sha256(CATEGORY), variables: { id: 'one' } });
       expect(v.status).toBe(400);
       expect(v.body.errors[0].extensions.code).toBe('invalid_input');
@@ -132,9 +158,17 @@ forEachDatabase((kind) => {
   describe('trusted documents only', () => {
     let t: TestApp;
     beforeAll(async () => {
-      t = await startTestApp(kind, { graphql: { ...DEFAULTS, persistedDocumentsPath: write(`only-${kind}.json`, DOCUMENTS), trustedDocumentsOnly: true } });
+      t = await startTestApp(kind, {
+        graphql: {
+          ...DEFAULTS,
+          persistedDocumentsPath: write(`only-${kind}.json`, DOCUMENTS),
+          trustedDocumentsOnly: true,
+        },
+      });
     });
-    afterAll(async () => { await t?.close(); });
+    afterAll(async () => {
+      await t?.close();
+    });
 
     it('refuses any other document with 400 persisted_document_required, changing nothing', async () => {
       const before = await t.prisma.category.count();
@@ -169,7 +203,9 @@ forEachDatabase((kind) => {
       const list = await t.rest('GET', '/api/mc-dm-categories/', { query: { per_page: 100 } });
       expect(list.status).toBe(200);
       expect(list.body.categories.map((c: any) => c.title)).toContain('Over REST');
-      expect((await t.rest('GET', `/api/mc-dm-categories/${created.body.category.category_id}/`)).body.category.title).toBe('Over REST');
+      expect(
+        (await t.rest('GET', `/api/mc-dm-categories/${created.body.category.category_id}/`)).body.category.title,
+      ).toBe('Over REST');
     });
   });
 });

@@ -12,8 +12,10 @@ import type { LocalStorage } from '../src/files/storage/local.js';
 
 const B = 'outcomeboundary';
 const CT = `multipart/form-data; boundary=${B}`;
-const field = (name: string, value: string) => `--${B}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
-const fileHead = (name: string, filename = 'a.bin') => `--${B}\r\nContent-Disposition: form-data; name="${name}"; filename="${filename}"\r\nContent-Type: application/octet-stream\r\n\r\n`;
+const field = (name: string, value: string) =>
+  `--${B}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
+const fileHead = (name: string, filename = 'a.bin') =>
+  `--${B}\r\nContent-Disposition: form-data; name="${name}"; filename="${filename}"\r\nContent-Type: application/octet-stream\r\n\r\n`;
 const END = `\r\n--${B}--\r\n`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -21,7 +23,10 @@ type Face = 'graphql' | 'rest';
 /** The parts before the file's bytes, for either face. */
 function head(face: Face, versionId: number): string {
   if (face === 'rest') return field('version_id', String(versionId)) + fileHead('file');
-  const ops = JSON.stringify({ query: `mutation($f: Upload) { createFile(input: { versionId: ${versionId}, file: $f }) { file { fileId } } }`, variables: { f: null } });
+  const ops = JSON.stringify({
+    query: `mutation($f: Upload) { createFile(input: { versionId: ${versionId}, file: $f }) { file { fileId } } }`,
+    variables: { f: null },
+  });
   return field('operations', ops) + field('map', '{"0":["variables.f"]}') + fileHead('0');
 }
 const pathOf = (face: Face) => (face === 'rest' ? '/api/mc-dm-files/' : '/graphql');
@@ -30,24 +35,48 @@ const pathOf = (face: Face) => (face === 'rest' ? '/api/mc-dm-files/' : '/graphq
  * Sends `head`, then `size` bytes in `chunks` pieces `gapMs` apart, then the end (unless `cutAfter` chunks: then the
  * socket is destroyed). Resolves with the answer, or with status 0 when there was none.
  */
-function upload(url: string, face: Face, versionId: number, opts: { size: number; chunks?: number; gapMs?: number; cutAfter?: number }) {
+function upload(
+  url: string,
+  face: Face,
+  versionId: number,
+  opts: { size: number; chunks?: number; gapMs?: number; cutAfter?: number },
+) {
   const chunks = opts.chunks ?? 1;
   return new Promise<{ status: number; body: any }>((resolve) => {
-    const req = http.request(`${url}${pathOf(face)}`, {
-      method: 'POST', agent: false,
-      headers: { 'Forum-Api-Key': SUPER_KEY, 'Forum-Api-User': '1', 'content-type': CT },
-    }, (res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => { text += c.toString(); });
-      res.on('end', () => { let body: any = text; try { body = JSON.parse(text); } catch { /* text */ } resolve({ status: res.statusCode!, body }); });
-      res.on('error', () => resolve({ status: 0, body: null }));
-    });
+    const req = http.request(
+      `${url}${pathOf(face)}`,
+      {
+        method: 'POST',
+        agent: false,
+        headers: { 'Forum-Api-Key': SUPER_KEY, 'Forum-Api-User': '1', 'content-type': CT },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => {
+          text += c.toString();
+        });
+        res.on('end', () => {
+          let body: any = text;
+          try {
+            body = JSON.parse(text);
+          } catch {
+            /* text */
+          }
+          resolve({ status: res.statusCode!, body });
+        });
+        res.on('error', () => resolve({ status: 0, body: null }));
+      },
+    );
     req.on('error', () => resolve({ status: 0, body: null }));
     void (async () => {
       req.write(head(face, versionId));
       const piece = Buffer.alloc(Math.ceil(opts.size / chunks), 0x61);
       for (let i = 0; i < chunks; i++) {
-        if (opts.cutAfter !== undefined && i === opts.cutAfter) { await sleep(100); req.destroy(); return; }
+        if (opts.cutAfter !== undefined && i === opts.cutAfter) {
+          await sleep(100);
+          req.destroy();
+          return;
+        }
         req.write(piece);
         if (opts.gapMs) await sleep(opts.gapMs);
       }
@@ -59,7 +88,8 @@ function upload(url: string, face: Face, versionId: number, opts: { size: number
 forEachDatabase((kind) => {
   let t: TestApp;
   let versionId: number;
-  const parts = () => fs.readdirSync((t.app.services.storage as LocalStorage).tmpDir).filter((n) => n.endsWith('.part'));
+  const parts = () =>
+    fs.readdirSync((t.app.services.storage as LocalStorage).tmpDir).filter((n) => n.endsWith('.part'));
   /** No .part file within 5 s of the request's end. */
   const noPartWithin5s = async () => {
     const t0 = Date.now();
@@ -68,10 +98,18 @@ forEachDatabase((kind) => {
   };
 
   beforeAll(async () => {
-    t = await startTestApp(kind, { maxUploadBytes: 4 * 1024 * 1024, graphql: { ...loadConfig({}).graphql, timeoutMs: 700 } });
+    t = await startTestApp(kind, {
+      maxUploadBytes: 4 * 1024 * 1024,
+      graphql: { ...loadConfig({}).graphql, timeoutMs: 700 },
+    });
     await t.user('owner', { isAdmin: true });
     const c = (await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'c' } })).body.category.category_id;
-    versionId = (await t.rest('POST', '/api/mc-dm-downloads/', { headers: { 'Forum-Api-User': '1' }, form: { category_id: c, title: 'd' } })).body.download.current_version_id;
+    versionId = (
+      await t.rest('POST', '/api/mc-dm-downloads/', {
+        headers: { 'Forum-Api-User': '1' },
+        form: { category_id: c, title: 'd' },
+      })
+    ).body.download.current_version_id;
   });
   afterAll(() => t?.close());
 

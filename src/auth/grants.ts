@@ -11,8 +11,7 @@ import type { Permission } from '../permissions/names.js';
 
 type KeyType = 'guest' | 'user' | 'super';
 
-const onlySuper = (what: string) =>
-  new ApiError('do_not_have_permission', `Only a super-user key can ${what}.`);
+const onlySuper = (what: string) => new ApiError('do_not_have_permission', `Only a super-user key can ${what}.`);
 
 /** The requested scopes the minting key does not hold, in the order requested. */
 export function missingScopes(minter: Pick<Visitor, 'scopes'>, requested: readonly string[]): string[] {
@@ -20,21 +19,30 @@ export function missingScopes(minter: Pick<Visitor, 'scopes'>, requested: readon
 }
 
 export function assertCanMintKey(
-  minter: Visitor, type: KeyType, scopes: readonly string[], boundUser: { id: number; isAdmin: boolean } | null,
+  minter: Visitor,
+  type: KeyType,
+  scopes: readonly string[],
+  boundUser: { id: number; isAdmin: boolean } | null,
 ): void {
   if (type === 'super' && !minter.isSuper) throw onlySuper('create super-user keys');
   if (boundUser && boundUser.isAdmin && boundUser.id !== minter.userId && !minter.isSuper) {
-    throw onlySuper("create keys for another administrator");
+    throw onlySuper('create keys for another administrator');
   }
   const missing = missingScopes(minter, scopes);
   if (missing.length > 0) {
-    throw new ApiError('api_scope_missing',
+    throw new ApiError(
+      'api_scope_missing',
       `A key can only be given scopes the key creating it holds; this key lacks ${missing.join(', ')}.`,
-      { scope: missing[0], scopes: missing });
+      { scope: missing[0], scopes: missing },
+    );
   }
 }
 
-export function assertCanRevokeKey(minter: Visitor, key: { type: KeyType; userId: number | null }, owner: { isAdmin: boolean } | null): void {
+export function assertCanRevokeKey(
+  minter: Visitor,
+  key: { type: KeyType; userId: number | null },
+  owner: { isAdmin: boolean } | null,
+): void {
   if (minter.isSuper) return;
   if (key.type === 'super') throw onlySuper('revoke super-user keys');
   if (owner?.isAdmin && key.userId !== minter.userId) throw onlySuper("revoke another administrator's keys");
@@ -45,11 +53,18 @@ export function assertCanCreateUser(minter: Visitor, makesAdmin: boolean): void 
 }
 
 /** ALLOW hands a permission out: the visitor must hold it where it is granted (globally, or in the category). */
-export function assertCanGrant(access: Access, permission: Permission, value: 'allow' | 'deny' | 'inherit', categoryId?: number): void {
+export function assertCanGrant(
+  access: Access,
+  permission: Permission,
+  value: 'allow' | 'deny' | 'inherit',
+  categoryId?: number,
+): void {
   if (value !== 'allow' || access.isSuper) return;
   if (!access.has(permission, categoryId ?? null)) {
-    throw new ApiError('do_not_have_permission',
+    throw new ApiError(
+      'do_not_have_permission',
       `You cannot grant ${permission}${categoryId ? ` in category ${categoryId}` : ''}: you do not hold it there yourself.`,
-      { permission });
+      { permission },
+    );
   }
 }

@@ -10,7 +10,12 @@ import { MAX_INT } from '../domain/numbers.js';
 /** How often one instance records a key's last use. */
 export const USE_RECORD_MS = 60_000;
 
-export interface BuiltInGroupIds { guest: number; registered: number; moderator: number; administrator: number }
+export interface BuiltInGroupIds {
+  guest: number;
+  registered: number;
+  moderator: number;
+  administrator: number;
+}
 
 /**
  * Keys and users as requests see them, cached for a few seconds: every request reads them, hardly any changes them.
@@ -19,13 +24,19 @@ export interface BuiltInGroupIds { guest: number; registered: number; moderator:
 export class AuthCache {
   readonly keys: TtlCache<string, ApiKey | null>;
   readonly users: TtlCache<number, (User & { memberships: GroupMembership[] }) | null>;
-  constructor(ttlMs: number, private readonly feed: ChangeFeed = new LocalChangeFeed()) {
+  constructor(
+    ttlMs: number,
+    private readonly feed: ChangeFeed = new LocalChangeFeed(),
+  ) {
     this.keys = new TtlCache(ttlMs);
     this.users = new TtlCache(ttlMs);
     feed.onChange((c) => {
       if (c.kind === 'key') this.keys.delete(c.hash);
       else if (c.kind === 'user') this.users.delete(c.userId);
-      else if (c.kind === 'all') { this.keys.clear(); this.users.clear(); }
+      else if (c.kind === 'all') {
+        this.keys.clear();
+        this.users.clear();
+      }
     });
   }
 
@@ -44,16 +55,24 @@ export class AuthCache {
   }
 
   /** A key's row changed (revoked, re-scoped): every instance reads it again. */
-  keyChanged(hash: string): void { this.feed.publish({ kind: 'key', hash }); }
+  keyChanged(hash: string): void {
+    this.feed.publish({ kind: 'key', hash });
+  }
   /** A user's row or groups changed. */
-  userChanged(userId: number): void { this.feed.publish({ kind: 'user', userId }); }
+  userChanged(userId: number): void {
+    this.feed.publish({ kind: 'user', userId });
+  }
 }
 
 export async function visitorFromHeaders(
-  prisma: PrismaClient, headers: Headers, groups: BuiltInGroupIds, cache: AuthCache = new AuthCache(0),
+  prisma: PrismaClient,
+  headers: Headers,
+  groups: BuiltInGroupIds,
+  cache: AuthCache = new AuthCache(0),
 ): Promise<Visitor> {
   const key = headers.get('forum-api-key');
-  if (!key) throw new ApiError('no_api_key_in_request', 'No API key was included in the request (header Forum-Api-Key).');
+  if (!key)
+    throw new ApiError('no_api_key_in_request', 'No API key was included in the request (header Forum-Api-Key).');
   const hash = hashKey(key);
   const row = await cache.keys.get(hash, () => prisma.apiKey.findUnique({ where: { keyHash: hash } }));
   if (!row) cache.keys.delete(hash); // unknown keys are not remembered: one may be created a moment later
@@ -72,7 +91,11 @@ export async function visitorFromHeaders(
   if (row.type === 'user') userId = row.userId;
   if (row.type === 'super' && asUserHeader !== null) {
     if (!/^\d+$/.test(asUserHeader.trim()) || Number(asUserHeader.trim()) > MAX_INT) {
-      throw new ApiError('invalid_api_user', `Forum-Api-User must be a user id (a whole number up to ${MAX_INT}), got "${asUserHeader.slice(0, 40)}".`, { user_id: asUserHeader.slice(0, 40) });
+      throw new ApiError(
+        'invalid_api_user',
+        `Forum-Api-User must be a user id (a whole number up to ${MAX_INT}), got "${asUserHeader.slice(0, 40)}".`,
+        { user_id: asUserHeader.slice(0, 40) },
+      );
     }
     userId = Number(asUserHeader.trim());
     if (userId === 0) userId = null; // acting as the guest
@@ -83,11 +106,16 @@ export async function visitorFromHeaders(
     return { ...base, userId: 0, username: 'Guest', isAdmin: false, isModerator: false, groupIds: [groups.guest] };
   }
   const id = userId;
-  const user = await cache.users.get(id, () => prisma.user.findUnique({ where: { id }, include: { memberships: true } }));
+  const user = await cache.users.get(id, () =>
+    prisma.user.findUnique({ where: { id }, include: { memberships: true } }),
+  );
   if (!user) {
     cache.users.delete(id);
-    if (row.type === 'user') throw new ApiError('api_key_inactive', 'The user this API key belongs to no longer exists.');
-    throw new ApiError('invalid_api_user', `No user with id ${userId} exists (header Forum-Api-User).`, { user_id: userId });
+    if (row.type === 'user')
+      throw new ApiError('api_key_inactive', 'The user this API key belongs to no longer exists.');
+    throw new ApiError('invalid_api_user', `No user with id ${userId} exists (header Forum-Api-User).`, {
+      user_id: userId,
+    });
   }
   return {
     ...base,

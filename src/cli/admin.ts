@@ -10,20 +10,29 @@ import { CliError, type Operator } from './operator.js';
 import * as out from './output.js';
 import { MAX_INT } from '../domain/numbers.js';
 
-interface GlobalOptions { json?: boolean; url?: string; key?: string }
+interface GlobalOptions {
+  json?: boolean;
+  url?: string;
+  key?: string;
+}
 
 function wholeNumber(value: string): number {
-  if (!/^\d+$/.test(value) || Number(value) > MAX_INT) throw new InvalidArgumentError('expected a whole number (an id).');
+  if (!/^\d+$/.test(value) || Number(value) > MAX_INT)
+    throw new InvalidArgumentError('expected a whole number (an id).');
   return Number(value);
 }
 
 function nameList(value: string): string[] {
-  return value.split(',').map((s) => s.trim()).filter(Boolean);
+  return value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 async function operator(opts: GlobalOptions): Promise<Operator> {
   if (opts.url || opts.key) {
-    if (!opts.url || !opts.key) throw new UsageError('--url and --key go together: the server to act through and the API key to act with.');
+    if (!opts.url || !opts.key)
+      throw new UsageError('--url and --key go together: the server to act through and the API key to act with.');
     return openRemote(opts.url, opts.key);
   }
   let config;
@@ -41,9 +50,7 @@ async function operator(opts: GlobalOptions): Promise<Operator> {
 class UsageError extends Error {}
 
 /** Runs one command: opens the operator, prints `text(result)` or the result as JSON, closes. */
-function action<A extends unknown[], R>(
-  work: (op: Operator, ...args: A) => Promise<R>, text: (r: R) => string,
-) {
+function action<A extends unknown[], R>(work: (op: Operator, ...args: A) => Promise<R>, text: (r: R) => string) {
   return async (...args: [...A, Record<string, unknown>, Command]) => {
     const cmd = args[args.length - 1] as Command;
     const opts = cmd.optsWithGlobals<GlobalOptions>();
@@ -58,80 +65,158 @@ function action<A extends unknown[], R>(
 }
 
 const program = new Command('admin')
-  .description('Operate the Downloads Catalogue Service: users, API keys, permissions and prefixes, on the configured database (DATABASE_URL or DATA_DIR, as npm start reads them).')
+  .description(
+    'Operate the Downloads Catalogue Service: users, API keys, permissions and prefixes, on the configured database (DATABASE_URL or DATA_DIR, as npm start reads them).',
+  )
   .option('--json', 'print JSON for scripts instead of tables')
-  .option('--url <url>', 'act through this running server\'s GraphQL admin API instead of the database (needs --key)')
-  .option('--key <key>', 'the API key for --url: a super-user key, or an administrator\'s key with a write scope')
+  .option('--url <url>', "act through this running server's GraphQL admin API instead of the database (needs --key)")
+  .option('--key <key>', "the API key for --url: a super-user key, or an administrator's key with a write scope")
   .showHelpAfterError('(add --help for usage)')
   .exitOverride();
 
 const users = program.command('users').description('list, create and regroup forum users');
-users.command('list')
+users
+  .command('list')
   .description('list users by id with their groups')
   .option('--search <text>', 'only users whose name contains this text (any case)')
   .option('--page <n>', 'page of 100 users, from 1', wholeNumber)
   .action(action((op, o: { search?: string; page?: number }) => op.listUsers(o), out.users));
-users.command('create <username>')
+users
+  .command('create <username>')
   .description('create a user (primary group "registered")')
   .option('--admin', 'make the user an administrator (administrator group)')
   .option('--moderator', 'make the user a moderator (moderator group)')
   .option('--groups <names>', 'extra groups by name, comma-separated', nameList)
-  .action(action((op, username: string, o: { admin?: boolean; moderator?: boolean; groups?: string[] }) =>
-    op.createUser({ username, isAdmin: Boolean(o.admin), isModerator: Boolean(o.moderator), groups: o.groups ?? [] }), out.user));
-users.command('set-groups <user> <groups>')
-  .description('replace a user\'s secondary groups (comma-separated names, "" for none); the moderator and administrator flags follow those groups')
-  .action(action(async (op, ref: string, groups: string) => op.setGroups((await op.findUser(ref)).id, nameList(groups)), out.user));
+  .action(
+    action(
+      (op, username: string, o: { admin?: boolean; moderator?: boolean; groups?: string[] }) =>
+        op.createUser({
+          username,
+          isAdmin: Boolean(o.admin),
+          isModerator: Boolean(o.moderator),
+          groups: o.groups ?? [],
+        }),
+      out.user,
+    ),
+  );
+users
+  .command('set-groups <user> <groups>')
+  .description(
+    'replace a user\'s secondary groups (comma-separated names, "" for none); the moderator and administrator flags follow those groups',
+  )
+  .action(
+    action(
+      async (op, ref: string, groups: string) => op.setGroups((await op.findUser(ref)).id, nameList(groups)),
+      out.user,
+    ),
+  );
 
 const keys = program.command('keys').description('list, create, revoke and recover API keys');
-keys.command('list')
+keys
+  .command('list')
   .description('list keys with their state and last use (never the keys themselves)')
   .option('--user <user>', 'only the keys bound to this user (id or username)')
   .addOption(new Option('--active', 'only active keys').conflicts('revoked'))
   .option('--revoked', 'only revoked keys')
   .option('--page <n>', 'page of 100 keys, from 1', wholeNumber)
-  .action(action(async (op, o: { user?: string; active?: boolean; revoked?: boolean; page?: number }) => op.listKeys({
-    userId: o.user !== undefined ? (await op.findUser(o.user)).id : undefined,
-    active: o.active ? true : o.revoked ? false : undefined,
-    page: o.page,
-  }), out.keys));
-keys.command('create')
+  .action(
+    action(
+      async (op, o: { user?: string; active?: boolean; revoked?: boolean; page?: number }) =>
+        op.listKeys({
+          userId: o.user !== undefined ? (await op.findUser(o.user)).id : undefined,
+          active: o.active ? true : o.revoked ? false : undefined,
+          page: o.page,
+        }),
+      out.keys,
+    ),
+  );
+keys
+  .command('create')
   .description('create a key and print it once')
-  .addOption(new Option('--type <type>', 'whom requests act as').choices(['guest', 'user', 'super']).makeOptionMandatory())
-  .requiredOption('--scopes <scopes>', '"all", or comma-separated scopes such as mc_dm_category:read,mc_dm_download:read', nameList)
+  .addOption(
+    new Option('--type <type>', 'whom requests act as').choices(['guest', 'user', 'super']).makeOptionMandatory(),
+  )
+  .requiredOption(
+    '--scopes <scopes>',
+    '"all", or comma-separated scopes such as mc_dm_category:read,mc_dm_download:read',
+    nameList,
+  )
   .option('--user <user>', 'the bound user of a user key (id or username)')
   .option('--title <title>', 'a label to recognise the key by')
-  .action(action(async (op, o: { type: 'guest' | 'user' | 'super'; scopes: string[]; user?: string; title?: string }) => op.createKey({
-    type: o.type, scopes: o.scopes, title: o.title,
-    userId: o.user !== undefined ? (await op.findUser(o.user)).id : undefined,
-  }), out.newKey));
-keys.command('revoke')
+  .action(
+    action(
+      async (op, o: { type: 'guest' | 'user' | 'super'; scopes: string[]; user?: string; title?: string }) =>
+        op.createKey({
+          type: o.type,
+          scopes: o.scopes,
+          title: o.title,
+          userId: o.user !== undefined ? (await op.findUser(o.user)).id : undefined,
+        }),
+      out.newKey,
+    ),
+  );
+keys
+  .command('revoke')
   .description('revoke a key: requests with it answer api_key_inactive')
   .argument('<id>', 'the key id (keys list shows it)', wholeNumber)
-  .action(action((op, id: number) => op.revokeKey(id), (k) => `Key ${k.id} (${k.type}${k.title ? `, "${k.title}"` : ''}) is revoked.`));
-keys.command('recover')
-  .description('issue a fresh super-user key with every scope and print it once: the way back in after losing every key (on the database directly)')
-  .option('--title <title>', 'a label for the new key', `Recovery key (admin CLI, ${new Date().toISOString().slice(0, 10)})`)
+  .action(
+    action(
+      (op, id: number) => op.revokeKey(id),
+      (k) => `Key ${k.id} (${k.type}${k.title ? `, "${k.title}"` : ''}) is revoked.`,
+    ),
+  );
+keys
+  .command('recover')
+  .description(
+    'issue a fresh super-user key with every scope and print it once: the way back in after losing every key (on the database directly)',
+  )
+  .option(
+    '--title <title>',
+    'a label for the new key',
+    `Recovery key (admin CLI, ${new Date().toISOString().slice(0, 10)})`,
+  )
   .action(action((op, o: { title: string }) => op.recover(o.title), out.newKey));
 
 const perms = program.command('perms').description('explain permissions');
-perms.command('show')
-  .description('each permission of a user in a category or globally: granted or not, and the group rule that decided it')
+perms
+  .command('show')
+  .description(
+    'each permission of a user in a category or globally: granted or not, and the group rule that decided it',
+  )
   .argument('<user>', 'user id, username, or 0 for the guest visitor')
   .argument('[category]', 'category id; omitted: the global settings', wholeNumber)
-  .action(action(async (op, ref: string, category: number | undefined) => {
-    const userId = ref === '0' ? 0 : (await op.findUser(ref)).id;
-    return op.explain(userId, category);
-  }, out.explained));
+  .action(
+    action(async (op, ref: string, category: number | undefined) => {
+      const userId = ref === '0' ? 0 : (await op.findUser(ref)).id;
+      return op.explain(userId, category);
+    }, out.explained),
+  );
 
 const prefixes = program.command('prefixes').description('download title prefixes');
-prefixes.command('list').description('list prefixes and the categories offering them').action(action((op) => op.listPrefixes(), out.prefixes));
-prefixes.command('create <title>').description('create a prefix')
-  .action(action((op, title: string) => op.createPrefix(title), (p) => `Created prefix ${p.id} "${p.title}".`));
-prefixes.command('assign').description('offer a prefix in a category')
+prefixes
+  .command('list')
+  .description('list prefixes and the categories offering them')
+  .action(action((op) => op.listPrefixes(), out.prefixes));
+prefixes
+  .command('create <title>')
+  .description('create a prefix')
+  .action(
+    action(
+      (op, title: string) => op.createPrefix(title),
+      (p) => `Created prefix ${p.id} "${p.title}".`,
+    ),
+  );
+prefixes
+  .command('assign')
+  .description('offer a prefix in a category')
   .argument('<prefix>', 'prefix id', wholeNumber)
   .argument('<category>', 'category id', wholeNumber)
-  .action(action((op, prefix: number, category: number) => op.assignPrefix(prefix, category),
-    (p) => `Prefix ${p.id} "${p.title}" is offered in categories ${p.categoryIds.join(', ')}.`));
+  .action(
+    action(
+      (op, prefix: number, category: number) => op.assignPrefix(prefix, category),
+      (p) => `Prefix ${p.id} "${p.title}" is offered in categories ${p.categoryIds.join(', ')}.`,
+    ),
+  );
 
 try {
   await program.parseAsync(process.argv);

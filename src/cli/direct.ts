@@ -17,8 +17,14 @@ import { SCOPES } from '../permissions/names.js';
 import { CliError, unixOf, type KeyRow, type Operator, type UserRow } from './operator.js';
 
 const OPERATOR: Visitor = {
-  userId: 0, username: 'operator (admin CLI)', isSuper: true, isAdmin: true, isModerator: true,
-  groupIds: [], scopes: new Set(SCOPES), apiKeyId: 0,
+  userId: 0,
+  username: 'operator (admin CLI)',
+  isSuper: true,
+  isAdmin: true,
+  isModerator: true,
+  groupIds: [],
+  scopes: new Set(SCOPES),
+  apiKeyId: 0,
 };
 
 export async function openDirect(config: Config): Promise<Operator> {
@@ -27,7 +33,9 @@ export async function openDirect(config: Config): Promise<Operator> {
     db = await openDatabase(targetOf(config));
   } catch (err) {
     if (err instanceof StartError && !config.databaseUrl && /in use by process/.test(err.message)) {
-      throw new CliError(`The service is running on this DATA_DIR (${config.dataDir}): stop it, or use the GraphQL admin API with a key (--url <server> --key <key>).`);
+      throw new CliError(
+        `The service is running on this DATA_DIR (${config.dataDir}): stop it, or use the GraphQL admin API with a key (--url <server> --key <key>).`,
+      );
     }
     if (err instanceof StartError) throw new CliError(err.message);
     throw new CliError(`Could not open the database: ${(err as Error).message.split('\n')[0]}`);
@@ -47,40 +55,71 @@ class DirectOperator implements Operator {
   private readonly prisma: PrismaClient;
   private readonly access = new Access(OPERATOR, null);
 
-  constructor(private readonly db: Database, config: Config) {
+  constructor(
+    private readonly db: Database,
+    config: Config,
+  ) {
     this.prisma = db.prisma;
-    this.where = db.kind === 'postgres' ? 'the PostgreSQL database (DATABASE_URL)' : `the embedded database in ${path.join(config.dataDir, 'db')}`;
+    this.where =
+      db.kind === 'postgres'
+        ? 'the PostgreSQL database (DATABASE_URL)'
+        : `the embedded database in ${path.join(config.dataDir, 'db')}`;
   }
 
   /** Tells the running instances (PostgreSQL) to forget a cached key or user at once rather than in CACHE_SECONDS. */
   private async announce(change: CacheChange): Promise<void> {
     if (this.db.kind !== 'postgres') return;
-    await this.db.query('SELECT pg_notify($1, $2)', [CHANNEL, JSON.stringify({ origin: 'admin-cli', ...change })]).catch(() => {});
+    await this.db
+      .query('SELECT pg_notify($1, $2)', [CHANNEL, JSON.stringify({ origin: 'admin-cli', ...change })])
+      .catch(() => {});
   }
 
   private async userRows(users: User[]): Promise<UserRow[]> {
     const [groups, memberships] = await Promise.all([
       this.prisma.group.findMany({ select: { id: true, name: true } }),
-      this.prisma.groupMembership.findMany({ where: { userId: { in: users.map((u) => u.id) } }, orderBy: { groupId: 'asc' } }),
+      this.prisma.groupMembership.findMany({
+        where: { userId: { in: users.map((u) => u.id) } },
+        orderBy: { groupId: 'asc' },
+      }),
     ]);
     const names = new Map(groups.map((g) => [g.id, g.name]));
     return users.map((u) => ({
-      id: u.id, username: u.username, isAdmin: u.isAdmin, isModerator: u.isModerator,
-      groups: [u.primaryGroupId, ...memberships.filter((m) => m.userId === u.id && m.groupId !== u.primaryGroupId).map((m) => m.groupId)]
-        .map((g) => names.get(g) ?? `#${g}`),
+      id: u.id,
+      username: u.username,
+      isAdmin: u.isAdmin,
+      isModerator: u.isModerator,
+      groups: [
+        u.primaryGroupId,
+        ...memberships.filter((m) => m.userId === u.id && m.groupId !== u.primaryGroupId).map((m) => m.groupId),
+      ].map((g) => names.get(g) ?? `#${g}`),
     }));
   }
 
   private keyRow(k: ApiKey): KeyRow {
     return {
-      id: k.id, type: k.type, userId: k.userId, title: k.title, scopes: k.scopes, isActive: k.isActive,
-      createdAt: unixOf(k.createdAt)!, lastUsedAt: unixOf(k.lastUsedAt),
+      id: k.id,
+      type: k.type,
+      userId: k.userId,
+      title: k.title,
+      scopes: k.scopes,
+      isActive: k.isActive,
+      createdAt: unixOf(k.createdAt)!,
+      lastUsedAt: unixOf(k.lastUsedAt),
     };
   }
 
   async listUsers(opts: { search?: string; page?: number }) {
-    const { nodes, pagination } = await reads.listUsers(this.prisma, { search: opts.search, page: opts.page, perPage: 100 });
-    return { rows: await this.userRows(nodes), page: pagination.page, lastPage: pagination.lastPage, total: pagination.total };
+    const { nodes, pagination } = await reads.listUsers(this.prisma, {
+      search: opts.search,
+      page: opts.page,
+      perPage: 100,
+    });
+    return {
+      rows: await this.userRows(nodes),
+      page: pagination.page,
+      lastPage: pagination.lastPage,
+      total: pagination.total,
+    };
   }
 
   async findUser(ref: string) {
@@ -104,7 +143,12 @@ class DirectOperator implements Operator {
 
   async listKeys(opts: { userId?: number; active?: boolean; page?: number }) {
     const { nodes, pagination } = await reads.listApiKeys(this.prisma, this.access, { ...opts, perPage: 100 });
-    return { rows: nodes.map((k) => this.keyRow(k)), page: pagination.page, lastPage: pagination.lastPage, total: pagination.total };
+    return {
+      rows: nodes.map((k) => this.keyRow(k)),
+      page: pagination.page,
+      lastPage: pagination.lastPage,
+      total: pagination.total,
+    };
   }
 
   async createKey(input: { type: 'guest' | 'user' | 'super'; userId?: number; scopes: string[]; title?: string }) {
@@ -127,7 +171,11 @@ class DirectOperator implements Operator {
   }
 
   async listPrefixes() {
-    return (await reads.listPrefixes(this.prisma)).map((p) => ({ id: p.id, title: p.title, categoryIds: p.categories.map((c) => c.categoryId) }));
+    return (await reads.listPrefixes(this.prisma)).map((p) => ({
+      id: p.id,
+      title: p.title,
+      categoryIds: p.categories.map((c) => c.categoryId),
+    }));
   }
 
   async createPrefix(title: string) {
@@ -141,5 +189,7 @@ class DirectOperator implements Operator {
     return p;
   }
 
-  close() { return this.db.close(); }
+  close() {
+    return this.db.close();
+  }
 }

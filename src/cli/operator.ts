@@ -4,22 +4,45 @@
 import type { ApiKeyType } from '../generated/prisma/client.js';
 import type { PermissionExplanation } from '../domain/admin-reads.js';
 
-export interface UserRow { id: number; username: string; isAdmin: boolean; isModerator: boolean; groups: string[] }
+export interface UserRow {
+  id: number;
+  username: string;
+  isAdmin: boolean;
+  isModerator: boolean;
+  groups: string[];
+}
 export interface KeyRow {
-  id: number; type: ApiKeyType; userId: number | null; title: string; scopes: string[]; isActive: boolean;
+  id: number;
+  type: ApiKeyType;
+  userId: number | null;
+  title: string;
+  scopes: string[];
+  isActive: boolean;
   /** Unix seconds. */
   createdAt: number;
   /** Unix seconds; null if never used. */
   lastUsedAt: number | null;
 }
-export interface PrefixRow { id: number; title: string; categoryIds: number[] }
-export interface ListPage<T> { rows: T[]; page: number; lastPage: number; total: number }
+export interface PrefixRow {
+  id: number;
+  title: string;
+  categoryIds: number[];
+}
+export interface ListPage<T> {
+  rows: T[];
+  page: number;
+  lastPage: number;
+  total: number;
+}
 export interface Explained {
   user: { id: number; username: string; isAdmin: boolean; isModerator: boolean };
   category: { id: number; title: string } | null;
   permissions: PermissionExplanation[];
 }
-export interface NewKey { key: string; apiKey: KeyRow }
+export interface NewKey {
+  key: string;
+  apiKey: KeyRow;
+}
 
 export interface Operator {
   /** Where the CLI acts, for messages: "the embedded database at …", "https://…". */

@@ -5,7 +5,14 @@ import type { NamedRule } from '../domain/admin-reads.js';
 export function table(headers: string[], rows: (string | number)[][]): string {
   const cells = [headers, ...rows.map((r) => r.map(String))];
   const widths = headers.map((_h, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
-  return cells.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd()).join('\n');
+  return cells
+    .map((r) =>
+      r
+        .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!)))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 /** Unix seconds as `2026-11-23 10:57:00 UTC`; null as `never`. */
@@ -16,11 +23,18 @@ export function time(unix: number | null): string {
 
 function footer(p: ListPage<unknown>, what: string): string {
   if (p.total === 0) return `No ${what}.`;
-  return p.lastPage > 1 ? `Page ${p.page} of ${p.lastPage} (${p.total} ${what}); --page N for more.` : `${p.total} ${what}.`;
+  return p.lastPage > 1
+    ? `Page ${p.page} of ${p.lastPage} (${p.total} ${what}); --page N for more.`
+    : `${p.total} ${what}.`;
 }
 
 export function users(p: ListPage<UserRow>): string {
-  const rows = p.rows.map((u) => [u.id, u.username, [u.isAdmin && 'admin', u.isModerator && 'moderator'].filter(Boolean).join(',') || '-', u.groups.join(',')]);
+  const rows = p.rows.map((u) => [
+    u.id,
+    u.username,
+    [u.isAdmin && 'admin', u.isModerator && 'moderator'].filter(Boolean).join(',') || '-',
+    u.groups.join(','),
+  ]);
   return `${rows.length ? `${table(['ID', 'USERNAME', 'STAFF', 'GROUPS'], rows)}\n` : ''}${footer(p, 'users')}`;
 }
 
@@ -33,7 +47,16 @@ export function user(u: UserRow): string {
 const scopes = (s: string[]) => (s.length === 6 ? 'all' : s.join(','));
 
 export function keys(p: ListPage<KeyRow>): string {
-  const rows = p.rows.map((k) => [k.id, k.type, k.userId ?? '-', k.isActive ? 'active' : 'revoked', time(k.lastUsedAt), time(k.createdAt), scopes(k.scopes), k.title || '-']);
+  const rows = p.rows.map((k) => [
+    k.id,
+    k.type,
+    k.userId ?? '-',
+    k.isActive ? 'active' : 'revoked',
+    time(k.lastUsedAt),
+    time(k.createdAt),
+    scopes(k.scopes),
+    k.title || '-',
+  ]);
   return `${rows.length ? `${table(['ID', 'TYPE', 'USER', 'STATE', 'LAST USED', 'CREATED', 'SCOPES', 'TITLE'], rows)}\n` : ''}${footer(p, 'keys')}`;
 }
 
@@ -59,13 +82,20 @@ export function explained(e: Explained): string {
     return [p.permission, p.granted ? 'yes' : 'NO', rule(p.decidedBy), others.map(rule).join('; ') || '-'];
   });
   const notes = [
-    e.user.isAdmin ? 'Admin flag set: admin rights for categories, users and keys, whatever these permissions say.' : '',
+    e.user.isAdmin
+      ? 'Admin flag set: admin rights for categories, users and keys, whatever these permissions say.'
+      : '',
     'A super-user key passes every check regardless. Adding a download needs both view and add.',
   ].filter(Boolean);
-  return [`${who} ${where}:`, table(['PERMISSION', 'GRANTED', 'DECIDED BY', 'OTHER GROUPS'], rows), ...notes].join('\n');
+  return [`${who} ${where}:`, table(['PERMISSION', 'GRANTED', 'DECIDED BY', 'OTHER GROUPS'], rows), ...notes].join(
+    '\n',
+  );
 }
 
 export function prefixes(list: PrefixRow[]): string {
   if (list.length === 0) return 'No prefixes.';
-  return table(['ID', 'TITLE', 'CATEGORIES'], list.map((p) => [p.id, p.title, p.categoryIds.join(',') || '-']));
+  return table(
+    ['ID', 'TITLE', 'CATEGORIES'],
+    list.map((p) => [p.id, p.title, p.categoryIds.join(',') || '-']),
+  );
 }

@@ -18,11 +18,15 @@ async function ensureGroups(s: Session): Promise<BuiltInGroupIds> {
   for (const [name, grants] of Object.entries(BUILT_IN_GROUPS) as [keyof BuiltInGroupIds, readonly string[]][]) {
     const created = await s.query<{ id: number }>(
       `INSERT INTO "user_group" (name, title, "isBuiltIn") VALUES ($1, $2, true) ON CONFLICT (name) DO NOTHING RETURNING id`,
-      [name, name[0]!.toUpperCase() + name.slice(1)]);
+      [name, name[0]!.toUpperCase() + name.slice(1)],
+    );
     if (created.length > 0) {
       // Default grants are written once, when the group is created; operators may change them afterwards.
       for (const perm of grants) {
-        await s.query(`INSERT INTO "group_permission" ("groupId", permission) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [created[0]!.id, perm]);
+        await s.query(`INSERT INTO "group_permission" ("groupId", permission) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [
+          created[0]!.id,
+          perm,
+        ]);
       }
       ids[name] = created[0]!.id;
     } else {
@@ -38,14 +42,17 @@ async function ensureKey(s: Session, bootstrapKey: string | undefined): Promise<
       `INSERT INTO "api_key" ("keyHash", type, scopes, title, "isActive")
        VALUES ($1, 'super', $2, 'Bootstrap key (DM_BOOTSTRAP_KEY)', true)
        ON CONFLICT ("keyHash") DO UPDATE SET type = 'super', scopes = $2, "isActive" = true, "revokedAt" = NULL, "expiresAt" = NULL`,
-      [hashKey(bootstrapKey), [...SCOPES]]);
+      [hashKey(bootstrapKey), [...SCOPES]],
+    );
     return undefined;
   }
-  const [{ n }] = await s.query<{ n: number }>(`SELECT count(*)::int AS n FROM "api_key"`) as [{ n: number }];
+  const [{ n }] = (await s.query<{ n: number }>(`SELECT count(*)::int AS n FROM "api_key"`)) as [{ n: number }];
   if (n > 0) return undefined;
   const key = generateKey();
-  await s.query(`INSERT INTO "api_key" ("keyHash", type, scopes, title) VALUES ($1, 'super', $2, 'Bootstrap key')`,
-    [hashKey(key), [...SCOPES]]);
+  await s.query(`INSERT INTO "api_key" ("keyHash", type, scopes, title) VALUES ($1, 'super', $2, 'Bootstrap key')`, [
+    hashKey(key),
+    [...SCOPES],
+  ]);
   return key;
 }
 

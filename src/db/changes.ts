@@ -29,9 +29,15 @@ export interface ChangeFeed {
 /** One process: changes apply here and go nowhere else. */
 export class LocalChangeFeed implements ChangeFeed {
   protected readonly appliers: ((c: CacheChange) => void)[] = [];
-  publish(change: CacheChange): void { this.apply(change); }
-  onChange(apply: (change: CacheChange) => void): void { this.appliers.push(apply); }
-  protected apply(change: CacheChange): void { for (const a of this.appliers) a(change); }
+  publish(change: CacheChange): void {
+    this.apply(change);
+  }
+  onChange(apply: (change: CacheChange) => void): void {
+    this.appliers.push(apply);
+  }
+  protected apply(change: CacheChange): void {
+    for (const a of this.appliers) a(change);
+  }
   async close(): Promise<void> {}
 }
 
@@ -44,18 +50,27 @@ export class PostgresChangeFeed extends LocalChangeFeed {
   private timer: NodeJS.Timeout | null = null;
   private readonly ready: Promise<void>;
 
-  constructor(private readonly url: string, private readonly notify: (channel: string, payload: string) => Promise<unknown>, private readonly log: Logger) {
+  constructor(
+    private readonly url: string,
+    private readonly notify: (channel: string, payload: string) => Promise<unknown>,
+    private readonly log: Logger,
+  ) {
     super();
     this.ready = this.connect(false);
   }
 
   /** Resolves once the first LISTEN is in place (or has failed and a retry is scheduled). */
-  whenListening(): Promise<void> { return this.ready; }
+  whenListening(): Promise<void> {
+    return this.ready;
+  }
 
   override publish(change: CacheChange): void {
     this.apply(change);
     this.notify(CHANNEL, JSON.stringify({ origin: this.origin, ...change })).catch((err: unknown) => {
-      this.log.warn({ err, change }, 'could not announce a cache change to other instances; they will see it within CACHE_SECONDS');
+      this.log.warn(
+        { err, change },
+        'could not announce a cache change to other instances; they will see it within CACHE_SECONDS',
+      );
     });
   }
 
@@ -92,8 +107,14 @@ export class PostgresChangeFeed extends LocalChangeFeed {
   private lost(client: pg.Client | null, err: unknown): void {
     if (this.closed || (client && client !== this.client) || this.timer) return;
     this.client = null;
-    this.log.warn({ err, retryInMs: this.retryMs }, 'cache change feed lost: caches fall back to CACHE_SECONDS until it reconnects');
-    this.timer = setTimeout(() => { this.timer = null; void this.connect(true); }, this.retryMs);
+    this.log.warn(
+      { err, retryInMs: this.retryMs },
+      'cache change feed lost: caches fall back to CACHE_SECONDS until it reconnects',
+    );
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      void this.connect(true);
+    }, this.retryMs);
     this.timer.unref();
     this.retryMs = Math.min(this.retryMs * 2, 10_000);
   }

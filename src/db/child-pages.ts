@@ -36,16 +36,25 @@ export interface ChildPage<T> {
  * back in Prisma's shape for `source.model` (src/db/rows.ts), so the schema resolves them like rows Prisma read.
  */
 export async function childPages<T>(
-  db: Pick<Database, 'query'>, source: ChildSource, spec: KeysetSpec, window: Window, parentIds: readonly number[],
+  db: Pick<Database, 'query'>,
+  source: ChildSource,
+  spec: KeysetSpec,
+  window: Window,
+  parentIds: readonly number[],
 ): Promise<Map<number, ChildPage<T>>> {
   const pages = new Map<number, ChildPage<T>>();
   const ids = [...new Set(parentIds)].filter((id) => Number.isInteger(id));
   if (ids.length === 0) return pages;
   const params: unknown[] = [];
-  const param = (v: unknown) => { params.push(v); return `$${params.length}`; };
+  const param = (v: unknown) => {
+    params.push(v);
+    return `$${params.length}`;
+  };
   const parents = param(ids.join(','));
   const filter = [`t."${source.parent}" = p.id`, ...(source.where?.(param) ?? [])].join(' AND ');
-  const total = source.total ? `${source.total('p.id', param)}::int` : `(SELECT count(*)::int FROM ${source.from} t WHERE ${filter})`;
+  const total = source.total
+    ? `${source.total('p.id', param)}::int`
+    : `(SELECT count(*)::int FROM ${source.from} t WHERE ${filter})`;
   const after = sqlAfter(spec, window, 't', param);
   const limit = param(window.size + 1);
   const rows = await db.query<{ parent: number; total: number; x: Record<string, unknown> | null }>(
@@ -61,7 +70,7 @@ export async function childPages<T>(
   for (const r of rows) {
     const parent = Number(r.parent);
     let page = pages.get(parent);
-    if (!page) pages.set(parent, page = { total: Number(r.total), rows: [] });
+    if (!page) pages.set(parent, (page = { total: Number(r.total), rows: [] }));
     if (r.x === null) continue;
     const row = revive<Record<string, unknown>>(source.model, r.x);
     for (const f of source.dates ?? []) if (typeof row[f] === 'string') row[f] = new Date(`${row[f]}Z`);

@@ -54,7 +54,9 @@ export type DatabaseTarget = { url: string; poolSize?: number } | { pgliteDir: s
 
 /** DATABASE_URL's server, or the embedded database under DATA_DIR/db. */
 export function targetOf(config: Pick<Config, 'databaseUrl' | 'databasePoolSize' | 'dataDir'>): DatabaseTarget {
-  return config.databaseUrl ? { url: config.databaseUrl, poolSize: config.databasePoolSize } : { pgliteDir: path.join(config.dataDir, 'db') };
+  return config.databaseUrl
+    ? { url: config.databaseUrl, poolSize: config.databasePoolSize }
+    : { pgliteDir: path.join(config.dataDir, 'db') };
 }
 
 export async function openDatabase(target: DatabaseTarget): Promise<Database> {
@@ -73,26 +75,40 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
   await lite.waitReady;
   let statements = 0;
   const query = lite.query.bind(lite);
-  lite.query = ((...args: Parameters<typeof query>) => { statements++; return query(...args); }) as typeof lite.query;
+  lite.query = ((...args: Parameters<typeof query>) => {
+    statements++;
+    return query(...args);
+  }) as typeof lite.query;
   // pglite-prisma-adapter pins an older @prisma/driver-adapter-utils: the runtime contract matches, the types differ.
   const prisma = new PrismaClient({ adapter: new PrismaPGlite(lite) as unknown as PrismaPg });
   // The hand-written reads as named prepared statements, parsed and planned once (src/db/lite-statements.ts).
   const prepared = new LiteStatements(lite);
   const session: Session = {
-    exec: async (sql) => { await lite.exec(sql); },
-    query: async <R,>(sql: string, params?: unknown[]) => (await lite.query<R>(sql, params as any[])).rows,
+    exec: async (sql) => {
+      await lite.exec(sql);
+    },
+    query: async <R>(sql: string, params?: unknown[]) => (await lite.query<R>(sql, params as any[])).rows,
   };
   return {
     kind: 'pglite',
     // The embedded database is one connection inside this process, open for its whole life.
     connections: () => ({ total: 1, idle: 0, waiting: 0 }),
     prisma,
-    query: <R,>(sql: string, params?: unknown[]) => { statements++; return prepared.query<R>(sql, params); },
+    query: <R>(sql: string, params?: unknown[]) => {
+      statements++;
+      return prepared.query<R>(sql, params);
+    },
     snapshot: async () => (await prepared.query<{ s: string }>(SNAPSHOT_SQL))[0]!.s,
     session: (fn) => fn(session),
-    ping: async () => { await lite.query('SELECT 1'); },
+    ping: async () => {
+      await lite.query('SELECT 1');
+    },
     statements: () => statements,
-    close: async () => { await prisma.$disconnect(); await lite.close(); unlock(); },
+    close: async () => {
+      await prisma.$disconnect();
+      await lite.close();
+      unlock();
+    },
   };
 }
 
@@ -110,9 +126,15 @@ function lockDirectory(dir: string): () => void {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       const owner = Number(fs.readFileSync(lock, 'utf8'));
       let alive = false;
-      try { alive = owner > 0 && owner !== process.pid && (process.kill(owner, 0), true); } catch { alive = false; }
+      try {
+        alive = owner > 0 && owner !== process.pid && (process.kill(owner, 0), true);
+      } catch {
+        alive = false;
+      }
       if (alive) {
-        throw new StartError(`The embedded database at ${dir} is in use by process ${owner}. Stop that process first, or point DATABASE_URL at a PostgreSQL server to run several instances.`);
+        throw new StartError(
+          `The embedded database at ${dir} is in use by process ${owner}. Stop that process first, or point DATABASE_URL at a PostgreSQL server to run several instances.`,
+        );
       }
       fs.rmSync(lock, { force: true });
     }
@@ -141,25 +163,33 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
     connections: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     url,
     prisma,
-    query: async <R,>(sql: string, params?: unknown[]) => (await pool.query({ name: statementName(sql), text: sql, values: params })).rows as R[],
+    query: async <R>(sql: string, params?: unknown[]) =>
+      (await pool.query({ name: statementName(sql), text: sql, values: params })).rows as R[],
     async session(fn) {
       const client = await pool.connect();
       try {
         return await fn({
-          exec: async (sql) => { await client.query(sql); },
-          query: async <R,>(sql: string, params?: unknown[]) => (await client.query(sql, params)).rows as R[],
+          exec: async (sql) => {
+            await client.query(sql);
+          },
+          query: async <R>(sql: string, params?: unknown[]) => (await client.query(sql, params)).rows as R[],
         });
       } finally {
         client.release();
       }
     },
-    ping: async () => { await pool.query('SELECT 1'); },
+    ping: async () => {
+      await pool.query('SELECT 1');
+    },
     snapshot: async () => (await pool.query<{ s: string }>({ name: SNAPSHOT_NAME, text: SNAPSHOT_SQL })).rows[0]!.s,
     statements: () => statements,
     async close({ deadlineMs = CLOSE_DEADLINE_MS } = {}) {
       // Prisma rolls back its transactions first; one whose statement runs past the deadline is cut by end().
       const started = Date.now();
-      await Promise.race([prisma.$disconnect().catch(() => {}), new Promise((resolve) => setTimeout(resolve, deadlineMs).unref())]);
+      await Promise.race([
+        prisma.$disconnect().catch(() => {}),
+        new Promise((resolve) => setTimeout(resolve, deadlineMs).unref()),
+      ]);
       await end(Math.max(0, deadlineMs - (Date.now() - started)));
     },
   };

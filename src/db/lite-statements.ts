@@ -40,7 +40,9 @@ export class LiteStatements {
   }
 
   /** How many statements are prepared now. */
-  get size(): number { return this.#prepared.size; }
+  get size(): number {
+    return this.#prepared.size;
+  }
 
   /**
    * Runs one statement as PGlite's query() would: after any open PGlite transaction (Prisma's) ends, and inside
@@ -49,32 +51,37 @@ export class LiteStatements {
   async query<R>(sql: string, params: unknown[] = []): Promise<R[]> {
     const lite = this.#lite;
     await lite._checkReady();
-    return lite._runExclusiveTransaction(() => lite._runExclusiveQuery(async () => {
-      let rows: R[];
-      const cached = this.#statement(sql);
-      try {
-        rows = await this.#run<R>(cached ?? await this.#prepare(sql), params);
-      } catch (err) {
-        // Only a statement prepared earlier can have gone stale; one prepared just now failed for its own reasons.
-        if (!cached || !STALE.has((err as wire.DatabaseError).code ?? '')) throw withQuery(err, sql, params);
-        this.#prepared.delete(sql);
-        // Inside a failed transaction block nothing more can run: the next call, after the rollback, prepares anew.
-        if (lite.isInTransaction()) throw withQuery(err, sql, params);
+    return lite._runExclusiveTransaction(() =>
+      lite._runExclusiveQuery(async () => {
+        let rows: R[];
+        const cached = this.#statement(sql);
         try {
-          rows = await this.#run<R>(await this.#prepare(sql), params);
-        } catch (again) {
-          throw withQuery(again, sql, params);
+          rows = await this.#run<R>(cached ?? (await this.#prepare(sql)), params);
+        } catch (err) {
+          // Only a statement prepared earlier can have gone stale; one prepared just now failed for its own reasons.
+          if (!cached || !STALE.has((err as wire.DatabaseError).code ?? '')) throw withQuery(err, sql, params);
+          this.#prepared.delete(sql);
+          // Inside a failed transaction block nothing more can run: the next call, after the rollback, prepares anew.
+          if (lite.isInTransaction()) throw withQuery(err, sql, params);
+          try {
+            rows = await this.#run<R>(await this.#prepare(sql), params);
+          } catch (again) {
+            throw withQuery(again, sql, params);
+          }
         }
-      }
-      await lite.syncToFs();
-      return rows;
-    }));
+        await lite.syncToFs();
+        return rows;
+      }),
+    );
   }
 
   /** The statement's prepared form, marked as the most recently used. */
   #statement(sql: string): Prepared | undefined {
     const p = this.#prepared.get(sql);
-    if (p) { this.#prepared.delete(sql); this.#prepared.set(sql, p); }
+    if (p) {
+      this.#prepared.delete(sql);
+      this.#prepared.set(sql, p);
+    }
     return p;
   }
 
@@ -89,7 +96,11 @@ export class LiteStatements {
     // A statement of that name may be left from before (one found stale inside a transaction block, which could not
     // be closed then): Close first. Close and Parse are not transactional, so a statement prepared inside a
     // transaction block outlives its rollback.
-    const messages = await this.#exec(serialize.close({ type: 'S', name }), serialize.parse({ name, text: sql }), serialize.describe({ type: 'S', name }));
+    const messages = await this.#exec(
+      serialize.close({ type: 'S', name }),
+      serialize.parse({ name, text: sql }),
+      serialize.describe({ type: 'S', name }),
+    );
     const params = messages.find((m): m is wire.ParameterDescriptionMessage => m.name === 'parameterDescription');
     const row = messages.find((m): m is wire.RowDescriptionMessage => m.name === 'rowDescription');
     const prepared: Prepared = {
@@ -136,7 +147,6 @@ export class LiteStatements {
   #exec(...messages: Uint8Array[]): Promise<wire.BackendMessage[]> {
     return this.#lite.execProtocolStream(concat([...messages, serialize.sync()]), { syncToFs: false });
   }
-
 }
 
 function concat(parts: Uint8Array[]): Uint8Array {
@@ -144,7 +154,10 @@ function concat(parts: Uint8Array[]): Uint8Array {
   for (const p of parts) n += p.length;
   const out = new Uint8Array(n);
   let at = 0;
-  for (const p of parts) { out.set(p, at); at += p.length; }
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
   return out;
 }
 

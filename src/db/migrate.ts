@@ -10,10 +10,15 @@ import { projectRoot } from '../project-root.js';
 export const MIGRATIONS_DIR = path.join(projectRoot(), 'prisma', 'migrations');
 const LOCK_ID = 72_640_331; // arbitrary, constant: "the migrator"
 
-export interface Migration { name: string; sql: string; checksum: string }
+export interface Migration {
+  name: string;
+  sql: string;
+  checksum: string;
+}
 
 export function readMigrations(dir = MIGRATIONS_DIR): Migration[] {
-  return fs.readdirSync(dir, { withFileTypes: true })
+  return fs
+    .readdirSync(dir, { withFileTypes: true })
     .filter((e) => e.isDirectory() && fs.existsSync(path.join(dir, e.name, 'migration.sql')))
     .map((e) => e.name)
     .sort()
@@ -38,14 +43,17 @@ export async function migrate(db: Database, migrations = readMigrations()): Prom
         "started_at" TIMESTAMPTZ NOT NULL DEFAULT now(),
         "applied_steps_count" INTEGER NOT NULL DEFAULT 0)`);
       const done = await s.query<{ migration_name: string; checksum: string }>(
-        'SELECT migration_name, checksum FROM "_prisma_migrations" WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL');
+        'SELECT migration_name, checksum FROM "_prisma_migrations" WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL',
+      );
       const applied = new Map(done.map((r) => [r.migration_name, r.checksum]));
       const ran: string[] = [];
       for (const m of migrations) {
         const previous = applied.get(m.name);
         if (previous !== undefined) {
           if (previous !== m.checksum) {
-            throw new Error(`Migration ${m.name} was changed after it was applied (checksum differs); add a new migration instead.`);
+            throw new Error(
+              `Migration ${m.name} was changed after it was applied (checksum differs); add a new migration instead.`,
+            );
           }
           continue;
         }
@@ -54,7 +62,9 @@ export async function migrate(db: Database, migrations = readMigrations()): Prom
           await s.exec(m.sql);
           await s.query(
             `INSERT INTO "_prisma_migrations" (id, checksum, finished_at, migration_name, applied_steps_count)
-             VALUES ($1, $2, now(), $3, 1)`, [crypto.randomUUID(), m.checksum, m.name]);
+             VALUES ($1, $2, now(), $3, 1)`,
+            [crypto.randomUUID(), m.checksum, m.name],
+          );
           await s.exec('COMMIT');
         } catch (err) {
           await s.exec('ROLLBACK');

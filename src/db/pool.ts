@@ -48,7 +48,12 @@ class BoundedClient extends pg.Client {
 
 export function openPool(url: string, size: number, onConnect: (client: pg.PoolClient) => void): Pool {
   bindStatementsToOperations();
-  const pool = new pg.Pool({ connectionString: url, max: size, idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_MS, Client: BoundedClient });
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: size,
+    idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_MS,
+    Client: BoundedClient,
+  });
   // pg-pool counts a checked-out connection until its holder releases it; a holder that never does (or whose
   // connection died under it) would keep that slot, and pool.end() would wait for it forever.
   const out = new Set<pg.PoolClient>();
@@ -80,8 +85,13 @@ export function openPool(url: string, size: number, onConnect: (client: pg.PoolC
       return (ending ??= (async () => {
         const ended = pool.end();
         let timer: NodeJS.Timeout | undefined;
-        const late = new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(true), deadlineMs); });
-        if (!await Promise.race([ended.then(() => false), late])) { clearTimeout(timer); return; }
+        const late = new Promise<boolean>((resolve) => {
+          timer = setTimeout(() => resolve(true), deadlineMs);
+        });
+        if (!(await Promise.race([ended.then(() => false), late]))) {
+          clearTimeout(timer);
+          return;
+        }
         for (const client of [...out]) destroy(client, new Error('The database connection was closed at shutdown.'));
         // pg-pool resolves end() once those sockets have closed; nothing of them keeps the process alive meanwhile.
       })());
@@ -90,7 +100,10 @@ export function openPool(url: string, size: number, onConnect: (client: pg.PoolC
 }
 
 /** What a statement of an operation that was stopped fails with (nobody reads it: the operation has been answered). */
-const stopped = () => new Error('The operation was stopped (its deadline passed, or its client went away): its statement was cancelled or not sent.');
+const stopped = () =>
+  new Error(
+    'The operation was stopped (its deadline passed, or its client went away): its statement was cancelled or not sent.',
+  );
 
 type Close = (client: pg.PoolClient, reason: Error) => void;
 
@@ -106,13 +119,17 @@ function statementOf(signal: AbortSignal, client: pg.PoolClient, close: Close): 
   if (!clients) {
     const running = (clients = new Map());
     inFlight.set(signal, running);
-    signal.addEventListener('abort', () => {
-      for (const [c, entry] of running) {
-        entry.close(c, stopped());
-        void cancelStatement(c);
-      }
-      running.clear();
-    }, { once: true });
+    signal.addEventListener(
+      'abort',
+      () => {
+        for (const [c, entry] of running) {
+          entry.close(c, stopped());
+          void cancelStatement(c);
+        }
+        running.clear();
+      },
+      { once: true },
+    );
   }
   const running = clients;
   const entry = running.get(client) ?? { close, statements: 0 };
@@ -140,14 +157,18 @@ function bindToOperations(client: pg.PoolClient, destroy: (client: pg.PoolClient
     const first = args[0] as { submit?: unknown } | undefined;
     if (!signal || typeof first?.submit === 'function') return query.apply(this, args);
     const last = args.length - 1;
-    const callback = typeof args[last] === 'function' ? args[last] as (...r: unknown[]) => void : undefined;
+    const callback = typeof args[last] === 'function' ? (args[last] as (...r: unknown[]) => void) : undefined;
     if (signal.aborted) {
       if (!callback) return Promise.reject(stopped());
       process.nextTick(callback, stopped());
       return undefined;
     }
     const done = statementOf(signal, client, destroy);
-    if (callback) args[last] = (...r: unknown[]) => { done(); callback(...r); };
+    if (callback)
+      args[last] = (...r: unknown[]) => {
+        done();
+        callback(...r);
+      };
     const result = query.apply(this, args) as Promise<unknown> | undefined;
     if (!callback) result?.then(done, done);
     return result;
@@ -167,11 +188,20 @@ export const CANCEL_TIMEOUT_MS = 2_000;
  * connection's errors have no listener; the message is 16 bytes.
  */
 export function cancelStatement(client: pg.ClientBase): Promise<void> {
-  const { processID, secretKey, host, port } = client as pg.ClientBase & { processID?: number; secretKey?: number; host: string; port: number };
+  const { processID, secretKey, host, port } = client as pg.ClientBase & {
+    processID?: number;
+    secretKey?: number;
+    host: string;
+    port: number;
+  };
   if (processID == null || secretKey == null) return Promise.resolve();
   return new Promise((resolve) => {
     const socket = host?.startsWith('/') ? net.connect(`${host}/.s.PGSQL.${port}`) : net.connect(port, host);
-    const done = () => { clearTimeout(timer); socket.destroy(); resolve(); };
+    const done = () => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve();
+    };
     const timer = setTimeout(done, CANCEL_TIMEOUT_MS);
     socket.on('error', done);
     socket.on('close', done);

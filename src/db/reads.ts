@@ -11,18 +11,24 @@ import { ResourceReads } from './resource-reads.js';
 import { downloadTotal, downloadTotalSql } from './totals.js';
 
 /** The relations of a download these reads can load along with it. */
-export interface DownloadRelations { category: boolean; currentVersion: boolean }
+export interface DownloadRelations {
+  category: boolean;
+  currentVersion: boolean;
+}
 export type DownloadRow = Download & { category?: Category; currentVersion?: Version | null };
 
 /**
  * The relations a Pothos/Prisma query argument (`{}` or `{ include: { category: true, currentVersion: true } }`)
  * asks for, or null when it asks for more than these reads load (then the caller uses Prisma).
  */
-export function downloadRelationsOf(query: { include?: Record<string, unknown>; select?: unknown } | undefined): DownloadRelations | null {
+export function downloadRelationsOf(
+  query: { include?: Record<string, unknown>; select?: unknown } | undefined,
+): DownloadRelations | null {
   if (!query || Object.keys(query).length === 0) return { category: false, currentVersion: false };
   if (query.select !== undefined || Object.keys(query).some((k) => k !== 'include')) return null;
   const include = query.include ?? {};
-  for (const [k, v] of Object.entries(include)) if ((k !== 'category' && k !== 'currentVersion') || v !== true) return null;
+  for (const [k, v] of Object.entries(include))
+    if ((k !== 'category' && k !== 'currentVersion') || v !== true) return null;
   return { category: include.category === true, currentVersion: include.currentVersion === true };
 }
 
@@ -39,20 +45,30 @@ export type DownloadOrderColumn = (typeof DOWNLOAD_ORDER_COLUMNS)[number];
 
 /** The downloads' reads here; those of categories, comments and files in src/db/resource-reads.ts. */
 export class Reads extends ResourceReads {
-
   async download(id: number, rel: DownloadRelations): Promise<DownloadRow | null> {
-    const rows = await this.db.query<Record<string, any>>(`SELECT ${jsonOf('Download', 'd')} AS d${relationColumns(rel)} FROM download d WHERE d.id = $1`, [id]);
+    const rows = await this.db.query<Record<string, any>>(
+      `SELECT ${jsonOf('Download', 'd')} AS d${relationColumns(rel)} FROM download d WHERE d.id = $1`,
+      [id],
+    );
     return rows.length ? downloadRow(rows[0]!, rel) : null;
   }
 
   /** One page in the given order (ties broken by id in the same direction) and the number of matching rows. */
-  async downloadPage(filter: DownloadFilter, order: { column: DownloadOrderColumn; direction: 'asc' | 'desc' }, window: { skip: number; take: number }, rel: DownloadRelations): Promise<{ total: number; rows: DownloadRow[] }> {
+  async downloadPage(
+    filter: DownloadFilter,
+    order: { column: DownloadOrderColumn; direction: 'asc' | 'desc' },
+    window: { skip: number; take: number },
+    rel: DownloadRelations,
+  ): Promise<{ total: number; rows: DownloadRow[] }> {
     if (!DOWNLOAD_ORDER_COLUMNS.includes(order.column)) throw new Error(`Not an order column: ${order.column}`);
     const dir = order.direction === 'asc' ? 'ASC' : 'DESC';
     const params: unknown[] = [];
     const where = whereOf(filter, params);
     // The total from the counters the database keeps (src/db/totals.ts), not a count over the matching rows.
-    const total = downloadTotalSql(filter, (v) => { params.push(v); return `$${params.length}`; });
+    const total = downloadTotalSql(filter, (v) => {
+      params.push(v);
+      return `$${params.length}`;
+    });
     params.push(window.take, window.skip);
     const rows = await this.db.query<Record<string, any>>(
       `SELECT ${jsonOf('Download', 'd')} AS d${relationColumns(rel)}, ${total} AS total
@@ -67,8 +83,12 @@ export class Reads extends ResourceReads {
 }
 
 function relationColumns(rel: DownloadRelations): string {
-  return (rel.category ? `, (SELECT ${jsonOf('Category', 'c')} FROM category c WHERE c.id = d."categoryId") AS c` : '')
-    + (rel.currentVersion ? `, (SELECT ${jsonOf('Version', 'v')} FROM version v WHERE v.id = d."currentVersionId") AS v` : '');
+  return (
+    (rel.category ? `, (SELECT ${jsonOf('Category', 'c')} FROM category c WHERE c.id = d."categoryId") AS c` : '') +
+    (rel.currentVersion
+      ? `, (SELECT ${jsonOf('Version', 'v')} FROM version v WHERE v.id = d."currentVersionId") AS v`
+      : '')
+  );
 }
 
 function downloadRow(r: Record<string, any>, rel: DownloadRelations): DownloadRow {
@@ -80,7 +100,10 @@ function downloadRow(r: Record<string, any>, rel: DownloadRelations): DownloadRo
 
 function whereOf(f: DownloadFilter, params: unknown[]): string {
   const terms: string[] = [];
-  const param = (v: unknown) => { params.push(v); return `$${params.length}`; };
+  const param = (v: unknown) => {
+    params.push(v);
+    return `$${params.length}`;
+  };
   if (f.categoryId !== undefined) terms.push(`d."categoryId" = ${param(f.categoryId)}`);
   if (f.prefixId === null) terms.push(`d."prefixId" IS NULL`);
   else if (f.prefixId !== undefined) terms.push(`d."prefixId" = ${param(f.prefixId)}`);

@@ -19,7 +19,12 @@ type Param = (v: unknown) => string;
  * Which rows of a list to read and in which order: `take` rows in the order of `spec` (ties by id), after `skip`
  * rows (page-numbered lists) or after the cursor of `window` (connections, which may also scan backward).
  */
-export interface Slice { spec: KeysetSpec; window?: Window; skip?: number; take: number }
+export interface Slice {
+  spec: KeysetSpec;
+  window?: Window;
+  skip?: number;
+  take: number;
+}
 
 const FORWARD: Window = { size: 0, backward: false, cursor: null };
 
@@ -119,7 +124,12 @@ const DOWNLOAD_PERMISSION_COLUMNS = ['id', 'categoryId', 'userId', 'state'] as c
 /** Whether these reads load what a query argument for files asks for (the version and its download are always loaded). */
 export function fileQueryCovered(query: Query): boolean {
   const include = includeOf(query);
-  return include !== null && Object.entries(include).every(([k, v]) => k === 'version' && (v === true || JSON.stringify(v) === '{"include":{"download":true}}'));
+  return (
+    include !== null &&
+    Object.entries(include).every(
+      ([k, v]) => k === 'version' && (v === true || JSON.stringify(v) === '{"include":{"download":true}}'),
+    )
+  );
 }
 
 export type CategoryRow = Category & { parent?: Category | null };
@@ -133,13 +143,24 @@ export function categoryParentOf(query: Query): boolean {
  * What a list of categories reads: the parent category of each row when `parent`; only `columns` of each row (in
  * the datamodel's order) when given, every column otherwise.
  */
-export interface CategoryRead { parent?: boolean; columns?: readonly string[] }
+export interface CategoryRead {
+  parent?: boolean;
+  columns?: readonly string[];
+}
 
 // Category fields of the GraphQL schema that read other columns than their own name (or none): the rest are
 // exposed columns of the same name. `id` is always read (the permission check and the URLs use it), `parentId` too
 // (the `parent` field starts from it).
 const CATEGORY_FIELD_COLUMNS: Record<string, readonly string[]> = {
-  categoryId: [], parentCategoryId: [], viewUrl: [], canAddDownload: [], id: [], __typename: [], parent: [], children: [], downloads: [],
+  categoryId: [],
+  parentCategoryId: [],
+  viewUrl: [],
+  canAddDownload: [],
+  id: [],
+  __typename: [],
+  parent: [],
+  children: [],
+  downloads: [],
 };
 
 /**
@@ -159,9 +180,10 @@ export function categoryReadOf(fields: ReadonlySet<string> | null): CategoryRead
   return { parent: fields.has('parent'), columns: all.filter((c) => wanted.has(c)) };
 }
 
-const categoryJson = (t: string, parent: boolean, columns?: readonly string[]) => (parent
-  ? `json_build_object('c', ${jsonOf('Category', t, columns)}, 'p', (SELECT ${jsonOf('Category', 'p')} FROM category p WHERE p.id = ${t}."parentId"))`
-  : jsonOf('Category', t, columns));
+const categoryJson = (t: string, parent: boolean, columns?: readonly string[]) =>
+  parent
+    ? `json_build_object('c', ${jsonOf('Category', t, columns)}, 'p', (SELECT ${jsonOf('Category', 'p')} FROM category p WHERE p.id = ${t}."parentId"))`
+    : jsonOf('Category', t, columns);
 
 function categoryRow(r: Record<string, any>, parent: boolean): CategoryRow {
   if (!parent) return revive<Category>('Category', r);
@@ -170,7 +192,8 @@ function categoryRow(r: Record<string, any>, parent: boolean): CategoryRow {
 
 const userSql = (user: CommentUser, t: string): string => {
   if (user === 'row') return `(SELECT ${jsonOf('User', 'u')} FROM "user" u WHERE u.id = ${t}."userId")`;
-  if (user === 'username') return `(SELECT json_build_object('username', u.username) FROM "user" u WHERE u.id = ${t}."userId")`;
+  if (user === 'username')
+    return `(SELECT json_build_object('username', u.username) FROM "user" u WHERE u.id = ${t}."userId")`;
   return 'NULL';
 };
 
@@ -184,7 +207,9 @@ function commentRow(r: Record<string, any>, user: CommentUser, download: Downloa
 
 /** Whether the visitor is on the team of download `d` (SQL over the download's id column); false for guests. */
 const teamSql = (downloadId: string, userId: number, param: Param) =>
-  userId === 0 ? 'false' : `EXISTS (SELECT 1 FROM team_member tm WHERE tm."downloadId" = ${downloadId} AND tm."userId" = ${param(userId)}::int)`;
+  userId === 0
+    ? 'false'
+    : `EXISTS (SELECT 1 FROM team_member tm WHERE tm."downloadId" = ${downloadId} AND tm."userId" = ${param(userId)}::int)`;
 
 export interface ListRead<T, P> {
   /** The parent row the list names (null when it does not exist); undefined when the list names none. */
@@ -202,7 +227,12 @@ export class ResourceReads {
   }
 
   /** One page of children for each parent, in one statement (the nested connections: src/db/child-pages.ts). */
-  childPages<T>(source: ChildSource, spec: KeysetSpec, window: Window, parentIds: readonly number[]): Promise<Map<number, ChildPage<T>>> {
+  childPages<T>(
+    source: ChildSource,
+    spec: KeysetSpec,
+    window: Window,
+    parentIds: readonly number[],
+  ): Promise<Map<number, ChildPage<T>>> {
     return childPages<T>(this.db, source, spec, window, parentIds);
   }
 
@@ -210,7 +240,10 @@ export class ResourceReads {
   async downloadsById(ids: readonly number[]): Promise<Download[]> {
     const wanted = [...new Set(ids)].filter((id) => Number.isInteger(id));
     if (wanted.length === 0) return [];
-    const rows = await this.db.query<{ d: Record<string, unknown> }>(`SELECT ${jsonOf('Download', 'd')} AS d FROM download d WHERE d.id = ANY(string_to_array($1, ',')::int[])`, [wanted.join(',')]);
+    const rows = await this.db.query<{ d: Record<string, unknown> }>(
+      `SELECT ${jsonOf('Download', 'd')} AS d FROM download d WHERE d.id = ANY(string_to_array($1, ',')::int[])`,
+      [wanted.join(',')],
+    );
     return rows.map((r) => revive<Download>('Download', r.d));
   }
 
@@ -224,10 +257,19 @@ export class ResourceReads {
    * A page of categories, each with its parent category when `read.parent`. With `read.columns` the rows hold only
    * those columns (typed as whole rows: the caller resolves no field that reads another).
    */
-  async categoryPage(slice: Slice, { parent = false, columns }: CategoryRead = {}): Promise<ListRead<CategoryRow, never>> {
+  async categoryPage(
+    slice: Slice,
+    { parent = false, columns }: CategoryRead = {},
+  ): Promise<ListRead<CategoryRow, never>> {
     const params: unknown[] = [];
-    const param: Param = (v) => { params.push(v); return `$${params.length}`; };
-    const r = (await this.one(`SELECT ${categoryTotalSql()} AS total, ${pageSql('category', ['TRUE'], categoryJson('t', parent, columns), slice, param)} AS rows`, params))!;
+    const param: Param = (v) => {
+      params.push(v);
+      return `$${params.length}`;
+    };
+    const r = (await this.one(
+      `SELECT ${categoryTotalSql()} AS total, ${pageSql('category', ['TRUE'], categoryJson('t', parent, columns), slice, param)} AS rows`,
+      params,
+    ))!;
     return { total: int(r.total), rows: (r.rows as Record<string, unknown>[]).map((c) => categoryRow(c, parent)) };
   }
 
@@ -235,7 +277,9 @@ export class ResourceReads {
   async comment(id: number, user: CommentUser): Promise<CommentRow | null> {
     const r = await this.one(
       `SELECT ${jsonOf('Comment', 't')} AS c, ${jsonOf('Download', 'd')} AS d, ${userSql(user, 't')} AS u
-       FROM comment t JOIN download d ON d.id = t."downloadId" WHERE t.id = $1::int`, [id]);
+       FROM comment t JOIN download d ON d.id = t."downloadId" WHERE t.id = $1::int`,
+      [id],
+    );
     return r ? commentRow(r, user, undefined) : null;
   }
 
@@ -244,12 +288,22 @@ export class ResourceReads {
    * `wholeDownload`, the download holds only the columns the permission checks read (typed as a whole row: the
    * caller resolves no field that reads another).
    */
-  async commentPage(filter: CommentFilter, slice: Slice, user: CommentUser, wholeDownload = true): Promise<ListRead<CommentRow, Download>> {
+  async commentPage(
+    filter: CommentFilter,
+    slice: Slice,
+    user: CommentUser,
+    wholeDownload = true,
+  ): Promise<ListRead<CommentRow, Download>> {
     const params: unknown[] = [];
-    const param: Param = (v) => { params.push(v); return `$${params.length}`; };
+    const param: Param = (v) => {
+      params.push(v);
+      return `$${params.length}`;
+    };
     const byParent = filter.downloadId !== undefined;
     const downloadJson = jsonOf('Download', 'd', wholeDownload ? undefined : DOWNLOAD_PERMISSION_COLUMNS);
-    const parent = byParent ? `(SELECT ${downloadJson} FROM download d WHERE d.id = ${param(filter.downloadId)}::int)` : 'NULL';
+    const parent = byParent
+      ? `(SELECT ${downloadJson} FROM download d WHERE d.id = ${param(filter.downloadId)}::int)`
+      : 'NULL';
     // Every row of a download's list has that download: it is read once, as the parent.
     const download = byParent ? '' : `, 'd', (SELECT ${downloadJson} FROM download d WHERE d.id = t."downloadId")`;
     const rowJson = `json_build_object('c', ${jsonOf('Comment', 't')}, 'u', ${userSql(user, 't')}${download})`;
@@ -268,15 +322,22 @@ export class ResourceReads {
    */
   async file(id: number, userId: number): Promise<{ file: FileWithCategory; isTeamMember: boolean } | null> {
     const params: unknown[] = [id];
-    const param: Param = (v) => { params.push(v); return `$${params.length}`; };
+    const param: Param = (v) => {
+      params.push(v);
+      return `$${params.length}`;
+    };
     const r = await this.one(
       `SELECT ${jsonOf('File', 'f')} AS f, ${jsonOf('Version', 'v')} AS v, ${jsonOf('Download', 'd')} AS d, ${jsonOf('Category', 'c')} AS c,
          ${teamSql('d.id', userId, param)} AS team
        FROM file f JOIN version v ON v.id = f."versionId" JOIN download d ON d.id = v."downloadId" JOIN category c ON c.id = d."categoryId"
-       WHERE f.id = $1::int`, params);
+       WHERE f.id = $1::int`,
+      params,
+    );
     if (!r) return null;
     const file = revive<FileWithCategory>('File', r.f);
-    file.version = Object.assign(revive<Version>('Version', r.v), { download: Object.assign(revive<Download>('Download', r.d), { category: revive<Category>('Category', r.c) }) });
+    file.version = Object.assign(revive<Version>('Version', r.v), {
+      download: Object.assign(revive<Download>('Download', r.d), { category: revive<Category>('Category', r.c) }),
+    });
     return { file, isTeamMember: r.team === true };
   }
 
@@ -284,24 +345,41 @@ export class ResourceReads {
    * A page of files, each with its version and the version's download; with `filter.versionId` that version (with
    * its download) as the parent, and whether `userId` is on the download's team.
    */
-  async filePage(filter: FileFilter, slice: Slice, userId: number): Promise<ListRead<FileRow, Version & { download: Download }> & { isTeamMember: boolean }> {
+  async filePage(
+    filter: FileFilter,
+    slice: Slice,
+    userId: number,
+  ): Promise<ListRead<FileRow, Version & { download: Download }> & { isTeamMember: boolean }> {
     const params: unknown[] = [];
-    const param: Param = (v) => { params.push(v); return `$${params.length}`; };
+    const param: Param = (v) => {
+      params.push(v);
+      return `$${params.length}`;
+    };
     const byParent = filter.versionId !== undefined;
     const parent = byParent
       ? `(SELECT json_build_object('v', ${jsonOf('Version', 'v')}, 'd', ${jsonOf('Download', 'd')}, 'team', ${teamSql('d.id', userId, param)})
           FROM version v JOIN download d ON d.id = v."downloadId" WHERE v.id = ${param(filter.versionId)}::int)`
       : 'NULL';
-    const parents = byParent ? '' : `, 'v', (SELECT json_build_object('v', ${jsonOf('Version', 'v')}, 'd', ${jsonOf('Download', 'd')})
+    const parents = byParent
+      ? ''
+      : `, 'v', (SELECT json_build_object('v', ${jsonOf('Version', 'v')}, 'd', ${jsonOf('Download', 'd')})
       FROM version v JOIN download d ON d.id = v."downloadId" WHERE v.id = t."versionId")`;
     const rowJson = `json_build_object('f', ${jsonOf('File', 't')}${parents})`;
     const r = (await this.one(
       `SELECT ${parent} AS parent, ${fileTotalSql(filter, param)} AS total, ${pageSql('file', fileWhere(filter, 't', param), rowJson, slice, param)} AS rows`,
       params,
     ))!;
-    const versionOf = (x: { v: unknown; d: unknown }) => Object.assign(revive<Version>('Version', x.v as never), { download: revive<Download>('Download', x.d as never) });
+    const versionOf = (x: { v: unknown; d: unknown }) =>
+      Object.assign(revive<Version>('Version', x.v as never), { download: revive<Download>('Download', x.d as never) });
     const parentRow = byParent && r.parent ? versionOf(r.parent) : null;
-    const rows = (r.rows as Record<string, any>[]).map((x) => Object.assign(revive<File>('File', x.f), { version: parentRow ?? versionOf(x.v) }));
-    return { ...(byParent ? { parent: parentRow } : {}), total: int(r.total), rows, isTeamMember: r.parent?.team === true };
+    const rows = (r.rows as Record<string, any>[]).map((x) =>
+      Object.assign(revive<File>('File', x.f), { version: parentRow ?? versionOf(x.v) }),
+    );
+    return {
+      ...(byParent ? { parent: parentRow } : {}),
+      total: int(r.total),
+      rows,
+      isTeamMember: r.parent?.team === true,
+    };
   }
 }

@@ -6,7 +6,8 @@ import { getDatamodel } from '../generated/pothos-types.js';
 type Revive = { dates: string[]; bigints: string[]; columns: string[] };
 const models = new Map<string, Revive>();
 for (const [name, model] of Object.entries(getDatamodel().datamodel.models)) {
-  const scalar = (type: string) => model.fields.filter((f) => f.kind === 'scalar' && f.type === type && !f.isList).map((f) => f.name);
+  const scalar = (type: string) =>
+    model.fields.filter((f) => f.kind === 'scalar' && f.type === type && !f.isList).map((f) => f.name);
   const columns = model.fields.filter((f) => f.kind === 'scalar' || f.kind === 'enum').map((f) => f.name);
   models.set(name, { dates: scalar('DateTime'), bigints: scalar('BigInt'), columns });
 }

@@ -7,8 +7,10 @@ import type { Database } from './client.js';
 
 /** The secret named `name` (hex of 32 random bytes), generating and storing it on first use. */
 export async function sharedSecret(db: Pick<Database, 'query'>, name: string): Promise<string> {
-  await db.query('INSERT INTO "server_secrets" ("name", "value") VALUES ($1, $2) ON CONFLICT ("name") DO NOTHING',
-    [name, crypto.randomBytes(32).toString('hex')]);
+  await db.query('INSERT INTO "server_secrets" ("name", "value") VALUES ($1, $2) ON CONFLICT ("name") DO NOTHING', [
+    name,
+    crypto.randomBytes(32).toString('hex'),
+  ]);
   const rows = await db.query<{ value: string }>('SELECT "value" FROM "server_secrets" WHERE "name" = $1', [name]);
   if (!rows[0]) throw new Error(`server secret ${name} could not be stored`);
   return rows[0].value;

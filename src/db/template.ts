@@ -64,8 +64,10 @@ export async function ensureTemplate(dir = TEMPLATE_DIR): Promise<{ file: string
     await lite.waitReady;
     // The migrator needs one session; an in-memory PGlite is one.
     const session = {
-      exec: async (sql: string) => { await lite.exec(sql); },
-      query: async <R,>(sql: string, params?: unknown[]) => (await lite.query<R>(sql, params as any[])).rows,
+      exec: async (sql: string) => {
+        await lite.exec(sql);
+      },
+      query: async <R>(sql: string, params?: unknown[]) => (await lite.query<R>(sql, params as any[])).rows,
     };
     await migrate({ session: (fn) => fn(session) } as Pick<Database, 'session'> as Database, migrations);
     await lite.exec(`UPDATE pg_database SET datistemplate = false WHERE datname IN ('template0', 'template1')`);

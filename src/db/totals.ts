@@ -11,25 +11,37 @@ import type { DownloadFilter } from './reads.js';
 
 export type Bind = (v: unknown) => string;
 /** A column or expression of the enclosing statement, used as a filter value instead of a bound parameter. */
-export class SqlRef { constructor(readonly sql: string) {} }
+export class SqlRef {
+  constructor(readonly sql: string) {}
+}
 export const sqlRef = (sql: string) => new SqlRef(sql);
 
 type Key = number | SqlRef;
 const val = (v: Key, bind: Bind, cast: string) => (v instanceof SqlRef ? v.sql : `${bind(v)}::${cast}`);
 
 /** Anything that runs one statement with `$n` parameters: Prisma (`$queryRawUnsafe`) or the driver (`query`). */
-export type Runner = Pick<Prisma.TransactionClient, '$queryRawUnsafe'> | { query<R>(sql: string, params?: unknown[]): Promise<R[]> };
+export type Runner =
+  | Pick<Prisma.TransactionClient, '$queryRawUnsafe'>
+  | { query<R>(sql: string, params?: unknown[]): Promise<R[]> };
 
 async function scalar(db: Runner, sql: (bind: Bind) => string): Promise<number> {
   const params: unknown[] = [];
-  const text = `SELECT ${sql((v) => { params.push(v); return `$${params.length}`; })} AS total`;
-  const rows = 'query' in db ? await db.query<{ total: unknown }>(text, params) : await db.$queryRawUnsafe<{ total: unknown }[]>(text, ...params);
+  const text = `SELECT ${sql((v) => {
+    params.push(v);
+    return `$${params.length}`;
+  })} AS total`;
+  const rows =
+    'query' in db
+      ? await db.query<{ total: unknown }>(text, params)
+      : await db.$queryRawUnsafe<{ total: unknown }[]>(text, ...params);
   return Number(rows[0]!.total);
 }
 
 // ───────────── downloads
 
-export interface DownloadTotalFilter extends Omit<DownloadFilter, 'categoryId'> { categoryId?: Key }
+export interface DownloadTotalFilter extends Omit<DownloadFilter, 'categoryId'> {
+  categoryId?: Key;
+}
 
 /** Downloads matching a download list's filter: from download_total, or a count(*) when `since` is set. */
 export function downloadTotalSql(f: DownloadTotalFilter, bind: Bind): string {
@@ -84,14 +96,24 @@ export function commentFilterOf(where: Prisma.CommentWhereInput): CommentTotalFi
     if (v === undefined) continue;
     if (k === 'downloadId' && typeof v === 'number') f.downloadId = v;
     else if (k === 'state' && (v === 'visible' || v === 'moderated' || v === 'deleted')) f.state = v;
-    else if (k === 'commentDate' && v && typeof v === 'object' && Object.keys(v).length === 1 && (v as { gte?: unknown }).gte instanceof Date) f.since = (v as { gte: Date }).gte;
+    else if (
+      k === 'commentDate' &&
+      v &&
+      typeof v === 'object' &&
+      Object.keys(v).length === 1 &&
+      (v as { gte?: unknown }).gte instanceof Date
+    )
+      f.since = (v as { gte: Date }).gte;
     else return null;
   }
   return f;
 }
 
 /** comment.count({ where }), from the counters when they cover the filter. */
-export async function countComments(prisma: Runner & Pick<Prisma.TransactionClient, 'comment'>, where: Prisma.CommentWhereInput): Promise<number> {
+export async function countComments(
+  prisma: Runner & Pick<Prisma.TransactionClient, 'comment'>,
+  where: Prisma.CommentWhereInput,
+): Promise<number> {
   const f = commentFilterOf(where);
   return f ? commentTotal(prisma, f) : prisma.comment.count({ where });
 }
@@ -99,7 +121,9 @@ export async function countComments(prisma: Runner & Pick<Prisma.TransactionClie
 // ───────────── files
 
 /** Files listed are never soft-deleted ones; `versionId` undefined: every version. */
-export interface FileTotalFilter { versionId?: Key }
+export interface FileTotalFilter {
+  versionId?: Key;
+}
 
 /** Files that are not soft-deleted (of one version): from file_total(_all). */
 export function fileTotalSql(f: FileTotalFilter, bind: Bind): string {
@@ -123,7 +147,10 @@ export function fileFilterOf(where: Prisma.FileWhereInput): FileTotalFilter | nu
 }
 
 /** file.count({ where }), from the counters when they cover the filter. */
-export async function countFiles(prisma: Runner & Pick<Prisma.TransactionClient, 'file'>, where: Prisma.FileWhereInput): Promise<number> {
+export async function countFiles(
+  prisma: Runner & Pick<Prisma.TransactionClient, 'file'>,
+  where: Prisma.FileWhereInput,
+): Promise<number> {
   const f = fileFilterOf(where);
   return f ? fileTotal(prisma, f) : prisma.file.count({ where });
 }

@@ -27,7 +27,10 @@ export interface Connections {
 }
 
 /** `factory`'s adapter, with transactions that cannot leak their connection nor leave their statement running. */
-export function withReleasedTransactions(factory: SqlDriverAdapterFactory, connections: Connections): SqlDriverAdapterFactory {
+export function withReleasedTransactions(
+  factory: SqlDriverAdapterFactory,
+  connections: Connections,
+): SqlDriverAdapterFactory {
   return {
     provider: factory.provider,
     adapterName: factory.adapterName,
@@ -43,7 +46,9 @@ export function withReleasedTransactions(factory: SqlDriverAdapterFactory, conne
         executeScript: (script) => adapter.executeScript(script),
         getConnectionInfo: () => adapter.getConnectionInfo?.() ?? { supportsRelationJoins: false },
         async startTransaction(isolationLevel) {
-          const tx = new ReleasedTransaction(await adapter.startTransaction(isolationLevel), connections, () => open.delete(tx));
+          const tx = new ReleasedTransaction(await adapter.startTransaction(isolationLevel), connections, () =>
+            open.delete(tx),
+          );
           if (disposed) {
             await tx.rollback().catch(() => {});
             throw new Error('The database connection is closing.');
@@ -74,17 +79,31 @@ class ReleasedTransaction implements Transaction {
   /** Set when rollback() closed the connection under statements still running: what they fail with. */
   private cutOff?: Error;
 
-  constructor(private readonly tx: Transaction, private readonly connections: Connections, private readonly forget: () => void) {
+  constructor(
+    private readonly tx: Transaction,
+    private readonly connections: Connections,
+    private readonly forget: () => void,
+  ) {
     this.provider = tx.provider;
     this.adapterName = tx.adapterName;
     // adapter-pg's transaction holds its pool connection as `client` (declared, protected, in its types).
     this.client = (tx as unknown as { client: pg.PoolClient }).client;
   }
 
-  queryRaw(query: Query) { this.check(); return this.track(this.tx.queryRaw(query)); }
-  executeRaw(query: Query) { this.check(); return this.track(this.tx.executeRaw(query)); }
-  commit() { return (this.ended ??= this.end('COMMIT')); }
-  rollback() { return (this.ended ??= this.running > 0 ? this.cut() : this.end('ROLLBACK')); }
+  queryRaw(query: Query) {
+    this.check();
+    return this.track(this.tx.queryRaw(query));
+  }
+  executeRaw(query: Query) {
+    this.check();
+    return this.track(this.tx.executeRaw(query));
+  }
+  commit() {
+    return (this.ended ??= this.end('COMMIT'));
+  }
+  rollback() {
+    return (this.ended ??= this.running > 0 ? this.cut() : this.end('ROLLBACK'));
+  }
 
   /**
    * A statement Prisma sends after the transaction ended (the rest of a query that was under way when it timed out)
@@ -117,7 +136,9 @@ class ReleasedTransaction implements Transaction {
    */
   private async cut() {
     this.forget();
-    this.cutOff = new Error('Transaction already closed: it was rolled back (its timeout passed, or it failed) while a statement of it was running; the statement was cancelled.');
+    this.cutOff = new Error(
+      'Transaction already closed: it was rolled back (its timeout passed, or it failed) while a statement of it was running; the statement was cancelled.',
+    );
     this.connections.destroy(this.client, this.cutOff);
     await this.connections.cancel(this.client);
     await this.tx.rollback(); // adapter-pg's own cleanup; its release does nothing after destroy()

@@ -8,7 +8,9 @@ import { PERMISSIONS } from '../permissions/names.js';
 import { PermissionResolver, type Rule } from '../permissions/resolve.js';
 import { pageWindow, paginationOf, type PageRequest, type PageWindow } from './lists.js';
 
-export interface UserFilter extends PageRequest { search?: string | null }
+export interface UserFilter extends PageRequest {
+  search?: string | null;
+}
 
 /** Users by id, optionally those whose name contains `search` (any case). */
 export async function listUsers(prisma: PrismaClient, filter: UserFilter) {
@@ -22,7 +24,10 @@ export async function listUsers(prisma: PrismaClient, filter: UserFilter) {
   return { nodes, pagination: paginationOf(w, total) };
 }
 
-export interface ApiKeyFilter extends PageRequest { userId?: number | null; active?: boolean | null }
+export interface ApiKeyFilter extends PageRequest {
+  userId?: number | null;
+  active?: boolean | null;
+}
 
 /**
  * API keys by id. Super-user keys are listed only to a super-user actor: an administrator acting through an ordinary
@@ -44,31 +49,57 @@ export async function listApiKeys(prisma: PrismaClient, actor: Access, filter: A
 
 /** Groups by id: one page of them with `window`, else all. */
 export function listGroups(prisma: PrismaClient, window?: Pick<PageWindow, 'skip' | 'take'>) {
-  return prisma.group.findMany({ orderBy: { id: 'asc' }, skip: window?.skip, take: window?.take, include: { permissions: { select: { permission: true } } } });
+  return prisma.group.findMany({
+    orderBy: { id: 'asc' },
+    skip: window?.skip,
+    take: window?.take,
+    include: { permissions: { select: { permission: true } } },
+  });
 }
 
 /** Prefixes by id: one page of them with `window`, else all. */
 export function listPrefixes(prisma: PrismaClient, window?: Pick<PageWindow, 'skip' | 'take'>) {
-  return prisma.prefix.findMany({ orderBy: { id: 'asc' }, skip: window?.skip, take: window?.take, include: { categories: { select: { categoryId: true }, orderBy: { categoryId: 'asc' } } } });
+  return prisma.prefix.findMany({
+    orderBy: { id: 'asc' },
+    skip: window?.skip,
+    take: window?.take,
+    include: { categories: { select: { categoryId: true }, orderBy: { categoryId: 'asc' } } },
+  });
 }
 
-export interface NamedRule extends Omit<Rule, 'groupId'> { groupId: number; groupName: string }
-export interface PermissionExplanation { permission: string; granted: boolean; decidedBy: NamedRule | null; rules: NamedRule[] }
+export interface NamedRule extends Omit<Rule, 'groupId'> {
+  groupId: number;
+  groupName: string;
+}
+export interface PermissionExplanation {
+  permission: string;
+  granted: boolean;
+  decidedBy: NamedRule | null;
+  rules: NamedRule[];
+}
 
 /**
  * For each permission: whether `userId` (0: the guest visitor) holds it globally or in `categoryId`, and which group's
  * rule decided. Read fresh from the database, not from the service's permission cache. Group permissions only: a
  * super-user key passes every check whatever this says, and admin rights come from the user's admin flag.
  */
-export async function effectivePermissions(prisma: PrismaClient, userId: number, categoryId?: number | null): Promise<{
+export async function effectivePermissions(
+  prisma: PrismaClient,
+  userId: number,
+  categoryId?: number | null,
+): Promise<{
   user: { id: number; username: string; isAdmin: boolean; isModerator: boolean };
   category: { id: number; title: string } | null;
   permissions: PermissionExplanation[];
 }> {
   const [groups, user, category] = await Promise.all([
     prisma.group.findMany({ select: { id: true, name: true } }),
-    userId === 0 ? null : prisma.user.findUnique({ where: { id: userId }, include: { memberships: { orderBy: { groupId: 'asc' } } } }),
-    categoryId != null ? prisma.category.findUnique({ where: { id: categoryId }, select: { id: true, title: true } }) : null,
+    userId === 0
+      ? null
+      : prisma.user.findUnique({ where: { id: userId }, include: { memberships: { orderBy: { groupId: 'asc' } } } }),
+    categoryId != null
+      ? prisma.category.findUnique({ where: { id: categoryId }, select: { id: true, title: true } })
+      : null,
   ]);
   if (userId !== 0 && !user) throw notFound('user', userId);
   if (categoryId != null && !category) throw notFound('category', categoryId);
@@ -85,7 +116,12 @@ export async function effectivePermissions(prisma: PrismaClient, userId: number,
     category,
     permissions: PERMISSIONS.map((p) => {
       const e = resolver.explain(p, categoryId ?? null);
-      return { permission: p, granted: e.granted, decidedBy: e.decidedBy && named(e.decidedBy), rules: e.rules.map(named) };
+      return {
+        permission: p,
+        granted: e.granted,
+        decidedBy: e.decidedBy && named(e.decidedBy),
+        rules: e.rules.map(named),
+      };
     }),
   };
 }

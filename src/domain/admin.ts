@@ -6,11 +6,17 @@ import { generateKey, hashKey } from '../auth/keys.js';
 import { assertCanCreateUser, assertCanGrant, assertCanMintKey, assertCanRevokeKey } from '../auth/grants.js';
 import type { Access } from '../permissions/access.js';
 
-export interface CreateUserInput { username: string; isAdmin?: boolean | null; isModerator?: boolean | null; groups?: readonly string[] | null }
+export interface CreateUserInput {
+  username: string;
+  isAdmin?: boolean | null;
+  isModerator?: boolean | null;
+  groups?: readonly string[] | null;
+}
 
 async function groupByName(prisma: PrismaClient, name: string) {
   const group = await prisma.group.findUnique({ where: { name } });
-  if (!group) throw new ApiError('mc_dm_api_error.group_not_found', `No user group is named "${name}".`, { group: name });
+  if (!group)
+    throw new ApiError('mc_dm_api_error.group_not_found', `No user group is named "${name}".`, { group: name });
   return group;
 }
 
@@ -55,7 +61,10 @@ export async function setUserGroups(prisma: PrismaClient, actor: Access, userId:
   const names = new Set(groups.map((g) => g.trim()).filter(Boolean));
   const isAdmin = names.has('administrator');
   if (!actor.isSuper && (user.isAdmin || isAdmin) && user.id !== actor.visitor.userId) {
-    throw new ApiError('do_not_have_permission', 'Only a super-user key can change an administrator\'s groups or make a user an administrator.');
+    throw new ApiError(
+      'do_not_have_permission',
+      "Only a super-user key can change an administrator's groups or make a user an administrator.",
+    );
   }
   if (!actor.isSuper && user.isAdmin && !isAdmin) {
     throw new ApiError('do_not_have_permission', 'Only a super-user key can take administrator rights away.');
@@ -74,13 +83,21 @@ export async function setUserGroups(prisma: PrismaClient, actor: Access, userId:
   });
 }
 
-export interface CreateApiKeyInput { type: ApiKeyType; userId?: number | null; scopes: readonly string[]; title?: string | null }
+export interface CreateApiKeyInput {
+  type: ApiKeyType;
+  userId?: number | null;
+  scopes: readonly string[];
+  title?: string | null;
+}
 
 /** Returns the stored row and the key itself, which is shown this once and never stored. */
 export async function createApiKey(prisma: PrismaClient, actor: Access, input: CreateApiKeyInput) {
   if (input.type === 'user' && input.userId == null) throw requiredMissing(['userId']);
   if (input.type !== 'user' && input.userId != null) {
-    throw invalidInput('userId', 'Only user keys are bound to a user; super-user keys choose one per request with Forum-Api-User.');
+    throw invalidInput(
+      'userId',
+      'Only user keys are bound to a user; super-user keys choose one per request with Forum-Api-User.',
+    );
   }
   const bound = input.userId != null ? await prisma.user.findUnique({ where: { id: input.userId } }) : null;
   if (input.userId != null && !bound) throw notFound('user', input.userId);
@@ -88,7 +105,13 @@ export async function createApiKey(prisma: PrismaClient, actor: Access, input: C
   assertCanMintKey(actor.visitor, input.type, scopes, bound);
   const key = generateKey();
   const apiKey = await prisma.apiKey.create({
-    data: { keyHash: hashKey(key), type: input.type, userId: input.userId ?? null, scopes, title: input.title?.trim() ?? '' },
+    data: {
+      keyHash: hashKey(key),
+      type: input.type,
+      userId: input.userId ?? null,
+      scopes,
+      title: input.title?.trim() ?? '',
+    },
   });
   return { key, apiKey };
 }
@@ -118,7 +141,13 @@ function permission(name: string): Permission {
 }
 
 /** A group's global value: ALLOW grants; DENY and INHERIT both withdraw the grant (there is nothing above it). */
-export async function setGroupPermission(prisma: PrismaClient, actor: Access, groupName: string, perm: string, value: PermissionSetting) {
+export async function setGroupPermission(
+  prisma: PrismaClient,
+  actor: Access,
+  groupName: string,
+  perm: string,
+  value: PermissionSetting,
+) {
   const p = permission(perm);
   const group = await groupByName(prisma, groupName);
   assertCanGrant(actor, p, value);
@@ -133,17 +162,27 @@ export async function setGroupPermission(prisma: PrismaClient, actor: Access, gr
 
 /** A per-category override: ALLOW or DENY decide in this category and below; INHERIT removes the override. */
 export async function setCategoryPermission(
-  prisma: PrismaClient, actor: Access, categoryId: number, groupName: string, perm: string, value: PermissionSetting,
+  prisma: PrismaClient,
+  actor: Access,
+  categoryId: number,
+  groupName: string,
+  perm: string,
+  value: PermissionSetting,
 ) {
   const p = permission(perm);
   const group = await groupByName(prisma, groupName);
-  if (!(await prisma.category.findUnique({ where: { id: categoryId }, select: { id: true } }))) throw notFound('category', categoryId);
+  if (!(await prisma.category.findUnique({ where: { id: categoryId }, select: { id: true } })))
+    throw notFound('category', categoryId);
   assertCanGrant(actor, p, value, categoryId);
   const where = { categoryId_groupId_permission: { categoryId, groupId: group.id, permission: p } };
   if (value === 'inherit') {
     await prisma.categoryPermission.deleteMany({ where: { categoryId, groupId: group.id, permission: p } });
   } else {
-    await prisma.categoryPermission.upsert({ where, create: { categoryId, groupId: group.id, permission: p, value }, update: { value } });
+    await prisma.categoryPermission.upsert({
+      where,
+      create: { categoryId, groupId: group.id, permission: p, value },
+      update: { value },
+    });
   }
 }
 
@@ -156,7 +195,8 @@ export async function createPrefix(prisma: PrismaClient, title: string) {
 
 export async function assignPrefix(prisma: PrismaClient, prefixId: number, categoryId: number) {
   if (!(await prisma.prefix.findUnique({ where: { id: prefixId } }))) throw notFound('prefix', prefixId);
-  if (!(await prisma.category.findUnique({ where: { id: categoryId }, select: { id: true } }))) throw notFound('category', categoryId);
+  if (!(await prisma.category.findUnique({ where: { id: categoryId }, select: { id: true } })))
+    throw notFound('category', categoryId);
   // ON CONFLICT DO NOTHING, so that simultaneous assignments of one pair all succeed (an upsert with nothing to update
   // is a read then an insert, and the second insert would violate the unique key).
   await prisma.categoryPrefix.createMany({ data: [{ categoryId, prefixId }], skipDuplicates: true });

@@ -12,24 +12,47 @@ import type { CategoryRead } from '../db/resource-reads.js';
 
 type Db = PrismaClient | Prisma.TransactionClient;
 
-export const CATEGORY_ORDERS = { display_order: 'displayOrder', title: 'title', download_count: 'downloadCount' } as const;
+export const CATEGORY_ORDERS = {
+  display_order: 'displayOrder',
+  title: 'title',
+  download_count: 'downloadCount',
+} as const;
 export type CategoryOrder = keyof typeof CATEGORY_ORDERS;
 
-export interface CategoryListArgs extends PageRequest { order?: CategoryOrder | null; direction?: Direction | null }
+export interface CategoryListArgs extends PageRequest {
+  order?: CategoryOrder | null;
+  direction?: Direction | null;
+}
 
 /** The order of a page-numbered categories list as a keyset spec (ties by id). */
-export function categoryOrderSpec(order: CategoryOrder | null | undefined, direction: Direction | null | undefined): KeysetSpec {
+export function categoryOrderSpec(
+  order: CategoryOrder | null | undefined,
+  direction: Direction | null | undefined,
+): KeysetSpec {
   const o = order ?? 'display_order';
-  return { list: 'categories', order: o, direction: direction ?? 'desc', column: { name: CATEGORY_ORDERS[o], kind: o === 'title' ? 'string' : 'int' } };
+  return {
+    list: 'categories',
+    order: o,
+    direction: direction ?? 'desc',
+    column: { name: CATEGORY_ORDERS[o], kind: o === 'title' ? 'string' : 'int' },
+  };
 }
 
 /**
  * A page of every category, read with its total in one statement, without those the visitor may not view; `read`
  * says whether to load each parent and which columns the caller's fields need (src/db/resource-reads.ts).
  */
-export async function listCategories(reads: Reads, access: Access, args: CategoryListArgs, read: CategoryRead = {}): Promise<Page<Category>> {
+export async function listCategories(
+  reads: Reads,
+  access: Access,
+  args: CategoryListArgs,
+  read: CategoryRead = {},
+): Promise<Page<Category>> {
   const w = pageWindow(args);
-  const { total, rows } = await reads.categoryPage({ spec: categoryOrderSpec(args.order, args.direction), skip: w.skip, take: w.take }, read);
+  const { total, rows } = await reads.categoryPage(
+    { spec: categoryOrderSpec(args.order, args.direction), skip: w.skip, take: w.take },
+    read,
+  );
   return { nodes: rows.filter((c) => access.canViewCategory(c)), pagination: paginationOf(w, total) };
 }
 
@@ -90,10 +113,16 @@ function ubig(field: string, v: bigint): bigint {
 
 /** "ZIP, .rar , 7z" → "zip,rar,7z"; anything that is not an extension is refused. */
 export function normalizeFileTypes(raw: string): string {
-  const parts = raw.split(',').map((p) => p.trim().toLowerCase().replace(/^\./, '')).filter(Boolean);
+  const parts = raw
+    .split(',')
+    .map((p) => p.trim().toLowerCase().replace(/^\./, ''))
+    .filter(Boolean);
   for (const p of parts) {
     if (!/^[a-z0-9][a-z0-9_-]{0,15}$/.test(p)) {
-      throw invalidInput('allowed_file_types', `allowed_file_types must be comma-separated file extensions such as "zip,rar"; "${p}" is not one.`);
+      throw invalidInput(
+        'allowed_file_types',
+        `allowed_file_types must be comma-separated file extensions such as "zip,rar"; "${p}" is not one.`,
+      );
     }
   }
   return [...new Set(parts)].join(',');
@@ -115,7 +144,10 @@ async function parentId(prisma: Db, v: number, self?: number): Promise<number | 
     if (!parents.has(v)) throw notFound('category', v);
     for (let cur: number | null = v; cur !== null; cur = parents.get(cur) ?? null) {
       if (cur === self) {
-        throw invalidInput('parent_category_id', 'A category cannot be moved under itself or one of its own subcategories.');
+        throw invalidInput(
+          'parent_category_id',
+          'A category cannot be moved under itself or one of its own subcategories.',
+        );
       }
     }
     return v;
@@ -136,7 +168,8 @@ async function fieldData(prisma: Db, f: CategoryFields, self?: number): Promise<
   if (f.faIcon != null) data.faIcon = f.faIcon.trim();
   if (f.iconColor != null) {
     const c = f.iconColor.trim();
-    if (c && !HEX_COLOUR.test(c)) throw invalidInput('icon_color', `icon_color must be a CSS hex colour such as #1e90ff, got "${f.iconColor}".`);
+    if (c && !HEX_COLOUR.test(c))
+      throw invalidInput('icon_color', `icon_color must be a CSS hex colour such as #1e90ff, got "${f.iconColor}".`);
     data.iconColor = c;
   }
   return data;
@@ -144,7 +177,14 @@ async function fieldData(prisma: Db, f: CategoryFields, self?: number): Promise<
 
 function knobData(k: CategoryKnobs): Prisma.CategoryUncheckedUpdateInput {
   const data: Prisma.CategoryUncheckedUpdateInput = {};
-  for (const key of ['requireApproval', 'requireCommentApproval', 'enableVersioning', 'allowMultiFile', 'previewTextEnabled', 'previewImageEnabled'] as const) {
+  for (const key of [
+    'requireApproval',
+    'requireCommentApproval',
+    'enableVersioning',
+    'allowMultiFile',
+    'previewTextEnabled',
+    'previewImageEnabled',
+  ] as const) {
     if (k[key] != null) data[key] = k[key];
   }
   if (k.maxTeamMembers != null) data.maxTeamMembers = uint('max_team_members', k.maxTeamMembers);
@@ -159,7 +199,9 @@ function knobData(k: CategoryKnobs): Prisma.CategoryUncheckedUpdateInput {
 export async function createCategory(prisma: Db, f: CategoryFields): Promise<Category> {
   if (f.title == null || !f.title.trim()) throw requiredMissing(['title']);
   const data = await fieldData(prisma, f);
-  return prisma.category.create({ data: { ...(data as Prisma.CategoryUncheckedCreateInput), title: data.title as string } });
+  return prisma.category.create({
+    data: { ...(data as Prisma.CategoryUncheckedCreateInput), title: data.title as string },
+  });
 }
 
 export async function updateCategory(prisma: Db, id: number, f: CategoryFields & CategoryKnobs): Promise<Category> {
@@ -176,21 +218,29 @@ export async function updateCategory(prisma: Db, id: number, f: CategoryFields &
  * `cascade` hard-deletes the subtree with its downloads, each download audited.
  */
 export async function deleteCategory(
-  prisma: PrismaClient, config: Config, actorId: number, id: number, hard: boolean,
+  prisma: PrismaClient,
+  config: Config,
+  actorId: number,
+  id: number,
+  hard: boolean,
 ): Promise<{ removedBlobs: string[] }> {
   const category = await prisma.category.findUnique({ where: { id } });
   if (!category) throw notFound('category', id);
   if (!hard) {
-    throw new ApiError('mc_dm_api_error.category_hard_delete_required',
-      'Categories cannot be soft-deleted: send hard=1 to delete this category permanently.');
+    throw new ApiError(
+      'mc_dm_api_error.category_hard_delete_required',
+      'Categories cannot be soft-deleted: send hard=1 to delete this category permanently.',
+    );
   }
   if (config.categoryDeletePolicy === 'reassign') {
     await prisma.$transaction(async (tx) => {
       const held = await tx.download.count({ where: { categoryId: id } });
       if (held > 0 && category.parentId === null) {
-        throw new ApiError('mc_dm_api_error.category_not_empty',
+        throw new ApiError(
+          'mc_dm_api_error.category_not_empty',
           `This top-level category holds ${held} download(s) and has no parent to move them to; move or delete them first.`,
-          { download_count: held });
+          { download_count: held },
+        );
       }
       await tx.category.updateMany({ where: { parentId: id }, data: { parentId: category.parentId } });
       if (held > 0) {
@@ -209,8 +259,12 @@ export async function deleteCategory(
   }
   return prisma.$transaction(async (tx) => {
     const downloads = await tx.download.findMany({ where: { categoryId: { in: subtree } }, select: { id: true } });
-    const removedBlobs = await hardDeleteDownloads(tx, downloads.map((d) => d.id), actorId,
-      `Category ${id} (${category.title}) was deleted.`);
+    const removedBlobs = await hardDeleteDownloads(
+      tx,
+      downloads.map((d) => d.id),
+      actorId,
+      `Category ${id} (${category.title}) was deleted.`,
+    );
     for (const cid of [...subtree].reverse()) await tx.category.delete({ where: { id: cid } });
     return { removedBlobs };
   });

@@ -14,7 +14,11 @@ import { downloadTotal } from '../db/totals.js';
 export type DownloadState = Download['state'];
 
 export const DOWNLOAD_ORDERS = {
-  created_date: 'createdDate', last_update: 'lastUpdate', download_count: 'downloadCount', view_count: 'viewCount', title: 'title',
+  created_date: 'createdDate',
+  last_update: 'lastUpdate',
+  download_count: 'downloadCount',
+  view_count: 'viewCount',
+  title: 'title',
 } as const;
 export type DownloadOrder = keyof typeof DOWNLOAD_ORDERS;
 
@@ -28,10 +32,15 @@ export interface DownloadListArgs extends PageRequest {
 }
 
 /** What a visitor needs to know about their team memberships to answer canEdit. */
-export interface TeamLookup { isTeamMember(downloadId: number): Promise<boolean> }
+export interface TeamLookup {
+  isTeamMember(downloadId: number): Promise<boolean>;
+}
 
 /** The rows a download list covers for this visitor: its filters, and the state rule for visitors who are not moderators. */
-export function downloadListFilter(access: Access, args: Omit<DownloadListArgs, 'page' | 'perPage' | 'order' | 'direction'>): DownloadFilter {
+export function downloadListFilter(
+  access: Access,
+  args: Omit<DownloadListArgs, 'page' | 'perPage' | 'order' | 'direction'>,
+): DownloadFilter {
   const filter: DownloadFilter = {};
   if (args.categoryId != null) filter.categoryId = args.categoryId;
   if (args.prefixId != null) filter.prefixId = args.prefixId === 0 ? null : args.prefixId;
@@ -44,7 +53,12 @@ export function downloadListFilter(access: Access, args: Omit<DownloadListArgs, 
 
 /** The same filter as a Prisma `where`. */
 export function downloadWhere(filter: DownloadFilter): Prisma.DownloadWhereInput {
-  return { categoryId: filter.categoryId, prefixId: filter.prefixId, state: filter.state, lastUpdate: filter.since ? { gte: filter.since } : undefined };
+  return {
+    categoryId: filter.categoryId,
+    prefixId: filter.prefixId,
+    state: filter.state,
+    lastUpdate: filter.since ? { gte: filter.since } : undefined,
+  };
 }
 
 /**
@@ -52,7 +66,9 @@ export function downloadWhere(filter: DownloadFilter): Prisma.DownloadWhereInput
  * query argument): the common shapes are read with one hand-written statement (src/db/reads.ts), others by Prisma.
  */
 export async function listDownloads(
-  db: { prisma: PrismaClient; reads: Reads }, access: Access, args: DownloadListArgs,
+  db: { prisma: PrismaClient; reads: Reads },
+  access: Access,
+  args: DownloadListArgs,
   query: Omit<Prisma.DownloadFindManyArgs, 'where' | 'orderBy' | 'skip' | 'take'> = {},
 ): Promise<Page<Download>> {
   const w = pageWindow(args);
@@ -68,19 +84,35 @@ export async function listDownloads(
     const where = downloadWhere(filter);
     [total, rows] = await Promise.all([
       downloadTotal(db.prisma, filter),
-      db.prisma.download.findMany({ ...query, where, orderBy: [{ [column]: direction }, { id: direction }], skip: w.skip, take: w.take }),
+      db.prisma.download.findMany({
+        ...query,
+        where,
+        orderBy: [{ [column]: direction }, { id: direction }],
+        skip: w.skip,
+        take: w.take,
+      }),
     ]);
   }
   return { nodes: rows.filter((d) => access.canViewDownload(d)), pagination: paginationOf(w, total) };
 }
 
 /** A download the visitor may view: 404 when it does not exist, 403 when hidden from them. */
-export async function viewableDownload(prisma: PrismaClient, access: Access, id: number, extra: Omit<Prisma.DownloadFindUniqueArgs, 'where'> = {}): Promise<Download> {
+export async function viewableDownload(
+  prisma: PrismaClient,
+  access: Access,
+  id: number,
+  extra: Omit<Prisma.DownloadFindUniqueArgs, 'where'> = {},
+): Promise<Download> {
   return mayView(access, id, await prisma.download.findUnique({ ...extra, where: { id } }));
 }
 
 /** viewableDownload for reads: the common shapes of `query` through one hand-written statement. */
-export async function readDownload(db: { prisma: PrismaClient; reads: Reads }, access: Access, id: number, query: Omit<Prisma.DownloadFindUniqueArgs, 'where'> = {}): Promise<Download> {
+export async function readDownload(
+  db: { prisma: PrismaClient; reads: Reads },
+  access: Access,
+  id: number,
+  query: Omit<Prisma.DownloadFindUniqueArgs, 'where'> = {},
+): Promise<Download> {
   const rel = downloadRelationsOf(query as never);
   return rel ? mayView(access, id, await db.reads.download(id, rel)) : viewableDownload(db.prisma, access, id, query);
 }
@@ -108,12 +140,23 @@ function checkTagLine(raw: string): string {
 }
 
 /** prefix_id must name a prefix assigned to the category (0 or null: no prefix). */
-async function checkPrefix(db: Prisma.TransactionClient | PrismaClient, prefixId: number | null | undefined, categoryId: number): Promise<number | null> {
+async function checkPrefix(
+  db: Prisma.TransactionClient | PrismaClient,
+  prefixId: number | null | undefined,
+  categoryId: number,
+): Promise<number | null> {
   if (!prefixId) return null;
-  const prefix = await db.prefix.findUnique({ where: { id: prefixId }, include: { categories: { where: { categoryId } } } });
+  const prefix = await db.prefix.findUnique({
+    where: { id: prefixId },
+    include: { categories: { where: { categoryId } } },
+  });
   if (!prefix) throw notFound('prefix', prefixId);
   if (prefix.categories.length === 0) {
-    throw new ApiError('mc_dm_api_error.prefix_not_allowed', `Prefix ${prefixId} is not available in category ${categoryId}.`, { prefix_id: prefixId, category_id: categoryId });
+    throw new ApiError(
+      'mc_dm_api_error.prefix_not_allowed',
+      `Prefix ${prefixId} is not available in category ${categoryId}.`,
+      { prefix_id: prefixId, category_id: categoryId },
+    );
   }
   return prefixId;
 }
@@ -138,13 +181,20 @@ export interface CreateDownloadInput {
   versionString?: string | null;
 }
 
-export async function createDownload(prisma: PrismaClient, access: Access, input: CreateDownloadInput): Promise<Download> {
+export async function createDownload(
+  prisma: PrismaClient,
+  access: Access,
+  input: CreateDownloadInput,
+): Promise<Download> {
   if (!input.title.trim()) throw requiredMissing(['title']);
   const category = await prisma.category.findUnique({ where: { id: input.categoryId } });
   if (!category) throw notFound('category', input.categoryId);
   if (!access.canAddDownload(category)) throw noPermission('add downloads to this category');
   if (access.visitor.userId === 0) {
-    throw new ApiError('do_not_have_permission', 'Guests cannot own downloads: act as a user (Forum-Api-User with a super-user key).');
+    throw new ApiError(
+      'do_not_have_permission',
+      'Guests cannot own downloads: act as a user (Forum-Api-User with a super-user key).',
+    );
   }
   const title = checkTitle(input.title);
   const tagLine = checkTagLine(input.tagLine ?? '');
@@ -152,12 +202,20 @@ export async function createDownload(prisma: PrismaClient, access: Access, input
   const prefixId = await checkPrefix(prisma, input.prefixId, category.id);
   const now = new Date();
   const versionString = versionStringFor(category, input.versionString, now);
-  const state: DownloadState = category.requireApproval && !access.bypassesApproval(category.id) ? 'moderated' : 'visible';
+  const state: DownloadState =
+    category.requireApproval && !access.bypassesApproval(category.id) ? 'moderated' : 'visible';
   return prisma.$transaction(async (tx) => {
     const d = await tx.download.create({
       data: {
-        categoryId: category.id, userId: access.visitor.userId, title, tagLine, description: input.description ?? '',
-        prefixId, state, lastUpdate: now, createdDate: now,
+        categoryId: category.id,
+        userId: access.visitor.userId,
+        title,
+        tagLine,
+        description: input.description ?? '',
+        prefixId,
+        state,
+        lastUpdate: now,
+        createdDate: now,
       },
     });
     const v = await tx.version.create({ data: { downloadId: d.id, versionString, releaseDate: now } });
@@ -177,7 +235,12 @@ export interface UpdateDownloadInput {
   tags?: readonly string[] | null;
 }
 
-export async function updateDownload(prisma: PrismaClient, access: Access, team: TeamLookup, input: UpdateDownloadInput): Promise<Download> {
+export async function updateDownload(
+  prisma: PrismaClient,
+  access: Access,
+  team: TeamLookup,
+  input: UpdateDownloadInput,
+): Promise<Download> {
   const d = await viewableDownload(prisma, access, input.downloadId);
   if (!access.canEditDownload(d, await team.isTeamMember(d.id))) throw noPermission('edit this download');
   const data: Prisma.DownloadUncheckedUpdateInput = {};
@@ -198,13 +261,17 @@ export async function updateDownload(prisma: PrismaClient, access: Access, team:
     if (prefixId !== d.prefixId) data.prefixId = prefixId;
   } else if (data.categoryId !== undefined && d.prefixId !== null) {
     // Moving to a category where the current prefix is not offered drops the prefix.
-    const kept = await prisma.categoryPrefix.findUnique({ where: { categoryId_prefixId: { categoryId, prefixId: d.prefixId } } });
+    const kept = await prisma.categoryPrefix.findUnique({
+      where: { categoryId_prefixId: { categoryId, prefixId: d.prefixId } },
+    });
     if (!kept) data.prefixId = null;
   }
   let tags: string[] | null = null;
   if (input.tags != null) {
     tags = normalizeTags(input.tags);
-    const current = (await prisma.downloadTag.findMany({ where: { downloadId: d.id }, include: { tag: true } })).map((t) => t.tag.name).sort();
+    const current = (await prisma.downloadTag.findMany({ where: { downloadId: d.id }, include: { tag: true } }))
+      .map((t) => t.tag.name)
+      .sort();
     if (JSON.stringify(current) === JSON.stringify([...tags].sort())) tags = null;
   }
   if (Object.keys(data).length === 0 && tags === null) return d;
@@ -218,10 +285,18 @@ export async function updateDownload(prisma: PrismaClient, access: Access, team:
   });
 }
 
-export interface DeleteDownloadInput { downloadId: number; hard?: boolean | null; reason?: string | null }
+export interface DeleteDownloadInput {
+  downloadId: number;
+  hard?: boolean | null;
+  reason?: string | null;
+}
 
 /** Soft delete keeps the row (state deleted, previous state kept); hard delete removes it. Both are audited. */
-export async function deleteDownload(prisma: PrismaClient, access: Access, input: DeleteDownloadInput): Promise<{ removedBlobs: string[] }> {
+export async function deleteDownload(
+  prisma: PrismaClient,
+  access: Access,
+  input: DeleteDownloadInput,
+): Promise<{ removedBlobs: string[] }> {
   const d = await viewableDownload(prisma, access, input.downloadId);
   if (!access.canDeleteDownload(d)) throw noPermission('delete this download');
   const reason = input.reason?.trim() ?? '';
@@ -237,9 +312,14 @@ export async function deleteDownload(prisma: PrismaClient, access: Access, input
   }
   await prisma.$transaction(async (tx) => {
     if (d.state !== 'deleted') {
-      await tx.download.update({ where: { id: d.id }, data: { state: 'deleted', stateBeforeDelete: d.state, deletedAt: new Date() } });
+      await tx.download.update({
+        where: { id: d.id },
+        data: { state: 'deleted', stateBeforeDelete: d.state, deletedAt: new Date() },
+      });
     }
-    await tx.auditLog.create({ data: { action: 'download.soft_deleted', contentType: 'download', contentId: d.id, userId: actor, reason } });
+    await tx.auditLog.create({
+      data: { action: 'download.soft_deleted', contentType: 'download', contentId: d.id, userId: actor, reason },
+    });
     await refreshCategoryCounts(tx, [d.categoryId]);
   });
   return { removedBlobs: [] };
@@ -252,26 +332,42 @@ export async function restoreDownload(prisma: PrismaClient, access: Access, down
     throw noPermission('restore this download');
   }
   if (d.state !== 'deleted') {
-    throw new ApiError('mc_dm_api_error.download_not_deleted', `Download ${d.id} is not deleted, so there is nothing to restore.`, { download_id: d.id });
+    throw new ApiError(
+      'mc_dm_api_error.download_not_deleted',
+      `Download ${d.id} is not deleted, so there is nothing to restore.`,
+      { download_id: d.id },
+    );
   }
   return prisma.$transaction(async (tx) => {
     const restored = await tx.download.update({
-      where: { id: d.id }, data: { state: d.stateBeforeDelete ?? 'visible', stateBeforeDelete: null, deletedAt: null },
+      where: { id: d.id },
+      data: { state: d.stateBeforeDelete ?? 'visible', stateBeforeDelete: null, deletedAt: null },
     });
-    await tx.auditLog.create({ data: { action: 'download.restored', contentType: 'download', contentId: d.id, userId: access.visitor.userId } });
+    await tx.auditLog.create({
+      data: { action: 'download.restored', contentType: 'download', contentId: d.id, userId: access.visitor.userId },
+    });
     await refreshCategoryCounts(tx, [d.categoryId]);
     return restored;
   });
 }
 
-export interface CreateVersionInput { downloadId: number; versionString?: string | null }
+export interface CreateVersionInput {
+  downloadId: number;
+  versionString?: string | null;
+}
 
 /** A new version becomes the download's current version; last_update moves. */
 export async function createVersion(prisma: PrismaClient, access: Access, team: TeamLookup, input: CreateVersionInput) {
-  const d = await viewableDownload(prisma, access, input.downloadId, { include: { category: true } }) as Download & { category: Category };
+  const d = (await viewableDownload(prisma, access, input.downloadId, { include: { category: true } })) as Download & {
+    category: Category;
+  };
   if (!access.canEditDownload(d, await team.isTeamMember(d.id))) throw noPermission('add versions to this download');
   if (!d.category.enableVersioning) {
-    throw new ApiError('mc_dm_api_error.versioning_disabled', `Category ${d.categoryId} does not use versioning: its downloads keep a single version.`, { category_id: d.categoryId });
+    throw new ApiError(
+      'mc_dm_api_error.versioning_disabled',
+      `Category ${d.categoryId} does not use versioning: its downloads keep a single version.`,
+      { category_id: d.categoryId },
+    );
   }
   const now = new Date();
   const versionString = versionStringFor(d.category, input.versionString, now);
@@ -281,18 +377,32 @@ export async function createVersion(prisma: PrismaClient, access: Access, team: 
     // would each wait for the other (a deadlock) without it. With it they take turns.
     await tx.$executeRaw`SELECT 1 FROM download WHERE id = ${d.id}::int FOR UPDATE`;
     const version = await tx.version.create({ data: { downloadId: d.id, versionString, releaseDate: now } });
-    const download = await tx.download.update({ where: { id: d.id }, data: { currentVersionId: version.id, lastUpdate: now } });
+    const download = await tx.download.update({
+      where: { id: d.id },
+      data: { currentVersionId: version.id, lastUpdate: now },
+    });
     return { version, download };
   });
 }
 
 function canManageTeam(access: Access, d: Download): boolean {
-  return access.isSuper || access.visitor.isAdmin || (access.visitor.userId !== 0 && d.userId === access.visitor.userId)
-    || access.has('editAny', d.categoryId);
+  return (
+    access.isSuper ||
+    access.visitor.isAdmin ||
+    (access.visitor.userId !== 0 && d.userId === access.visitor.userId) ||
+    access.has('editAny', d.categoryId)
+  );
 }
 
-export async function addTeamMember(prisma: PrismaClient, access: Access, downloadId: number, userId: number): Promise<void> {
-  const d = await viewableDownload(prisma, access, downloadId, { include: { category: true } }) as Download & { category: Category };
+export async function addTeamMember(
+  prisma: PrismaClient,
+  access: Access,
+  downloadId: number,
+  userId: number,
+): Promise<void> {
+  const d = (await viewableDownload(prisma, access, downloadId, { include: { category: true } })) as Download & {
+    category: Category;
+  };
   if (!canManageTeam(access, d)) throw noPermission('change the team of this download');
   if (userId === d.userId) throw invalidInput('user_id', 'The owner of a download is not added to its team.');
   if (!(await prisma.user.findUnique({ where: { id: userId }, select: { id: true } }))) throw notFound('user', userId);
@@ -303,14 +413,22 @@ export async function addTeamMember(prisma: PrismaClient, access: Access, downlo
     if (await tx.teamMember.findUnique({ where: { downloadId_userId: { downloadId, userId } } })) return;
     const size = await tx.teamMember.count({ where: { downloadId } });
     if (size >= d.category.maxTeamMembers) {
-      throw new ApiError('mc_dm_api_error.too_many_team_members',
-        `This download already has ${size} team member(s), the most its category allows.`, { max_team_members: d.category.maxTeamMembers });
+      throw new ApiError(
+        'mc_dm_api_error.too_many_team_members',
+        `This download already has ${size} team member(s), the most its category allows.`,
+        { max_team_members: d.category.maxTeamMembers },
+      );
     }
     await tx.teamMember.create({ data: { downloadId, userId } });
   });
 }
 
-export async function removeTeamMember(prisma: PrismaClient, access: Access, downloadId: number, userId: number): Promise<void> {
+export async function removeTeamMember(
+  prisma: PrismaClient,
+  access: Access,
+  downloadId: number,
+  userId: number,
+): Promise<void> {
   const d = await viewableDownload(prisma, access, downloadId);
   if (!canManageTeam(access, d)) throw noPermission('change the team of this download');
   await prisma.teamMember.deleteMany({ where: { downloadId, userId } });

@@ -20,16 +20,29 @@ import type { Reads } from '../db/reads.js';
 import { fileQueryCovered, type Slice } from '../db/resource-reads.js';
 import { countFiles } from '../db/totals.js';
 
-export const FILE_ORDERS = { display_order: 'displayOrder', file_size: 'fileSize', download_count: 'downloadCount' } as const;
+export const FILE_ORDERS = {
+  display_order: 'displayOrder',
+  file_size: 'fileSize',
+  download_count: 'downloadCount',
+} as const;
 export type FileOrder = keyof typeof FILE_ORDERS;
 
 type VersionWithParents = Version & { download: Download & { category: Category } };
 type FileWithParents = File & { version: VersionWithParents };
 
-export interface FileDeps { prisma: PrismaClient; access: Access; storage: Storage; config: Config; isTeamMember(downloadId: number): Promise<boolean> }
+export interface FileDeps {
+  prisma: PrismaClient;
+  access: Access;
+  storage: Storage;
+  config: Config;
+  isTeamMember(downloadId: number): Promise<boolean>;
+}
 
 /** An uploaded file on its way in: REST has already streamed it to a temporary file, GraphQL streams it here. */
-export interface IncomingFile { filename: string; ingest(tmpDir: string, maxBytes: number): Promise<Ingested> }
+export interface IncomingFile {
+  filename: string;
+  ingest(tmpDir: string, maxBytes: number): Promise<Ingested>;
+}
 
 const MAX_LABEL = 100;
 const MAX_FILENAME = 200;
@@ -52,13 +65,20 @@ export async function fileVisibleTo(deps: FileDeps, f: File, d: Download): Promi
   return true;
 }
 
-export interface FileListArgs extends PageRequest { versionId?: number | null; order?: FileOrder | null; direction?: Direction | null }
+export interface FileListArgs extends PageRequest {
+  versionId?: number | null;
+  order?: FileOrder | null;
+  direction?: Direction | null;
+}
 
 /**
  * The rows a file list covers: versionId is required except for super-user keys, the version's download must be
  * viewable (else 403), and soft-deleted files are never listed.
  */
-export async function fileListWhere(deps: FileDeps, args: Pick<FileListArgs, 'versionId'>): Promise<Prisma.FileWhereInput> {
+export async function fileListWhere(
+  deps: FileDeps,
+  args: Pick<FileListArgs, 'versionId'>,
+): Promise<Prisma.FileWhereInput> {
   if (args.versionId == null && !deps.access.isSuper) throw requiredMissing(['version_id']);
   const where: Prisma.FileWhereInput = { isDeleted: false };
   if (args.versionId != null) {
@@ -70,9 +90,17 @@ export async function fileListWhere(deps: FileDeps, args: Pick<FileListArgs, 've
 }
 
 /** The order of a page-numbered files list as a keyset spec (ties by id). */
-export function fileOrderSpec(order: FileOrder | null | undefined, direction: Direction | null | undefined): KeysetSpec {
+export function fileOrderSpec(
+  order: FileOrder | null | undefined,
+  direction: Direction | null | undefined,
+): KeysetSpec {
   const o = order ?? 'display_order';
-  return { list: 'files', order: o, direction: direction ?? 'desc', column: { name: FILE_ORDERS[o], kind: o === 'file_size' ? 'bigint' : 'int' } };
+  return {
+    list: 'files',
+    order: o,
+    direction: direction ?? 'desc',
+    column: { name: FILE_ORDERS[o], kind: o === 'file_size' ? 'bigint' : 'int' },
+  };
 }
 
 type FileRows = { total: number; rows: (File & { version: Version & { download: Download } })[]; deps: FileDeps };
@@ -84,51 +112,93 @@ type FileRows = { total: number; rows: (File & { version: Version & { download: 
  * hand-written statement (src/db/resource-reads.ts), others by Prisma.
  */
 export async function fileSlice(
-  deps: FileDeps & { reads: Reads }, args: Pick<FileListArgs, 'versionId'>, slice: Slice,
+  deps: FileDeps & { reads: Reads },
+  args: Pick<FileListArgs, 'versionId'>,
+  slice: Slice,
   query: Omit<Prisma.FileFindManyArgs, 'where' | 'orderBy' | 'skip' | 'take'> = {},
 ): Promise<FileRows> {
   if (args.versionId == null && !deps.access.isSuper) throw requiredMissing(['version_id']);
   if (fileQueryCovered(query as never)) {
-    const page = await deps.reads.filePage(args.versionId != null ? { versionId: args.versionId } : {}, slice, deps.access.visitor.userId);
+    const page = await deps.reads.filePage(
+      args.versionId != null ? { versionId: args.versionId } : {},
+      slice,
+      deps.access.visitor.userId,
+    );
     if (args.versionId == null) return { ...page, deps };
     if (!page.parent) throw notFound('version', args.versionId);
     if (!deps.access.canViewDownload(page.parent.download)) throw noPermission("view this download's files");
     const downloadId = page.parent.downloadId;
-    const isTeamMember = (id: number) => (id === downloadId ? Promise.resolve(page.isTeamMember) : deps.isTeamMember(id));
+    const isTeamMember = (id: number) =>
+      id === downloadId ? Promise.resolve(page.isTeamMember) : deps.isTeamMember(id);
     return { total: page.total, rows: page.rows, deps: { ...deps, isTeamMember } };
   }
   const where = await fileListWhere(deps, args);
   const w = slice.window ?? { size: slice.take, backward: false, cursor: null };
-  const withParents = (query as { select?: object }).select ? query : { ...query, include: { ...(query as any).include, version: { include: { download: true } } } };
+  const withParents = (query as { select?: object }).select
+    ? query
+    : { ...query, include: { ...(query as any).include, version: { include: { download: true } } } };
   const [total, rows] = await Promise.all([
     countFiles(deps.prisma, where),
     deps.prisma.file.findMany({
-      ...withParents, where: { AND: [where, prismaAfter(slice.spec, w)] }, orderBy: prismaOrderBy(slice.spec, w) as never, skip: slice.skip, take: slice.take,
+      ...withParents,
+      where: { AND: [where, prismaAfter(slice.spec, w)] },
+      orderBy: prismaOrderBy(slice.spec, w) as never,
+      skip: slice.skip,
+      take: slice.take,
     }) as unknown as Promise<(File & { version: Version & { download: Download } })[]>,
   ]);
   return { total, rows, deps };
 }
 
-export async function listFiles(deps: FileDeps & { reads: Reads }, args: FileListArgs, extra: Omit<Prisma.FileFindManyArgs, 'where' | 'orderBy' | 'skip' | 'take'> = {}): Promise<Page<File>> {
+export async function listFiles(
+  deps: FileDeps & { reads: Reads },
+  args: FileListArgs,
+  extra: Omit<Prisma.FileFindManyArgs, 'where' | 'orderBy' | 'skip' | 'take'> = {},
+): Promise<Page<File>> {
   const w = pageWindow(args);
-  const { total, rows, deps: seen } = await fileSlice(deps, args, { spec: fileOrderSpec(args.order, args.direction), skip: w.skip, take: w.take }, extra);
+  const {
+    total,
+    rows,
+    deps: seen,
+  } = await fileSlice(
+    deps,
+    args,
+    { spec: fileOrderSpec(args.order, args.direction), skip: w.skip, take: w.take },
+    extra,
+  );
   const nodes: File[] = [];
   for (const f of rows) if (await fileVisibleTo(seen, f, f.version.download)) nodes.push(f);
   return { nodes, pagination: paginationOf(w, total) };
 }
 
-export async function viewableFile(deps: FileDeps, id: number, extra: Omit<Prisma.FileFindUniqueArgs, 'where'> = {}): Promise<FileWithParents> {
-  const f = await deps.prisma.file.findUnique({ ...extra, where: { id }, include: { ...(extra as any).include, version: { include: { download: { include: { category: true } } } } } }) as unknown as FileWithParents | null;
+export async function viewableFile(
+  deps: FileDeps,
+  id: number,
+  extra: Omit<Prisma.FileFindUniqueArgs, 'where'> = {},
+): Promise<FileWithParents> {
+  const f = (await deps.prisma.file.findUnique({
+    ...extra,
+    where: { id },
+    include: { ...(extra as any).include, version: { include: { download: { include: { category: true } } } } },
+  })) as unknown as FileWithParents | null;
   return mayViewFile(deps, id, f);
 }
 
 /** viewableFile for reads: the common shapes of `query` through one hand-written statement. */
-export async function readFile(deps: FileDeps & { reads: Reads }, id: number, query: Omit<Prisma.FileFindUniqueArgs, 'where'> = {}): Promise<FileWithParents> {
+export async function readFile(
+  deps: FileDeps & { reads: Reads },
+  id: number,
+  query: Omit<Prisma.FileFindUniqueArgs, 'where'> = {},
+): Promise<FileWithParents> {
   if (!fileQueryCovered(query as never)) return viewableFile(deps, id, query);
   const read = await deps.reads.file(id, deps.access.visitor.userId);
   if (!read) throw notFound('file', id);
   const downloadId = read.file.version.downloadId;
-  return mayViewFile({ ...deps, isTeamMember: (d) => (d === downloadId ? Promise.resolve(read.isTeamMember) : deps.isTeamMember(d)) }, id, read.file);
+  return mayViewFile(
+    { ...deps, isTeamMember: (d) => (d === downloadId ? Promise.resolve(read.isTeamMember) : deps.isTeamMember(d)) },
+    id,
+    read.file,
+  );
 }
 
 async function mayViewFile(deps: FileDeps, id: number, f: FileWithParents | null): Promise<FileWithParents> {
@@ -152,7 +222,8 @@ export interface CreateFileInput {
 
 function label(raw: string | null | undefined): string {
   const l = (raw ?? '').trim();
-  if (l.length > MAX_LABEL) throw invalidInput('display_label', `display_label must be at most ${MAX_LABEL} characters.`);
+  if (l.length > MAX_LABEL)
+    throw invalidInput('display_label', `display_label must be at most ${MAX_LABEL} characters.`);
   return l;
 }
 
@@ -162,7 +233,8 @@ function uint(field: string, v: number | null | undefined): number {
   return v;
 }
 
-const lockVersion = (tx: Prisma.TransactionClient, versionId: number) => tx.$executeRaw`SELECT pg_advisory_xact_lock(72640334, ${versionId}::int)`;
+const lockVersion = (tx: Prisma.TransactionClient, versionId: number) =>
+  tx.$executeRaw`SELECT pg_advisory_xact_lock(72640334, ${versionId}::int)`;
 /**
  * The download's row lock: every file added to any version of the download takes it, so the download-wide byte cap
  * is counted by one writer at a time (a version's lock alone would let two versions' uploads pass together). NO KEY
@@ -179,27 +251,49 @@ async function checkFileCount(db: Prisma.TransactionClient | PrismaClient, v: Ve
   const n = await db.file.count({ where: { versionId: v.id, isDeleted: false, validationStatus: { not: 'failed' } } });
   const max = v.download.category.allowMultiFile ? v.download.category.maxFilesPerVersion : 1;
   if (n >= max) {
-    throw new ApiError('mc_dm_api_error.too_many_files',
+    throw new ApiError(
+      'mc_dm_api_error.too_many_files',
       v.download.category.allowMultiFile
         ? `This version already holds ${n} file(s), the most its category allows (${max}).`
         : 'This category allows one file per version, and this version has it.',
-      { max_files_per_version: max });
+      { max_files_per_version: max },
+    );
   }
 }
 
 /** Puts the first file of a version forward as primary; `isPrimary` demotes the previous one. */
-async function settlePrimary(tx: Prisma.TransactionClient, versionId: number, fileId: number, requested: boolean | null | undefined): Promise<void> {
-  const current = await tx.file.findFirst({ where: { versionId, isPrimary: true, isDeleted: false, id: { not: fileId } } });
+async function settlePrimary(
+  tx: Prisma.TransactionClient,
+  versionId: number,
+  fileId: number,
+  requested: boolean | null | undefined,
+): Promise<void> {
+  const current = await tx.file.findFirst({
+    where: { versionId, isPrimary: true, isDeleted: false, id: { not: fileId } },
+  });
   if (requested || (!current && requested !== false)) {
-    if (current) await tx.file.updateMany({ where: { versionId, isPrimary: true, id: { not: fileId } }, data: { isPrimary: false } });
+    if (current)
+      await tx.file.updateMany({
+        where: { versionId, isPrimary: true, id: { not: fileId } },
+        data: { isPrimary: false },
+      });
     await tx.file.update({ where: { id: fileId }, data: { isPrimary: true } });
   }
 }
 
-async function storedBytes(db: Prisma.TransactionClient | PrismaClient, v: VersionWithParents): Promise<{ version: bigint; download: bigint }> {
+async function storedBytes(
+  db: Prisma.TransactionClient | PrismaClient,
+  v: VersionWithParents,
+): Promise<{ version: bigint; download: bigint }> {
   // One statement after another (not Promise.all): inside a transaction they share one connection anyway.
-  const inVersion = await db.file.aggregate({ where: { versionId: v.id, isDeleted: false, validationStatus: { not: 'failed' } }, _sum: { fileSize: true } });
-  const inDownload = await db.file.aggregate({ where: { version: { downloadId: v.downloadId }, isDeleted: false, validationStatus: { not: 'failed' } }, _sum: { fileSize: true } });
+  const inVersion = await db.file.aggregate({
+    where: { versionId: v.id, isDeleted: false, validationStatus: { not: 'failed' } },
+    _sum: { fileSize: true },
+  });
+  const inDownload = await db.file.aggregate({
+    where: { version: { downloadId: v.downloadId }, isDeleted: false, validationStatus: { not: 'failed' } },
+    _sum: { fileSize: true },
+  });
   return { version: inVersion._sum.fileSize ?? 0n, download: inDownload._sum.fileSize ?? 0n };
 }
 
@@ -210,12 +304,17 @@ async function storedBytes(db: Prisma.TransactionClient | PrismaClient, v: Versi
 async function checkRoom(tx: Prisma.TransactionClient, v: VersionWithParents, size: bigint): Promise<void> {
   const used = await storedBytes(tx, v);
   const { maxVersionSize, maxDownloadSize } = v.download.category;
-  const reason = used.version + size > maxVersionSize
-    ? `The version would hold ${used.version + size} bytes; this category allows at most ${maxVersionSize} bytes per version.`
-    : used.download + size > maxDownloadSize
-      ? `The download would hold ${used.download + size} bytes; this category allows at most ${maxDownloadSize} bytes per download.`
-      : null;
-  if (reason) throw new ApiError('mc_dm_api_error.processor_rejected', `The file was rejected by the size check: ${reason}`, { processor: 'size', reason });
+  const reason =
+    used.version + size > maxVersionSize
+      ? `The version would hold ${used.version + size} bytes; this category allows at most ${maxVersionSize} bytes per version.`
+      : used.download + size > maxDownloadSize
+        ? `The download would hold ${used.download + size} bytes; this category allows at most ${maxDownloadSize} bytes per download.`
+        : null;
+  if (reason)
+    throw new ApiError('mc_dm_api_error.processor_rejected', `The file was rejected by the size check: ${reason}`, {
+      processor: 'size',
+      reason,
+    });
 }
 
 /**
@@ -225,7 +324,8 @@ async function checkRoom(tx: Prisma.TransactionClient, v: VersionWithParents, si
  */
 export async function checkUploadTarget(deps: FileDeps, versionId: number): Promise<VersionWithParents> {
   const v = await versionFor(deps.prisma, versionId);
-  if (!deps.access.canViewDownload(v.download) || !(await canManage(deps, v.download))) throw noPermission('manage the files of this download');
+  if (!deps.access.canViewDownload(v.download) || !(await canManage(deps, v.download)))
+    throw noPermission('manage the files of this download');
   await checkFileCount(deps.prisma, v);
   return v;
 }
@@ -237,18 +337,27 @@ export async function checkUploadTarget(deps: FileDeps, versionId: number): Prom
 export async function createFile(deps: FileDeps, input: CreateFileInput): Promise<File> {
   const { prisma, storage, config } = deps;
   const v = await versionFor(prisma, input.versionId);
-  if (!deps.access.canViewDownload(v.download) || !(await canManage(deps, v.download))) throw noPermission('manage the files of this download');
+  if (!deps.access.canViewDownload(v.download) || !(await canManage(deps, v.download)))
+    throw noPermission('manage the files of this download');
   const url = input.externalUrl?.trim() ? input.externalUrl.trim() : null;
-  if (input.file && url) throw new ApiError('mc_dm_api_error.upload_exclusive', 'Send either a file or an external_url, not both.');
-  if (!input.file && !url) throw new ApiError('mc_dm_api_error.upload_required', 'Send a file (multipart) or an external_url.');
+  if (input.file && url)
+    throw new ApiError('mc_dm_api_error.upload_exclusive', 'Send either a file or an external_url, not both.');
+  if (!input.file && !url)
+    throw new ApiError('mc_dm_api_error.upload_required', 'Send a file (multipart) or an external_url.');
   const meta = { displayLabel: label(input.displayLabel), displayOrder: uint('display_order', input.displayOrder) };
   await checkFileCount(prisma, v);
 
   if (url && input.linkOnly) {
     const parsed = parseOrForbid(url);
     return insertFile(deps, v, input.isPrimary, {
-      ...meta, filename: safeFilename(filenameFromUrl(parsed)), externalUrl: parsed.toString(), isExternallyLinked: true, isLinkOnly: true,
-      externalSourceType: adapterFor(parsed).id, validationStatus: 'skipped', mimeType: mime.lookup(parsed.pathname) || 'application/octet-stream',
+      ...meta,
+      filename: safeFilename(filenameFromUrl(parsed)),
+      externalUrl: parsed.toString(),
+      isExternallyLinked: true,
+      isLinkOnly: true,
+      externalSourceType: adapterFor(parsed).id,
+      validationStatus: 'skipped',
+      mimeType: mime.lookup(parsed.pathname) || 'application/octet-stream',
     });
   }
 
@@ -260,11 +369,20 @@ export async function createFile(deps: FileDeps, input: CreateFileInput): Promis
     const adapter = adapterFor(parsed);
     const keyId = deps.access.visitor.apiKeyId;
     await checkProbeAllowance(config, keyId);
-    external = { externalUrl: parsed.toString(), isExternallyLinked: true, externalSourceType: adapter.id, validationAttempts: 1, lastAttemptDate: new Date() };
+    external = {
+      externalUrl: parsed.toString(),
+      isExternallyLinked: true,
+      externalSourceType: adapter.id,
+      validationAttempts: 1,
+      lastAttemptDate: new Date(),
+    };
     try {
       const fetched = await adapter.fetch(parsed, {
-        allowPrivate: config.externalUrlAllowPrivate, timeoutMs: 10_000, maxRedirects: 5,
-        idleMs: config.externalUrlIdleSeconds * 1000, deadlineMs: config.externalUrlDeadlineSeconds * 1000,
+        allowPrivate: config.externalUrlAllowPrivate,
+        timeoutMs: 10_000,
+        maxRedirects: 5,
+        idleMs: config.externalUrlIdleSeconds * 1000,
+        deadlineMs: config.externalUrlDeadlineSeconds * 1000,
       });
       filename = safeFilename(fetched.filename);
       ingested = await ingest(fetched.body, storage.tmpDir, config.maxUploadBytes, 'external_url');
@@ -276,10 +394,18 @@ export async function createFile(deps: FileDeps, input: CreateFileInput): Promis
       // A failed probe leaves nothing behind unless the caller asks for the row (to see it re-checked later).
       if (input.keepFailed) {
         await insertFile(deps, v, false, {
-          ...meta, ...external, filename: safeFilename(filenameFromUrl(parsed)), validationStatus: 'failed', validationError: reason, isAvailable: false,
+          ...meta,
+          ...external,
+          filename: safeFilename(filenameFromUrl(parsed)),
+          validationStatus: 'failed',
+          validationError: reason,
+          isAvailable: false,
         });
       }
-      throw new ApiError('mc_dm_api_error.external_url_unreachable', `The URL could not be fetched: ${reason}`, { url: parsed.toString(), reason });
+      throw new ApiError('mc_dm_api_error.external_url_unreachable', `The URL could not be fetched: ${reason}`, {
+        url: parsed.toString(),
+        reason,
+      });
     }
   } else {
     filename = safeFilename(input.file!.filename);
@@ -288,10 +414,22 @@ export async function createFile(deps: FileDeps, input: CreateFileInput): Promis
 
   try {
     const used = await storedBytes(prisma, v);
-    const outcome = await runProcessors({ filename, ingested, limits: v.download.category, versionBytes: used.version, downloadBytes: used.download });
+    const outcome = await runProcessors({
+      filename,
+      ingested,
+      limits: v.download.category,
+      versionBytes: used.version,
+      downloadBytes: used.download,
+    });
     const common = {
-      ...meta, validationAttempts: 1, lastAttemptDate: new Date(), ...external,
-      filename, fileSize: BigInt(ingested.size), fileHash: ingested.hash, mimeType: outcome.mimeType,
+      ...meta,
+      validationAttempts: 1,
+      lastAttemptDate: new Date(),
+      ...external,
+      filename,
+      fileSize: BigInt(ingested.size),
+      fileHash: ingested.hash,
+      mimeType: outcome.mimeType,
     };
     if (outcome.rejection) return await reject(deps, v, ingested, common, outcome.rejection);
     const key = `blobs/${v.downloadId}/${v.id}/${crypto.randomUUID()}`;
@@ -315,7 +453,8 @@ function parseOrForbid(url: string): URL {
   }
 }
 
-const forbidden = (reason: string) => new ApiError('mc_dm_api_error.external_url_forbidden', `This URL cannot be used: ${reason}`, { reason });
+const forbidden = (reason: string) =>
+  new ApiError('mc_dm_api_error.external_url_forbidden', `This URL cannot be used: ${reason}`, { reason });
 
 /** A name safe to store and to send back in Content-Disposition. */
 export function safeFilename(raw: string): string {
@@ -328,26 +467,44 @@ export function safeFilename(raw: string): string {
   return clean || 'file';
 }
 
-async function reject(deps: FileDeps, v: VersionWithParents, ingested: Ingested, common: Partial<Prisma.FileUncheckedCreateInput>, r: Rejection): Promise<never> {
+async function reject(
+  deps: FileDeps,
+  v: VersionWithParents,
+  ingested: Ingested,
+  common: Partial<Prisma.FileUncheckedCreateInput>,
+  r: Rejection,
+): Promise<never> {
   const key = `quarantine/${v.downloadId}/${v.id}/${crypto.randomUUID()}`;
   await deps.storage.put(key, ingested.tmpPath);
   let row: File;
   try {
     row = await insertFile(deps, v, false, {
-      ...common, filename: common.filename!, storageKey: key, isQuarantined: true, isAvailable: false,
-      validationStatus: 'failed', validationError: `${r.processor}: ${r.reason}`,
-      validationAttempts: (common.validationAttempts as number | undefined) ?? 1, lastAttemptDate: new Date(),
+      ...common,
+      filename: common.filename!,
+      storageKey: key,
+      isQuarantined: true,
+      isAvailable: false,
+      validationStatus: 'failed',
+      validationError: `${r.processor}: ${r.reason}`,
+      validationAttempts: (common.validationAttempts as number | undefined) ?? 1,
+      lastAttemptDate: new Date(),
     });
   } catch (err) {
     await deps.storage.remove([key]); // no row (the download went meanwhile): no quarantined blob either
     throw err;
   }
-  throw new ApiError('mc_dm_api_error.processor_rejected', `The file was rejected by the ${r.processor} check: ${r.reason}`,
-    { processor: r.processor, reason: r.reason, file_id: row.id });
+  throw new ApiError(
+    'mc_dm_api_error.processor_rejected',
+    `The file was rejected by the ${r.processor} check: ${r.reason}`,
+    { processor: r.processor, reason: r.reason, file_id: row.id },
+  );
 }
 
 async function insertFile(
-  deps: FileDeps, v: VersionWithParents, isPrimary: boolean | null | undefined, data: Omit<Prisma.FileUncheckedCreateInput, 'versionId'>,
+  deps: FileDeps,
+  v: VersionWithParents,
+  isPrimary: boolean | null | undefined,
+  data: Omit<Prisma.FileUncheckedCreateInput, 'versionId'>,
 ): Promise<File> {
   return deps.prisma.$transaction(async (tx) => {
     // The caps are decided here, after the locks and before the row is committed; a refusal rolls back, and
@@ -367,7 +524,12 @@ async function insertFile(
   });
 }
 
-export interface UpdateFileInput { fileId: number; displayLabel?: string | null; isPrimary?: boolean | null; displayOrder?: number | null }
+export interface UpdateFileInput {
+  fileId: number;
+  displayLabel?: string | null;
+  isPrimary?: boolean | null;
+  displayOrder?: number | null;
+}
 
 export async function updateFile(deps: FileDeps, input: UpdateFileInput): Promise<File> {
   const f = await viewableFile(deps, input.fileId);
@@ -377,7 +539,8 @@ export async function updateFile(deps: FileDeps, input: UpdateFileInput): Promis
   if (input.displayLabel != null) data.displayLabel = label(input.displayLabel);
   if (input.displayOrder != null) data.displayOrder = uint('display_order', input.displayOrder);
   if (input.isPrimary != null && input.isPrimary !== f.isPrimary) {
-    if (input.isPrimary && f.validationStatus === 'failed') throw invalidInput('is_primary', 'A file that failed validation cannot be the primary file.');
+    if (input.isPrimary && f.validationStatus === 'failed')
+      throw invalidInput('is_primary', 'A file that failed validation cannot be the primary file.');
     if (!input.isPrimary) data.isPrimary = false;
   }
   return deps.prisma.$transaction(async (tx) => {
@@ -387,14 +550,20 @@ export async function updateFile(deps: FileDeps, input: UpdateFileInput): Promis
     if (!current || current.isDeleted) throw notFound('file', f.id);
     if (Object.keys(data).length) await tx.file.update({ where: { id: f.id }, data });
     if (input.isPrimary && !current.isPrimary) {
-      await tx.file.updateMany({ where: { versionId: f.versionId, isPrimary: true, id: { not: f.id } }, data: { isPrimary: false } });
+      await tx.file.updateMany({
+        where: { versionId: f.versionId, isPrimary: true, id: { not: f.id } },
+        data: { isPrimary: false },
+      });
       await tx.file.update({ where: { id: f.id }, data: { isPrimary: true } });
     }
     return tx.file.findUniqueOrThrow({ where: { id: f.id } });
   });
 }
 
-export interface DeleteFileInput { fileId: number; hard?: boolean | null }
+export interface DeleteFileInput {
+  fileId: number;
+  hard?: boolean | null;
+}
 
 /** Soft: is_deleted=1, blob kept, no re-promotion. Hard: row and blob gone; the next file by display_order becomes primary. */
 export async function deleteFile(deps: FileDeps, input: DeleteFileInput): Promise<{ removedBlobs: string[] }> {
@@ -403,7 +572,11 @@ export async function deleteFile(deps: FileDeps, input: DeleteFileInput): Promis
   if (!(await canManage(deps, d))) throw noPermission('manage the files of this download');
   if (!input.hard) {
     // updateMany: a hard delete that got there first leaves nothing to mark, and that is no error.
-    if (!f.isDeleted) await deps.prisma.file.updateMany({ where: { id: f.id, isDeleted: false }, data: { isDeleted: true, deletedAt: new Date() } });
+    if (!f.isDeleted)
+      await deps.prisma.file.updateMany({
+        where: { id: f.id, isDeleted: false },
+        data: { isDeleted: true, deletedAt: new Date() },
+      });
     return { removedBlobs: [] };
   }
   requireScopes(deps.access.visitor, ['mc_dm_download:delete_hard']);

@@ -38,7 +38,9 @@ export const FILE_KEYS: Columns<FileOrder> = {
 
 export const VERSION_ORDERS = { release_date: 'releaseDate' } as const;
 export type VersionOrder = keyof typeof VERSION_ORDERS;
-export const VERSION_KEYS: Columns<VersionOrder> = { release_date: { name: VERSION_ORDERS.release_date, kind: 'date' } };
+export const VERSION_KEYS: Columns<VersionOrder> = {
+  release_date: { name: VERSION_ORDERS.release_date, kind: 'date' },
+};
 
 export const TEAM_ORDERS = { added_at: 'addedAt' } as const;
 export type TeamOrder = keyof typeof TEAM_ORDERS;
@@ -46,8 +48,12 @@ export const TEAM_KEYS: Columns<TeamOrder> = { added_at: { name: TEAM_ORDERS.add
 
 /** The keyset of `list` in `order` (else `defaultOrder`) and `direction` (else `defaultDirection`). */
 export function keysetOf<K extends string>(
-  list: string, keys: Columns<K>, order: K | null | undefined, direction: Direction | null | undefined,
-  defaultOrder: K, defaultDirection: Direction = 'desc',
+  list: string,
+  keys: Columns<K>,
+  order: K | null | undefined,
+  direction: Direction | null | undefined,
+  defaultOrder: K,
+  defaultDirection: Direction = 'desc',
 ): KeysetSpec {
   const o = order ?? defaultOrder;
   return { list, order: o, direction: direction ?? defaultDirection, column: keys[o] };

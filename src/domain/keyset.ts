@@ -40,7 +40,10 @@ export interface KeysetSpec {
 export type KeyValue = number | bigint | Date | string | null;
 
 /** A row's place in its list: the order column's value and the row id. */
-export interface Position { value: KeyValue; id: number }
+export interface Position {
+  value: KeyValue;
+  id: number;
+}
 
 export interface ConnectionArgs {
   first?: number | null;
@@ -90,9 +93,12 @@ export class CursorSeal {
     if (!CURSOR_SHAPE.test(token)) return undefined;
     const raw = Buffer.from(token, 'base64url');
     // Only the canonical spelling: base64url's last character can carry unused bits, which must not vary.
-    if (raw.toString('base64url') !== token || raw.length <= 1 + IV_BYTES + TAG_BYTES || raw[0] !== VERSION[0]) return undefined;
+    if (raw.toString('base64url') !== token || raw.length <= 1 + IV_BYTES + TAG_BYTES || raw[0] !== VERSION[0])
+      return undefined;
     try {
-      const decipher = crypto.createDecipheriv('aes-256-gcm', this.#key, raw.subarray(1, 1 + IV_BYTES), { authTagLength: TAG_BYTES });
+      const decipher = crypto.createDecipheriv('aes-256-gcm', this.#key, raw.subarray(1, 1 + IV_BYTES), {
+        authTagLength: TAG_BYTES,
+      });
       decipher.setAAD(VERSION);
       decipher.setAuthTag(raw.subarray(raw.length - TAG_BYTES));
       return Buffer.concat([decipher.update(raw.subarray(1 + IV_BYTES, raw.length - TAG_BYTES)), decipher.final()]);
@@ -104,7 +110,10 @@ export class CursorSeal {
 
 function pageSize(field: 'first' | 'last', n: number): number {
   if (!Number.isInteger(n) || n < 1) {
-    throw invalidInput(field, `${field} must be a whole number from 1 to ${MAX_PAGE_SIZE} (larger values are clamped to ${MAX_PAGE_SIZE}), got ${n}.`);
+    throw invalidInput(
+      field,
+      `${field} must be a whole number from 1 to ${MAX_PAGE_SIZE} (larger values are clamped to ${MAX_PAGE_SIZE}), got ${n}.`,
+    );
   }
   return Math.min(n, MAX_PAGE_SIZE);
 }
@@ -118,8 +127,10 @@ export function windowOf(seal: CursorSeal, spec: KeysetSpec, args: ConnectionArg
   const backward = args.last != null || args.before != null;
   if (forward && backward) {
     const sent = (['first', 'after', 'last', 'before'] as const).filter((k) => args[k] != null);
-    throw invalidInput(sent.includes('last') ? 'last' : 'before',
-      `Page forward with first/after or backward with last/before, not both (got ${sent.join(', ')}).`);
+    throw invalidInput(
+      sent.includes('last') ? 'last' : 'before',
+      `Page forward with first/after or backward with last/before, not both (got ${sent.join(', ')}).`,
+    );
   }
   if (backward) {
     return {
@@ -138,9 +149,12 @@ export function windowOf(seal: CursorSeal, spec: KeysetSpec, args: ConnectionArg
 function valueOut(kind: KeyKind, v: KeyValue): unknown {
   if (v === null) return null;
   switch (kind) {
-    case 'date': return (v as Date).toISOString();
-    case 'bigint': return String(v);
-    default: return v;
+    case 'date':
+      return (v as Date).toISOString();
+    case 'bigint':
+      return String(v);
+    default:
+      return v;
   }
 }
 
@@ -150,13 +164,15 @@ const BIGINT_MAX = 9_223_372_036_854_775_807n;
 function valueIn(col: KeyColumn, raw: unknown): KeyValue | undefined {
   if (raw === null) return col.nullable ? null : undefined;
   switch (col.kind) {
-    case 'int': return typeof raw === 'number' && Number.isInteger(raw) && Math.abs(raw) <= MAX_INT ? raw : undefined;
+    case 'int':
+      return typeof raw === 'number' && Number.isInteger(raw) && Math.abs(raw) <= MAX_INT ? raw : undefined;
     case 'bigint': {
       if (typeof raw !== 'string' || !/^-?\d{1,19}$/.test(raw)) return undefined;
       const v = BigInt(raw);
       return v <= BIGINT_MAX && v >= -BIGINT_MAX ? v : undefined;
     }
-    case 'string': return typeof raw === 'string' && raw.length <= 10_000 && !raw.includes('\u0000') ? raw : undefined;
+    case 'string':
+      return typeof raw === 'string' && raw.length <= 10_000 && !raw.includes('\u0000') ? raw : undefined;
     case 'date': {
       // Four-digit years only: what timestamp columns hold and toISOString writes back unchanged.
       if (typeof raw !== 'string' || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(raw)) return undefined;
@@ -167,16 +183,31 @@ function valueIn(col: KeyColumn, raw: unknown): KeyValue | undefined {
 }
 
 /** The cursor of `row` (which carries the order column and `id`) in the list `spec`, sealed with `seal`. */
-export function encodeCursor(seal: CursorSeal, spec: KeysetSpec, row: { id: number } & Record<string, unknown>): string {
-  return seal.seal(Buffer.from(JSON.stringify([
-    spec.list, spec.order, spec.direction, valueOut(spec.column.kind, (row[spec.column.name] ?? null) as KeyValue), row.id,
-  ])));
+export function encodeCursor(
+  seal: CursorSeal,
+  spec: KeysetSpec,
+  row: { id: number } & Record<string, unknown>,
+): string {
+  return seal.seal(
+    Buffer.from(
+      JSON.stringify([
+        spec.list,
+        spec.order,
+        spec.direction,
+        valueOut(spec.column.kind, (row[spec.column.name] ?? null) as KeyValue),
+        row.id,
+      ]),
+    ),
+  );
 }
 
 /** The position a cursor names; invalid_input (naming `field`) when it is not a cursor of this list and order. */
 export function decodeCursor(seal: CursorSeal, spec: KeysetSpec, cursor: string, field: string): Position {
-  const bad = (why: string) => invalidInput(field,
-    `${field} ${why}: pass the \`cursor\` (or pageInfo's startCursor/endCursor) this field returned with the same order and direction, or leave ${field} out to start from the ${field === 'before' ? 'end' : 'beginning'}.`);
+  const bad = (why: string) =>
+    invalidInput(
+      field,
+      `${field} ${why}: pass the \`cursor\` (or pageInfo's startCursor/endCursor) this field returned with the same order and direction, or leave ${field} out to start from the ${field === 'before' ? 'end' : 'beginning'}.`,
+    );
   const plain = seal.open(cursor);
   if (!plain) throw bad('is not a cursor issued by this service (or it was altered or cut)');
   let p: unknown;
@@ -185,7 +216,13 @@ export function decodeCursor(seal: CursorSeal, spec: KeysetSpec, cursor: string,
   } catch {
     throw bad('is not a cursor issued by this service');
   }
-  if (!Array.isArray(p) || p.length !== 5 || typeof p[0] !== 'string' || typeof p[1] !== 'string' || typeof p[2] !== 'string') {
+  if (
+    !Array.isArray(p) ||
+    p.length !== 5 ||
+    typeof p[0] !== 'string' ||
+    typeof p[1] !== 'string' ||
+    typeof p[2] !== 'string'
+  ) {
     throw bad('is not a cursor issued by this service');
   }
   const [list, order, direction, raw, id] = p as [string, string, string, unknown, unknown];
@@ -274,16 +311,32 @@ export function sqlOrderBy(spec: KeysetSpec, w: Window, t: string): string {
 
 // ───────────── from the rows read to a page
 
-export interface PageInfo { hasNextPage: boolean; hasPreviousPage: boolean; startCursor: string | null; endCursor: string | null }
-export interface Edge<T> { cursor: string; node: T }
-export interface KeysetPage<T> { edges: Edge<T>[]; pageInfo: PageInfo }
+export interface PageInfo {
+  hasNextPage: boolean;
+  hasPreviousPage: boolean;
+  startCursor: string | null;
+  endCursor: string | null;
+}
+export interface Edge<T> {
+  cursor: string;
+  node: T;
+}
+export interface KeysetPage<T> {
+  edges: Edge<T>[];
+  pageInfo: PageInfo;
+}
 
 /**
  * `rows` were read in scan order, up to `size + 1` of them (the extra row only tells that more follow). Answers the
  * page in list order with a cursor per row. `hasPreviousPage` when paging forward (and `hasNextPage` backward) is
  * true when the request came with a cursor: rows lay beyond it when that cursor was issued.
  */
-export function pageOf<T extends { id: number }>(seal: CursorSeal, spec: KeysetSpec, w: Window, rows: readonly T[]): KeysetPage<T> {
+export function pageOf<T extends { id: number }>(
+  seal: CursorSeal,
+  spec: KeysetSpec,
+  w: Window,
+  rows: readonly T[],
+): KeysetPage<T> {
   const more = rows.length > w.size;
   const kept = rows.slice(0, w.size);
   if (w.backward) kept.reverse();

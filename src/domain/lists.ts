@@ -4,14 +4,28 @@ import { invalidInput } from '../errors.js';
 export const DEFAULT_PER_PAGE = 20;
 export const MAX_PER_PAGE = 100;
 
-export interface PageRequest { page?: number | null; perPage?: number | null }
-export interface PageWindow { page: number; perPage: number; skip: number; take: number }
-export interface Pagination { page: number; perPage: number; total: number; lastPage: number }
+export interface PageRequest {
+  page?: number | null;
+  perPage?: number | null;
+}
+export interface PageWindow {
+  page: number;
+  perPage: number;
+  skip: number;
+  take: number;
+}
+export interface Pagination {
+  page: number;
+  perPage: number;
+  total: number;
+  lastPage: number;
+}
 export type Direction = 'asc' | 'desc';
 
 export function pageWindow(req: PageRequest): PageWindow {
   const page = req.page ?? 1;
-  if (!Number.isInteger(page) || page < 1) throw invalidInput('page', `page must be a whole number of 1 or more, got ${page}.`);
+  if (!Number.isInteger(page) || page < 1)
+    throw invalidInput('page', `page must be a whole number of 1 or more, got ${page}.`);
   let perPage = req.perPage ?? DEFAULT_PER_PAGE;
   if (!Number.isInteger(perPage) || perPage < 1) {
     throw invalidInput('per_page', `per_page must be a whole number from 1 to ${MAX_PER_PAGE}, got ${perPage}.`);
@@ -25,4 +39,7 @@ export function paginationOf(w: PageWindow, total: number): Pagination {
 }
 
 /** A page of rows after the per-row permission filter; `total` counts rows before it (contract §5). */
-export interface Page<T> { nodes: T[]; pagination: Pagination }
+export interface Page<T> {
+  nodes: T[];
+  pagination: Pagination;
+}

@@ -3,7 +3,11 @@
 import type { Prisma } from '../generated/prisma/client.js';
 
 export async function hardDeleteDownloads(
-  tx: Prisma.TransactionClient, downloadIds: number[], actorId: number, reason: string, action = 'download.hard_deleted',
+  tx: Prisma.TransactionClient,
+  downloadIds: number[],
+  actorId: number,
+  reason: string,
+  action = 'download.hard_deleted',
 ): Promise<string[]> {
   if (downloadIds.length === 0) return [];
   // The rows' lock first (in id order): a file being added holds the download's row lock until it commits, so the

@@ -8,8 +8,13 @@ export const MAX_TAG_LENGTH = 50;
 export function normalizeTags(raw: readonly string[]): string[] {
   const tags = [...new Set(raw.map((t) => t.trim().toLowerCase().replace(/\s+/g, ' ')).filter(Boolean))];
   const long = tags.find((t) => t.length > MAX_TAG_LENGTH);
-  if (long) throw invalidInput('tags', `Each tag may be at most ${MAX_TAG_LENGTH} characters; "${long.slice(0, 20)}…" is longer.`);
-  if (tags.length > MAX_TAGS) throw invalidInput('tags', `A download may carry at most ${MAX_TAGS} tags, got ${tags.length}.`);
+  if (long)
+    throw invalidInput(
+      'tags',
+      `Each tag may be at most ${MAX_TAG_LENGTH} characters; "${long.slice(0, 20)}…" is longer.`,
+    );
+  if (tags.length > MAX_TAGS)
+    throw invalidInput('tags', `A download may carry at most ${MAX_TAGS} tags, got ${tags.length}.`);
   return tags;
 }
 

@@ -19,8 +19,12 @@ export interface Ingested {
   head: Buffer;
 }
 
-export const tooLarge = (limit: number) => new ApiError('mc_dm_api_error.upload_exceeds_php_limit',
-  `The upload is larger than the server's limit of ${limit} bytes.`, { limit });
+export const tooLarge = (limit: number) =>
+  new ApiError(
+    'mc_dm_api_error.upload_exceeds_php_limit',
+    `The upload is larger than the server's limit of ${limit} bytes.`,
+    { limit },
+  );
 
 /** Where ingested bytes came from: a client's upload, or an external URL the service fetched. */
 export type IngestSource = 'upload' | 'external_url';
@@ -28,7 +32,12 @@ export type IngestSource = 'upload' | 'external_url';
 /** Bytes received by ingest() in this process, by source, as they stream (over-limit uploads included): /metrics. */
 export const ingestedBytes: Record<IngestSource, number> = { upload: 0, external_url: 0 };
 
-export async function ingest(source: Readable, tmpDir: string, maxBytes: number, from: IngestSource = 'upload'): Promise<Ingested> {
+export async function ingest(
+  source: Readable,
+  tmpDir: string,
+  maxBytes: number,
+  from: IngestSource = 'upload',
+): Promise<Ingested> {
   const tmpPath = path.join(tmpDir, temporaryFileName());
   const hash = crypto.createHash('sha256');
   let size = 0;

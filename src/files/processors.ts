@@ -8,7 +8,12 @@ import mime from 'mime-types';
 import yauzl from 'yauzl';
 import type { Ingested } from './ingest.js';
 
-export interface Limits { maxFileSize: bigint; maxVersionSize: bigint; maxDownloadSize: bigint; allowedFileTypes: string }
+export interface Limits {
+  maxFileSize: bigint;
+  maxVersionSize: bigint;
+  maxDownloadSize: bigint;
+  allowedFileTypes: string;
+}
 
 export interface Candidate {
   filename: string;
@@ -19,21 +24,69 @@ export interface Candidate {
   downloadBytes: bigint;
 }
 
-export interface Rejection { processor: string; reason: string }
-export interface Outcome { mimeType: string; rejection?: Rejection }
+export interface Rejection {
+  processor: string;
+  reason: string;
+}
+export interface Outcome {
+  mimeType: string;
+  rejection?: Rejection;
+}
 
-interface State { ext: string; detected?: { ext: string; mime: string }; mimeType: string }
-interface Processor { name: string; run(c: Candidate, s: State): Promise<string | undefined> | string | undefined }
+interface State {
+  ext: string;
+  detected?: { ext: string; mime: string };
+  mimeType: string;
+}
+interface Processor {
+  name: string;
+  run(c: Candidate, s: State): Promise<string | undefined> | string | undefined;
+}
 
 /** Extensions whose files must start with their format's signature. Aliases share a format. */
 const BINARY_FORMATS: Record<string, string[]> = {
-  zip: ['zip'], jar: ['zip', 'jar'], apk: ['zip', 'apk'], xpi: ['zip', 'xpi'], epub: ['zip', 'epub'],
-  docx: ['zip', 'docx'], xlsx: ['zip', 'xlsx'], pptx: ['zip', 'pptx'], odt: ['zip', 'odt'], ods: ['zip', 'ods'],
-  rar: ['rar'], '7z': ['7z'], gz: ['gz'], tgz: ['gz'], bz2: ['bz2'], xz: ['xz'], zst: ['zst'], tar: ['tar'],
-  png: ['png'], jpg: ['jpg'], jpeg: ['jpg'], gif: ['gif'], webp: ['webp'], bmp: ['bmp'], tif: ['tif'], tiff: ['tif'],
-  pdf: ['pdf'], mp3: ['mp3'], mp4: ['mp4', 'm4v'], ogg: ['ogg', 'oga', 'ogv', 'opus'], flac: ['flac'], wav: ['wav'],
-  mkv: ['mkv'], webm: ['webm'], avi: ['avi'], woff: ['woff'], woff2: ['woff2'], ttf: ['ttf'], otf: ['otf'],
-  exe: ['exe'], dll: ['exe'], psd: ['psd'],
+  zip: ['zip'],
+  jar: ['zip', 'jar'],
+  apk: ['zip', 'apk'],
+  xpi: ['zip', 'xpi'],
+  epub: ['zip', 'epub'],
+  docx: ['zip', 'docx'],
+  xlsx: ['zip', 'xlsx'],
+  pptx: ['zip', 'pptx'],
+  odt: ['zip', 'odt'],
+  ods: ['zip', 'ods'],
+  rar: ['rar'],
+  '7z': ['7z'],
+  gz: ['gz'],
+  tgz: ['gz'],
+  bz2: ['bz2'],
+  xz: ['xz'],
+  zst: ['zst'],
+  tar: ['tar'],
+  png: ['png'],
+  jpg: ['jpg'],
+  jpeg: ['jpg'],
+  gif: ['gif'],
+  webp: ['webp'],
+  bmp: ['bmp'],
+  tif: ['tif'],
+  tiff: ['tif'],
+  pdf: ['pdf'],
+  mp3: ['mp3'],
+  mp4: ['mp4', 'm4v'],
+  ogg: ['ogg', 'oga', 'ogv', 'opus'],
+  flac: ['flac'],
+  wav: ['wav'],
+  mkv: ['mkv'],
+  webm: ['webm'],
+  avi: ['avi'],
+  woff: ['woff'],
+  woff2: ['woff2'],
+  ttf: ['ttf'],
+  otf: ['otf'],
+  exe: ['exe'],
+  dll: ['exe'],
+  psd: ['psd'],
 };
 const ZIP_FAMILY = new Set(['zip', 'jar', 'apk', 'xpi', 'epub', 'docx', 'xlsx', 'pptx', 'odt', 'ods']);
 export const BOMB_RATIO = 100;
@@ -43,10 +96,14 @@ const bytes = (n: bigint | number) => `${n} bytes`;
 /** Sum of the uncompressed sizes a zip archive declares in its central directory (nothing is inflated). */
 async function zipDeclaredSize(file: string): Promise<bigint> {
   const zip = await new Promise<yauzl.ZipFile>((resolve, reject) =>
-    yauzl.open(file, { lazyEntries: true, autoClose: true }, (err, z) => (err ? reject(err) : resolve(z!))));
+    yauzl.open(file, { lazyEntries: true, autoClose: true }, (err, z) => (err ? reject(err) : resolve(z!))),
+  );
   return new Promise((resolve, reject) => {
     let total = 0n;
-    zip.on('entry', (e: yauzl.Entry) => { total += BigInt(e.uncompressedSize); zip.readEntry(); });
+    zip.on('entry', (e: yauzl.Entry) => {
+      total += BigInt(e.uncompressedSize);
+      zip.readEntry();
+    });
     zip.on('end', () => resolve(total));
     zip.on('error', reject);
     zip.readEntry();
@@ -72,9 +129,12 @@ export const PROCESSORS: Processor[] = [
     run: (c) => {
       const size = BigInt(c.ingested.size);
       const { maxFileSize, maxVersionSize, maxDownloadSize } = c.limits;
-      if (size > maxFileSize) return `The file is ${bytes(size)}; this category allows at most ${bytes(maxFileSize)} per file.`;
-      if (c.versionBytes + size > maxVersionSize) return `The version would hold ${bytes(c.versionBytes + size)}; this category allows at most ${bytes(maxVersionSize)} per version.`;
-      if (c.downloadBytes + size > maxDownloadSize) return `The download would hold ${bytes(c.downloadBytes + size)}; this category allows at most ${bytes(maxDownloadSize)} per download.`;
+      if (size > maxFileSize)
+        return `The file is ${bytes(size)}; this category allows at most ${bytes(maxFileSize)} per file.`;
+      if (c.versionBytes + size > maxVersionSize)
+        return `The version would hold ${bytes(c.versionBytes + size)}; this category allows at most ${bytes(maxVersionSize)} per version.`;
+      if (c.downloadBytes + size > maxDownloadSize)
+        return `The download would hold ${bytes(c.downloadBytes + size)}; this category allows at most ${bytes(maxDownloadSize)} per download.`;
       return undefined;
     },
   },
@@ -112,17 +172,27 @@ export const PROCESSORS: Processor[] = [
   {
     name: 'decompression-bomb',
     run: async (c, s) => {
-      const kind = s.detected?.ext === 'zip' || ZIP_FAMILY.has(s.detected?.ext ?? '') ? 'zip' : s.detected?.ext === 'gz' ? 'gz' : null;
+      const kind =
+        s.detected?.ext === 'zip' || ZIP_FAMILY.has(s.detected?.ext ?? '')
+          ? 'zip'
+          : s.detected?.ext === 'gz'
+            ? 'gz'
+            : null;
       if (!kind) return undefined;
       let declared: bigint;
       try {
-        declared = kind === 'zip' ? await zipDeclaredSize(c.ingested.tmpPath) : await gzipDeclaredSize(c.ingested.tmpPath, c.ingested.size);
+        declared =
+          kind === 'zip'
+            ? await zipDeclaredSize(c.ingested.tmpPath)
+            : await gzipDeclaredSize(c.ingested.tmpPath, c.ingested.size);
       } catch (err) {
         return `The ${kind} archive cannot be read: ${(err as Error).message}`;
       }
       const size = BigInt(Math.max(c.ingested.size, 1));
-      if (declared > size * BigInt(BOMB_RATIO)) return `The archive declares ${bytes(declared)} uncompressed, over ${BOMB_RATIO}× its ${bytes(c.ingested.size)}.`;
-      if (declared > c.limits.maxVersionSize) return `The archive declares ${bytes(declared)} uncompressed, over this category's version limit of ${bytes(c.limits.maxVersionSize)}.`;
+      if (declared > size * BigInt(BOMB_RATIO))
+        return `The archive declares ${bytes(declared)} uncompressed, over ${BOMB_RATIO}× its ${bytes(c.ingested.size)}.`;
+      if (declared > c.limits.maxVersionSize)
+        return `The archive declares ${bytes(declared)} uncompressed, over this category's version limit of ${bytes(c.limits.maxVersionSize)}.`;
       return undefined;
     },
   },

@@ -9,8 +9,13 @@
 // reason is logged once per operation), and variables that do not coerce (their errors are the interpreter's own).
 // graphql-jit takes no abort signal: the deadline is raced by operationLimitsPlugin (src/http/limits.ts).
 import {
-  GraphQLError, getOperationAST,
-  type DocumentNode, type ExecutionResult, type GraphQLSchema, type SourceLocation, type VariableDefinitionNode,
+  GraphQLError,
+  getOperationAST,
+  type DocumentNode,
+  type ExecutionResult,
+  type GraphQLSchema,
+  type SourceLocation,
+  type VariableDefinitionNode,
 } from 'graphql';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import { getVariableValues } from '@graphql-tools/executor';
@@ -39,7 +44,9 @@ export class CompiledOperations {
   ) {}
 
   /** Documents in the cache. */
-  get size(): number { return this.documents.size; }
+  get size(): number {
+    return this.documents.size;
+  }
 
   /**
    * The compiled operation to run, or undefined when this run interprets: the document's first use, a subscription,
@@ -84,7 +91,10 @@ export class CompiledOperations {
  * cannot compile it. REST route documents (rest-adapter/execute.ts) and /graphql documents both compile through here.
  */
 export function compileOperation(
-  schema: GraphQLSchema, document: DocumentNode, operationName: string | undefined, onFallback: (reason: unknown) => void,
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operationName: string | undefined,
+  onFallback: (reason: unknown) => void,
 ): CompiledQuery['query'] | null {
   let compiled: CompiledQuery | ExecutionResult;
   try {
@@ -120,7 +130,9 @@ function asGraphQLError(e: GraphQLError, document: DocumentNode): GraphQLError {
   const source = document.loc?.source;
   const locations = (e as { locations?: readonly SourceLocation[] }).locations;
   return new GraphQLError(e.message, {
-    path: e.path, originalError: e.originalError, extensions: e.extensions,
+    path: e.path,
+    originalError: e.originalError,
+    extensions: e.extensions,
     ...(source && locations?.length ? { source, positions: locations.map((l) => offsetOf(source.body, l)) } : {}),
   });
 }

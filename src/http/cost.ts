@@ -16,10 +16,25 @@
 // Fragments and inline fragments count where they are spread; the selections of every type condition are added
 // (an upper bound for abstract types). Validation has already refused unknown fields and fragment cycles.
 import {
-  getNamedType, getNullableType, isLeafType, isListType, isCompositeType, Kind, TypeNameMetaFieldDef,
-  SchemaMetaFieldDef, TypeMetaFieldDef,
-  type DocumentNode, type FieldNode, type FragmentDefinitionNode, type GraphQLCompositeType, type GraphQLField,
-  type GraphQLNamedType, type GraphQLSchema, type OperationDefinitionNode, type SelectionSetNode, type ValueNode,
+  getNamedType,
+  getNullableType,
+  isLeafType,
+  isListType,
+  isCompositeType,
+  Kind,
+  TypeNameMetaFieldDef,
+  SchemaMetaFieldDef,
+  TypeMetaFieldDef,
+  type DocumentNode,
+  type FieldNode,
+  type FragmentDefinitionNode,
+  type GraphQLCompositeType,
+  type GraphQLField,
+  type GraphQLNamedType,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+  type SelectionSetNode,
+  type ValueNode,
 } from 'graphql';
 import { MAX_TAGS } from '../domain/tags.js';
 import { PERMISSIONS, SCOPES } from '../permissions/names.js';
@@ -43,7 +58,10 @@ export const LIST_BOUNDS: Readonly<Record<string, number>> = {
   'Query.effectivePermissions': PERMISSIONS.length,
 };
 
-export function operationOf(document: DocumentNode, operationName?: string | null): OperationDefinitionNode | undefined {
+export function operationOf(
+  document: DocumentNode,
+  operationName?: string | null,
+): OperationDefinitionNode | undefined {
   const ops = document.definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION);
   if (operationName) return ops.find((o) => o.name?.value === operationName);
   return ops.length === 1 ? ops[0] : undefined;
@@ -51,7 +69,10 @@ export function operationOf(document: DocumentNode, operationName?: string | nul
 
 /** The cost of the operation `operationName` of `document` (0 when there is no such operation: execution refuses it). */
 export function operationCost(
-  schema: GraphQLSchema, document: DocumentNode, variables: Record<string, unknown> | null | undefined, operationName?: string | null,
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  variables: Record<string, unknown> | null | undefined,
+  operationName?: string | null,
 ): number {
   const operation = operationOf(document, operationName);
   if (!operation) return 0;
@@ -62,7 +83,8 @@ export function operationCost(
   for (const d of document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d);
 
   const defaults = new Map<string, ValueNode>();
-  for (const v of operation.variableDefinitions ?? []) if (v.defaultValue) defaults.set(v.variable.name.value, v.defaultValue);
+  for (const v of operation.variableDefinitions ?? [])
+    if (v.defaultValue) defaults.set(v.variable.name.value, v.defaultValue);
 
   /** A value sent for an argument: the literal, or the variable's value (or its default in the operation). */
   const valueOf = (node: ValueNode): unknown => {
@@ -93,7 +115,12 @@ export function operationCost(
     return declared ? DEFAULT_PAGE_SIZE : undefined;
   };
 
-  const listSize = (field: FieldNode, def: GraphQLField<unknown, unknown>, parent: GraphQLCompositeType, elementType: GraphQLNamedType): number => {
+  const listSize = (
+    field: FieldNode,
+    def: GraphQLField<unknown, unknown>,
+    parent: GraphQLCompositeType,
+    elementType: GraphQLNamedType,
+  ): number => {
     if (def.args.some((a) => a.name === IDS_ARG)) {
       const sent = argument(field, IDS_ARG);
       const ids = sent ? valueOf(sent.value) : undefined;
@@ -147,7 +174,9 @@ export function operationCost(
     const own = pageSize(field, def);
     // A list of scalars or enums counts each item 1, at its page size or bound (a download's tags: 20).
     if (isLeafType(named)) return isList ? 1 + (own ?? page ?? listSize(field, def, parent, named)) : 0;
-    const children = field.selectionSet ? selectionCost(field.selectionSet, named, own !== undefined && !isList ? own : undefined) : 0;
+    const children = field.selectionSet
+      ? selectionCost(field.selectionSet, named, own !== undefined && !isList ? own : undefined)
+      : 0;
     if (!isList) return 1 + children;
     const size = own ?? page ?? listSize(field, def, parent, named);
     return 1 + size * (1 + children);

@@ -30,7 +30,9 @@ import { RESPONSE_BUDGET, type ResponseBudget } from './response-size.js';
 /** Ends an operation's turn; `extraMs` adds to its charge what its time alone does not show (see resultCharge). */
 export type Release = (extraMs?: number) => void;
 
-interface Waiter { grant(release: Release): void }
+interface Waiter {
+  grant(release: Release): void;
+}
 
 /** How far ahead of the clock (ms of execution) a client may run before it waits for the others' turns. */
 export const BURST_MS = 25;
@@ -57,12 +59,19 @@ export class FairShare {
   private clock = 0;
 
   /** `limit` 0 turns the shares off: every operation runs at once. `serial`: see above. */
-  constructor(readonly limit: number, private readonly options: { serial?: boolean } = {}) {}
+  constructor(
+    readonly limit: number,
+    private readonly options: { serial?: boolean } = {},
+  ) {}
 
   /** Operations running now. */
-  get inFlight(): number { return this.running; }
+  get inFlight(): number {
+    return this.running;
+  }
   /** Operations waiting for a slot. */
-  get queued(): number { return this.queuedCount; }
+  get queued(): number {
+    return this.queuedCount;
+  }
 
   /**
    * Resolves with the slot's release (call it once the operation is over; later calls do nothing) when `client`'s
@@ -70,7 +79,8 @@ export class FairShare {
    */
   acquire(client: string, signal?: AbortSignal): Promise<Release> {
     if (this.limit === 0) return Promise.resolve(() => {});
-    if (signal?.aborted) return Promise.reject(signal.reason ?? new ApiError('operation_timeout', 'The request was cancelled.'));
+    if (signal?.aborted)
+      return Promise.reject(signal.reason ?? new ApiError('operation_timeout', 'The request was cancelled.'));
     if (this.running < this.limit && !this.options.serial && this.mayRun(client)) {
       this.serviceNow();
       this.running++;
@@ -88,9 +98,17 @@ export class FairShare {
         reject(signal!.reason);
         // Its leaving may move the clock, and let a client that was ahead take a free slot.
         if (this.options.serial) this.grantNextTurn();
-        else while (this.next()) { /* every free slot a waiting client may take */ }
+        else
+          while (this.next()) {
+            /* every free slot a waiting client may take */
+          }
       };
-      const waiter: Waiter = { grant: (release) => { signal?.removeEventListener('abort', onAbort); resolve(release); } };
+      const waiter: Waiter = {
+        grant: (release) => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve(release);
+        },
+      };
       signal?.addEventListener('abort', onAbort, { once: true });
       const queue = this.waiting.get(client);
       if (queue) queue.push(waiter);
@@ -99,7 +117,10 @@ export class FairShare {
       // Serial: admitted on a later turn. Else it waits for a slot, or, ahead of the clock with a slot free, for
       // the others' turns; with nobody else running or waiting it is the clock, and goes now.
       if (this.options.serial) this.grantNextTurn();
-      else while (this.next()) { /* every free slot a waiting client may take */ }
+      else
+        while (this.next()) {
+          /* every free slot a waiting client may take */
+        }
     });
   }
 
@@ -154,7 +175,10 @@ export class FairShare {
         for (const [c, v] of this.charged) if (v <= this.clock) this.charged.delete(c);
       }
       if (this.options.serial) this.grantNextTurn();
-      else while (this.next()) { /* every free slot a waiting client may take */ }
+      else
+        while (this.next()) {
+          /* every free slot a waiting client may take */
+        }
     };
   }
 
@@ -181,7 +205,10 @@ export class FairShare {
     for (const c of this.waiting.keys()) {
       if (!this.mayRun(c)) continue;
       const charge = Math.floor(this.chargeOf(c, now));
-      if (charge < least) { least = charge; client = c; }
+      if (charge < least) {
+        least = charge;
+        client = c;
+      }
     }
     // None may run yet: the clients ahead wait until the running operations' ends move the clock (each end calls next).
     if (client === undefined) return false;

@@ -10,9 +10,9 @@ import { ApiError, noPermission, notFound, statusOfError, toErrorItem, headersOf
 import { FILE_CSP } from './security-headers.js';
 import { MAX_INT, wholeNumberRange } from '../domain/numbers.js';
 
-
 /** Types a browser would render as a document (and run scripts in): served as opaque bytes instead. */
-const ACTIVE = /^(text\/html|application\/xhtml\+xml|image\/svg\+xml|text\/xml|application\/xml|text\/xsl|application\/xslt\+xml|text\/javascript|application\/javascript|application\/ecmascript|text\/ecmascript|multipart\/|message\/|application\/pdf|text\/vtt)/i;
+const ACTIVE =
+  /^(text\/html|application\/xhtml\+xml|image\/svg\+xml|text\/xml|application\/xml|text\/xsl|application\/xslt\+xml|text\/javascript|application\/javascript|application\/ecmascript|text\/ecmascript|multipart\/|message\/|application\/pdf|text\/vtt)/i;
 
 export function servedContentType(mimeType: string): string {
   const t = (mimeType || '').trim();
@@ -28,7 +28,10 @@ function contentDisposition(filename: string): string {
 }
 
 /** A single `bytes=` range, resolved against the size; null when absent, 'unsatisfiable' when it cannot be served. */
-export function parseRange(header: string | null, size: number): { start: number; end: number } | null | 'unsatisfiable' {
+export function parseRange(
+  header: string | null,
+  size: number,
+): { start: number; end: number } | null | 'unsatisfiable' {
   if (!header) return null;
   const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
   if (!m || (m[1] === '' && m[2] === '')) return 'unsatisfiable';
@@ -47,38 +50,61 @@ export function parseRange(header: string | null, size: number): { start: number
   return { start, end };
 }
 
-export function fileDataPlugin(contextFor: (request: Request) => Promise<Context>, onUnexpectedError: (err: unknown) => void): Plugin {
+export function fileDataPlugin(
+  contextFor: (request: Request) => Promise<Context>,
+  onUnexpectedError: (err: unknown) => void,
+): Plugin {
   let R: typeof Response = Response; // the server's Response class, set per request
   const fail = (err: unknown) => {
     const item = toErrorItem(err);
     if (item.code === 'server_error') onUnexpectedError(err);
-    return new R(JSON.stringify({ errors: [item] }), { status: statusOfError(err, item.code), headers: { 'content-type': 'application/json; charset=utf-8', ...headersOf(err) } });
+    return new R(JSON.stringify({ errors: [item] }), {
+      status: statusOfError(err, item.code),
+      headers: { 'content-type': 'application/json; charset=utf-8', ...headersOf(err) },
+    });
   };
 
   async function serve(request: Request, rawId: string): Promise<Response> {
     if (request.method !== 'GET' && request.method !== 'HEAD') {
-      return fail(new ApiError('method_not_allowed', `${request.method} is not allowed here; use GET (or HEAD for the headers alone).`, { allowed: ['GET', 'HEAD'] }, { allow: 'GET, HEAD' }));
+      return fail(
+        new ApiError(
+          'method_not_allowed',
+          `${request.method} is not allowed here; use GET (or HEAD for the headers alone).`,
+          { allowed: ['GET', 'HEAD'] },
+          { allow: 'GET, HEAD' },
+        ),
+      );
     }
     const ctx = await contextFor(request);
     requireScopes(ctx.visitor, ['mc_dm_download:read']);
     if (!/^\d+$/.test(rawId) || Number(rawId) < 1 || Number(rawId) > MAX_INT) {
-      throw new ApiError('invalid_input', `file_id must be ${wholeNumberRange(1)}, got "${rawId.slice(0, 40)}".`, { field: 'file_id' });
+      throw new ApiError('invalid_input', `file_id must be ${wholeNumberRange(1)}, got "${rawId.slice(0, 40)}".`, {
+        field: 'file_id',
+      });
     }
     const id = Number(rawId);
     const access = await ctx.access();
-    const f = await ctx.prisma.file.findUnique({ where: { id }, include: { version: { include: { download: true } } } });
+    const f = await ctx.prisma.file.findUnique({
+      where: { id },
+      include: { version: { include: { download: true } } },
+    });
     if (!f || f.isDeleted) throw notFound('file', id);
     const d = f.version.download;
     if (!access.canViewDownload(d)) throw noPermission('view this file');
     if (!access.canDownload(d)) throw noPermission('download this file');
     if (f.validationStatus === 'failed' || f.isQuarantined) {
-      throw new ApiError('mc_dm_api_error.file_not_available', 'This file failed validation and is held for moderators.', { file_id: id });
+      throw new ApiError(
+        'mc_dm_api_error.file_not_available',
+        'This file failed validation and is held for moderators.',
+        { file_id: id },
+      );
     }
-    const count = () => ctx.prisma.$transaction([
-      ctx.prisma.file.update({ where: { id }, data: { downloadCount: { increment: 1 } } }),
-      ctx.prisma.version.update({ where: { id: f.versionId }, data: { downloadCount: { increment: 1 } } }),
-      ctx.prisma.download.update({ where: { id: d.id }, data: { downloadCount: { increment: 1 } } }),
-    ]);
+    const count = () =>
+      ctx.prisma.$transaction([
+        ctx.prisma.file.update({ where: { id }, data: { downloadCount: { increment: 1 } } }),
+        ctx.prisma.version.update({ where: { id: f.versionId }, data: { downloadCount: { increment: 1 } } }),
+        ctx.prisma.download.update({ where: { id: d.id }, data: { downloadCount: { increment: 1 } } }),
+      ]);
     const counts = request.method === 'GET';
     if (f.isLinkOnly || !f.storageKey) {
       if (!f.externalUrl) throw notFound('file', id);
@@ -88,8 +114,12 @@ export function fileDataPlugin(contextFor: (request: Request) => Promise<Context
     const size = Number(f.fileSize);
     const etag = `"${f.fileHash}"`;
     const headers: Record<string, string> = {
-      'content-type': servedContentType(f.mimeType), 'content-disposition': contentDisposition(f.filename), etag, 'accept-ranges': 'bytes',
-      'cache-control': 'private, max-age=0', 'content-security-policy': FILE_CSP,
+      'content-type': servedContentType(f.mimeType),
+      'content-disposition': contentDisposition(f.filename),
+      etag,
+      'accept-ranges': 'bytes',
+      'cache-control': 'private, max-age=0',
+      'content-security-policy': FILE_CSP,
     };
     if (request.headers.get('if-none-match') === etag) return new R(null, { status: 304, headers: { etag } });
     const range = parseRange(request.headers.get('range'), size);
@@ -98,8 +128,14 @@ export function fileDataPlugin(contextFor: (request: Request) => Promise<Context
     }
     // The blob is found before the download is counted: a missing one answers 404 and counts nothing.
     const key = f.storageKey;
-    const missing = () => new ApiError('mc_dm_api_error.file_not_available',
-      'The bytes of this file are not in storage; the operator has been told.', { file_id: id, reason: 'blob_missing' }, undefined, 404);
+    const missing = () =>
+      new ApiError(
+        'mc_dm_api_error.file_not_available',
+        'The bytes of this file are not in storage; the operator has been told.',
+        { file_id: id, reason: 'blob_missing' },
+        undefined,
+        404,
+      );
     let stream: import('node:stream').Readable | null = null;
     if (request.method === 'HEAD') {
       if (!(await ctx.storage.exists(key))) throw missing();
@@ -122,13 +158,25 @@ export function fileDataPlugin(contextFor: (request: Request) => Promise<Context
     }
     if (!stream) {
       // HEAD: the headers the GET would answer.
-      const ranged: Record<string, string> = range ? { 'content-range': `bytes ${range.start}-${range.end}/${size}` } : {};
-      return new R(null, { status: range ? 206 : 200, headers: { ...headers, ...ranged, 'content-length': String(range ? range.end - range.start + 1 : size) } });
+      const ranged: Record<string, string> = range
+        ? { 'content-range': `bytes ${range.start}-${range.end}/${size}` }
+        : {};
+      return new R(null, {
+        status: range ? 206 : 200,
+        headers: { ...headers, ...ranged, 'content-length': String(range ? range.end - range.start + 1 : size) },
+      });
     }
     // Yoga's Response takes a Node stream as it is and pipes it to the socket.
     const body = stream as unknown as ReadableStream;
     if (range) {
-      return new R(body, { status: 206, headers: { ...headers, 'content-range': `bytes ${range.start}-${range.end}/${size}`, 'content-length': String(range.end - range.start + 1) } });
+      return new R(body, {
+        status: 206,
+        headers: {
+          ...headers,
+          'content-range': `bytes ${range.start}-${range.end}/${size}`,
+          'content-length': String(range.end - range.start + 1),
+        },
+      });
     }
     return new R(body, { status: 200, headers: { ...headers, 'content-length': String(size) } });
   }

@@ -60,7 +60,9 @@ export function releaseMemoryWhenIdle(server: http.Server, options: IdleMemoryOp
     lastActivity = performance.now();
     // An answer sent is activity; a connection dropped unanswered (a slow body cut off at its timeout) is not: 16 slow
     // clients would otherwise refresh the idle clock every few seconds.
-    res.once('finish', () => { lastActivity = performance.now(); });
+    res.once('finish', () => {
+      lastActivity = performance.now();
+    });
   };
   server.on('request', onRequest);
 
@@ -71,7 +73,14 @@ export function releaseMemoryWhenIdle(server: http.Server, options: IdleMemoryOp
     if (before.total - before.used < slackBytes) return;
     served = 0;
     collecting = true;
-    collect().then(() => options.onRelease?.(before.total, heap().total), () => {}).finally(() => { collecting = false; });
+    collect()
+      .then(
+        () => options.onRelease?.(before.total, heap().total),
+        () => {},
+      )
+      .finally(() => {
+        collecting = false;
+      });
   };
   const timer = setInterval(check, Math.max(50, Math.floor(idleMs / 4)));
   timer.unref();

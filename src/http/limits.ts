@@ -3,7 +3,15 @@
 // knows page sizes), and a deadline on execution. Refusals answer 400 `operation_too_expensive` with
 // `params { kind, value, limit }`; the deadline answers 503 `operation_timeout` with `params { limit }`.
 import type { Plugin } from 'graphql-yoga';
-import { TokenKind, validate, type DocumentNode, type GraphQLError, type ParseOptions, type Source, type ValidationContext } from 'graphql';
+import {
+  TokenKind,
+  validate,
+  type DocumentNode,
+  type GraphQLError,
+  type ParseOptions,
+  type Source,
+  type ValidationContext,
+} from 'graphql';
 import { createRequire } from 'node:module';
 import { maxAliasesRule } from '@escape.tech/graphql-armor-max-aliases';
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
@@ -15,7 +23,9 @@ import { boundTo } from '../db/operation-scope.js';
 
 // graphql's parser class is not exported from its root; required (the CommonJS build, the one `graphql` resolves to
 // here and in the tests' alias) so that it is the same instance as the rest of graphql.
-const { Parser } = createRequire(import.meta.url)('graphql/language/parser') as typeof import('graphql/language/parser.js');
+const { Parser } = createRequire(import.meta.url)(
+  'graphql/language/parser',
+) as typeof import('graphql/language/parser.js');
 
 export type LimitKind = 'cost' | 'depth' | 'aliases' | 'tokens';
 
@@ -34,14 +44,19 @@ const HINT: Record<LimitKind, string> = {
 
 export function tooExpensive(kind: LimitKind, value: number, limit: number): ApiError {
   const figure = kind === 'tokens' ? `more than ${limit}` : String(value);
-  return new ApiError('operation_too_expensive',
+  return new ApiError(
+    'operation_too_expensive',
     `The operation ${WHAT[kind]} ${figure}${kind === 'depth' ? ' levels deep' : ''}, over the limit of ${limit} (${kind}): ${HINT[kind]}.`,
-    { kind, value, limit });
+    { kind, value, limit },
+  );
 }
 
 export function operationTimeout(limit: number): ApiError {
-  return new ApiError('operation_timeout',
-    `The operation did not finish within ${limit} ms and was stopped; ask for less, or try again later.`, { limit });
+  return new ApiError(
+    'operation_timeout',
+    `The operation did not finish within ${limit} ms and was stopped; ask for less, or try again later.`,
+    { limit },
+  );
 }
 
 /**
@@ -59,7 +74,11 @@ export const nestingLimit = (maxDepth: number) => Math.min(1000, Math.max(64, 4 
 class LimitedParser extends Parser {
   private tokens = 0;
   private nesting = 0;
-  constructor(source: string | Source, options: ParseOptions | undefined, private readonly limits: Pick<GraphqlLimits, 'maxTokens' | 'maxDepth'>) {
+  constructor(
+    source: string | Source,
+    options: ParseOptions | undefined,
+    private readonly limits: Pick<GraphqlLimits, 'maxTokens' | 'maxDepth'>,
+  ) {
     super(source, options);
   }
 
@@ -71,9 +90,11 @@ class LimitedParser extends Parser {
     if (kind === TokenKind.BRACE_L || kind === TokenKind.BRACKET_L || kind === TokenKind.PAREN_L) {
       const bound = nestingLimit(this.limits.maxDepth);
       if (++this.nesting > bound) {
-        throw new ApiError('operation_too_expensive',
+        throw new ApiError(
+          'operation_too_expensive',
           `The operation nests brackets more than ${bound} deep, over the limit of ${this.limits.maxDepth} (depth): ${HINT.depth}.`,
-          { kind: 'depth', value: this.nesting, limit: this.limits.maxDepth });
+          { kind: 'depth', value: this.nesting, limit: this.limits.maxDepth },
+        );
       }
     } else if (kind === TokenKind.BRACE_R || kind === TokenKind.BRACKET_R || kind === TokenKind.PAREN_R) {
       this.nesting--;
@@ -82,7 +103,11 @@ class LimitedParser extends Parser {
 }
 
 /** Parses `source` within the limits (operation_too_expensive, kind `tokens` or `depth`, past them). */
-export function parseWithinLimits(source: string | Source, options: ParseOptions | undefined, limits: Pick<GraphqlLimits, 'maxTokens' | 'maxDepth'>): DocumentNode {
+export function parseWithinLimits(
+  source: string | Source,
+  options: ParseOptions | undefined,
+  limits: Pick<GraphqlLimits, 'maxTokens' | 'maxDepth'>,
+): DocumentNode {
   return new LimitedParser(source, options, limits).parseDocument();
 }
 
@@ -110,14 +135,18 @@ export function deadline(ms: number, outer?: AbortSignal | null): Deadline {
   const controller = new AbortController();
   const end = performance.now() + ms;
   let queued = false;
-  const expire = () => { if (!controller.signal.aborted) controller.abort(operationTimeout(ms)); };
+  const expire = () => {
+    if (!controller.signal.aborted) controller.abort(operationTimeout(ms));
+  };
   const timer = setTimeout(expire, ms);
   timer.unref?.();
   // The client going away aborts the same controller (AbortSignal.any would cost a weak reference and a
   // finalization record per request, a noticeable share of a cheap request's CPU).
   // Its reason is ClientGone rather than the HTTP layer's AbortError (a DOMException with a stack): a client going
   // away is no defect, and is logged as such (src/http/server.ts).
-  const onOuter = () => { if (!controller.signal.aborted) controller.abort(new ClientGone()); };
+  const onOuter = () => {
+    if (!controller.signal.aborted) controller.abort(new ClientGone());
+  };
   if (outer?.aborted) onOuter();
   else outer?.addEventListener('abort', onOuter, { once: true });
   const signal = controller.signal;
@@ -133,7 +162,10 @@ export function deadline(ms: number, outer?: AbortSignal | null): Deadline {
   };
   return {
     signal,
-    clear: () => { clearTimeout(timer); outer?.removeEventListener('abort', onOuter); },
+    clear: () => {
+      clearTimeout(timer);
+      outer?.removeEventListener('abort', onOuter);
+    },
     expired: () => {
       if (performance.now() >= end) expire();
       return signal.aborted;
@@ -141,7 +173,9 @@ export function deadline(ms: number, outer?: AbortSignal | null): Deadline {
     abort: (reason) => {
       if (queued) return;
       queued = true;
-      queueMicrotask(() => { if (!controller.signal.aborted) controller.abort(reason); });
+      queueMicrotask(() => {
+        if (!controller.signal.aborted) controller.abort(reason);
+      });
     },
   };
 }
@@ -162,8 +196,15 @@ export function beforeDeadline<T>(work: Promise<T>, limit: Pick<Deadline, 'signa
     const onAbort = () => reject(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });
     work.then(
-      (value) => { signal.removeEventListener('abort', onAbort); if (limit.expired()) reject(signal.reason); else resolve(value); },
-      (err) => { signal.removeEventListener('abort', onAbort); reject(err); },
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        if (limit.expired()) reject(signal.reason);
+        else resolve(value);
+      },
+      (err) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err);
+      },
     );
   });
 }
@@ -178,10 +219,25 @@ export function operationLimitsPlugin(limits: GraphqlLimits): Plugin {
   };
   const rules = [
     maxAliasesRule({ n: limits.maxAliases, onReject: [refuse('aliases', limits.maxAliases)] }),
-    maxDepthRule({ n: limits.maxDepth, ignoreIntrospection: false, flattenFragments: true, onReject: [refuse('depth', limits.maxDepth)] }),
+    maxDepthRule({
+      n: limits.maxDepth,
+      ignoreIntrospection: false,
+      flattenFragments: true,
+      onReject: [refuse('depth', limits.maxDepth)],
+    }),
   ];
-  const checkCost = (args: { schema: Parameters<typeof operationCost>[0]; document: Parameters<typeof operationCost>[1]; variableValues?: unknown; operationName?: string | null }) => {
-    const cost = operationCost(args.schema, args.document, args.variableValues as Record<string, unknown> | undefined, args.operationName);
+  const checkCost = (args: {
+    schema: Parameters<typeof operationCost>[0];
+    document: Parameters<typeof operationCost>[1];
+    variableValues?: unknown;
+    operationName?: string | null;
+  }) => {
+    const cost = operationCost(
+      args.schema,
+      args.document,
+      args.variableValues as Record<string, unknown> | undefined,
+      args.operationName,
+    );
     if (cost > limits.maxCost) throw tooExpensive('cost', cost, limits.maxCost);
   };
   return {
@@ -214,11 +270,14 @@ export function operationLimitsPlugin(limits: GraphqlLimits): Plugin {
         const limit = deadline(limits.timeoutMs, request?.signal);
         // The result's bytes are counted as its leaves resolve (src/http/response-size.ts): past the limit, the
         // operation is stopped as the deadline stops it, answering 400 operation_too_expensive (response_size).
-        if (limits.maxResponseBytes) startResponseBudget(execArgs.contextValue, limits.maxResponseBytes, (refusal) => limit.abort(refusal));
+        if (limits.maxResponseBytes)
+          startResponseBudget(execArgs.contextValue, limits.maxResponseBytes, (refusal) => limit.abort(refusal));
         let work;
         try {
           // Its statements are bound to the deadline: cancelled in the server when it passes (src/db/operation-scope.ts).
-          work = Promise.resolve(boundTo(limit.signal, () => executeFn({ ...execArgs, signal: limit.signal } as typeof execArgs)));
+          work = Promise.resolve(
+            boundTo(limit.signal, () => executeFn({ ...execArgs, signal: limit.signal } as typeof execArgs)),
+          );
         } catch (err) {
           limit.clear();
           throw err;

@@ -15,7 +15,6 @@ import type { Database } from '../db/client.js';
 import type { MetricsAccess } from '../config.js';
 import type { Route } from '../../rest-adapter/routes.js';
 
-
 const MAX_OPERATION_NAMES = 100;
 const OPERATION_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 const FIRST_OPERATION_NAME = /(?:^|[\s}])(?:query|mutation|subscription)\s+([_A-Za-z][_0-9A-Za-z]*)/;
@@ -40,35 +39,80 @@ export interface MetricsOptions {
 /** Route patterns as regular expressions, the way the REST adapter matches them. */
 function routeMatchers(routes: Route[]): { pattern: RegExp; path: string }[] {
   const paths = [...new Set(routes.map((r) => r.path))];
-  return [DATA_ROUTE, ...paths.map((p) => ({
-    pattern: new RegExp(`^${p.replace(/\/+$/, '').replace(/:([a-z_]+)/g, '[^/]+')}/?$`),
-    path: p,
-  }))];
+  return [
+    DATA_ROUTE,
+    ...paths.map((p) => ({
+      pattern: new RegExp(`^${p.replace(/\/+$/, '').replace(/:([a-z_]+)/g, '[^/]+')}/?$`),
+      path: p,
+    })),
+  ];
 }
 
 export function metricsPlugin(opts: MetricsOptions): Plugin {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'dcs_' });
   const buckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
-  const restRequests = new Counter({ name: 'dcs_rest_requests_total', help: 'REST requests by route pattern, method and status.', labelNames: ['route', 'method', 'status'], registers: [registry] });
-  const restSeconds = new Histogram({ name: 'dcs_rest_request_duration_seconds', help: 'REST latency until the response starts, by route pattern and method.', labelNames: ['route', 'method'], buckets, registers: [registry] });
-  const gqlRequests = new Counter({ name: 'dcs_graphql_requests_total', help: 'GraphQL requests on /graphql by operation name and status.', labelNames: ['operation', 'status'], registers: [registry] });
-  const gqlSeconds = new Histogram({ name: 'dcs_graphql_request_duration_seconds', help: 'GraphQL latency until the response starts, by operation name.', labelNames: ['operation'], buckets, registers: [registry] });
-  const otherRequests = new Counter({ name: 'dcs_http_other_requests_total', help: 'Other requests (pages, health, metrics) by path and status.', labelNames: ['path', 'status'], registers: [registry] });
-  const errors = new Counter({ name: 'dcs_errors_total', help: 'Errors answered, by face and the service\'s error code.', labelNames: ['face', 'code'], registers: [registry] });
-  // Counters kept elsewhere in the process, read at each scrape: one series per key.
-  const countsOf = (name: string, help: string, label: string, read: () => Record<string, number>) => new Counter({
-    name, help, labelNames: [label], registers: [registry],
-    collect() {
-      this.reset();
-      for (const [value, count] of Object.entries(read())) this.inc({ [label]: value }, count);
-    },
+  const restRequests = new Counter({
+    name: 'dcs_rest_requests_total',
+    help: 'REST requests by route pattern, method and status.',
+    labelNames: ['route', 'method', 'status'],
+    registers: [registry],
   });
-  countsOf('dcs_upload_bytes_total', 'Bytes received by file ingestion in this process: client uploads (both faces) and fetched external URLs.',
-    'source', () => ingestedBytes);
+  const restSeconds = new Histogram({
+    name: 'dcs_rest_request_duration_seconds',
+    help: 'REST latency until the response starts, by route pattern and method.',
+    labelNames: ['route', 'method'],
+    buckets,
+    registers: [registry],
+  });
+  const gqlRequests = new Counter({
+    name: 'dcs_graphql_requests_total',
+    help: 'GraphQL requests on /graphql by operation name and status.',
+    labelNames: ['operation', 'status'],
+    registers: [registry],
+  });
+  const gqlSeconds = new Histogram({
+    name: 'dcs_graphql_request_duration_seconds',
+    help: 'GraphQL latency until the response starts, by operation name.',
+    labelNames: ['operation'],
+    buckets,
+    registers: [registry],
+  });
+  const otherRequests = new Counter({
+    name: 'dcs_http_other_requests_total',
+    help: 'Other requests (pages, health, metrics) by path and status.',
+    labelNames: ['path', 'status'],
+    registers: [registry],
+  });
+  const errors = new Counter({
+    name: 'dcs_errors_total',
+    help: "Errors answered, by face and the service's error code.",
+    labelNames: ['face', 'code'],
+    registers: [registry],
+  });
+  // Counters kept elsewhere in the process, read at each scrape: one series per key.
+  const countsOf = (name: string, help: string, label: string, read: () => Record<string, number>) =>
+    new Counter({
+      name,
+      help,
+      labelNames: [label],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const [value, count] of Object.entries(read())) this.inc({ [label]: value }, count);
+      },
+    });
+  countsOf(
+    'dcs_upload_bytes_total',
+    'Bytes received by file ingestion in this process: client uploads (both faces) and fetched external URLs.',
+    'source',
+    () => ingestedBytes,
+  );
   new Gauge({
-    name: 'dcs_db_connections', help: 'Database connections: in_use, idle, and requests waiting for one (the embedded database is one connection, in use).',
-    labelNames: ['state'], registers: [registry],
+    name: 'dcs_db_connections',
+    help: 'Database connections: in_use, idle, and requests waiting for one (the embedded database is one connection, in use).',
+    labelNames: ['state'],
+    registers: [registry],
     collect() {
       const c = opts.db.connections();
       this.set({ state: 'in_use' }, c.total - c.idle);
@@ -78,18 +122,28 @@ export function metricsPlugin(opts: MetricsOptions): Plugin {
   });
 
   new Gauge({
-    name: 'dcs_operations', help: 'Operations (REST routes and /graphql executions) running, and waiting for a slot past MAX_CONCURRENT_OPERATIONS.',
-    labelNames: ['state'], registers: [registry],
+    name: 'dcs_operations',
+    help: 'Operations (REST routes and /graphql executions) running, and waiting for a slot past MAX_CONCURRENT_OPERATIONS.',
+    labelNames: ['state'],
+    registers: [registry],
     collect() {
       this.set({ state: 'running' }, opts.operations.inFlight);
       this.set({ state: 'queued' }, opts.operations.queued);
     },
   });
 
-  countsOf('dcs_graphql_executions_total', '/graphql executions by how they ran: compiled (graphql-jit) or interpreted.',
-    'mode', () => ({ compiled: opts.executions?.compiled ?? 0, interpreted: opts.executions?.interpreted ?? 0 }));
-  countsOf('dcs_read_cache_total', 'Reads (GET routes and /graphql queries) looked up in the read cache: answered from it (hit) or run (miss).',
-    'result', () => ({ hit: opts.readCache?.hit ?? 0, miss: opts.readCache?.miss ?? 0 }));
+  countsOf(
+    'dcs_graphql_executions_total',
+    '/graphql executions by how they ran: compiled (graphql-jit) or interpreted.',
+    'mode',
+    () => ({ compiled: opts.executions?.compiled ?? 0, interpreted: opts.executions?.interpreted ?? 0 }),
+  );
+  countsOf(
+    'dcs_read_cache_total',
+    'Reads (GET routes and /graphql queries) looked up in the read cache: answered from it (hit) or run (miss).',
+    'result',
+    () => ({ hit: opts.readCache?.hit ?? 0, miss: opts.readCache?.miss ?? 0 }),
+  );
 
   const matchers = routeMatchers(opts.routes);
   const started = new WeakMap<Request, number>();
@@ -107,14 +161,20 @@ export function metricsPlugin(opts: MetricsOptions): Plugin {
   const routeOf = (pathname: string) => matchers.find((m) => m.pattern.test(pathname))?.path ?? 'unmatched';
 
   async function serve(request: Request, R: typeof Response): Promise<Response> {
-    const text = (status: number, body: string, headers: Record<string, string> = {}) => new R(body, { status, headers: { 'content-type': 'text/plain; charset=utf-8', ...headers } });
-    if (request.method !== 'GET' && request.method !== 'HEAD') return text(405, `${request.method} is not allowed here; use GET.\n`, { allow: 'GET, HEAD' });
+    const text = (status: number, body: string, headers: Record<string, string> = {}) =>
+      new R(body, { status, headers: { 'content-type': 'text/plain; charset=utf-8', ...headers } });
+    if (request.method !== 'GET' && request.method !== 'HEAD')
+      return text(405, `${request.method} is not allowed here; use GET.\n`, { allow: 'GET, HEAD' });
     if (opts.access === 'key') {
       try {
-        if (!(await opts.isSuperKey(request))) throw noPermission('read the metrics (they need a super-user key, or METRICS=open)');
+        if (!(await opts.isSuperKey(request)))
+          throw noPermission('read the metrics (they need a super-user key, or METRICS=open)');
       } catch (err) {
         const item = toErrorItem(err);
-        return new R(JSON.stringify({ errors: [item] }), { status: err instanceof ApiError ? statusOf(item.code) : 500, headers: { 'content-type': 'application/json; charset=utf-8' } });
+        return new R(JSON.stringify({ errors: [item] }), {
+          status: err instanceof ApiError ? statusOf(item.code) : 500,
+          headers: { 'content-type': 'application/json; charset=utf-8' },
+        });
       }
     }
     return text(200, await registry.metrics(), { 'content-type': registry.contentType, 'cache-control': 'no-store' });
@@ -128,20 +188,26 @@ export function metricsPlugin(opts: MetricsOptions): Plugin {
     onParams({ params, request }) {
       // The name the request gives, else the first one its document declares; execution settles it (onExecute), and
       // this one stays for requests refused before (no key, over a limit).
-      const declared = typeof params.query === 'string' ? FIRST_OPERATION_NAME.exec(params.query.replace(/#[^\n]*/g, ''))?.[1] : undefined;
+      const declared =
+        typeof params.query === 'string'
+          ? FIRST_OPERATION_NAME.exec(params.query.replace(/#[^\n]*/g, ''))?.[1]
+          : undefined;
       operations.set(request, operationLabel(params.operationName ?? declared));
     },
     onExecute({ args }) {
       const request = (args.contextValue as { request?: Request } | undefined)?.request;
       if (!request) return;
-      const op = (args.document as DocumentNode).definitions.find((d): d is OperationDefinitionNode =>
-        d.kind === Kind.OPERATION_DEFINITION && (!args.operationName || d.name?.value === args.operationName));
+      const op = (args.document as DocumentNode).definitions.find(
+        (d): d is OperationDefinitionNode =>
+          d.kind === Kind.OPERATION_DEFINITION && (!args.operationName || d.name?.value === args.operationName),
+      );
       operations.set(request, operationLabel(op?.name?.value));
     },
     onResultProcess({ result, request }) {
       if (new URL(request.url).pathname !== '/graphql') return;
       for (const r of Array.isArray(result) ? result : [result]) {
-        for (const e of (r as { errors?: readonly { extensions?: Record<string, unknown> }[] } | undefined)?.errors ?? []) {
+        for (const e of (r as { errors?: readonly { extensions?: Record<string, unknown> }[] } | undefined)?.errors ??
+          []) {
           errors.inc({ face: 'graphql', code: String(e.extensions?.code ?? 'server_error') });
         }
       }
@@ -152,7 +218,13 @@ export function metricsPlugin(opts: MetricsOptions): Plugin {
       const { pathname } = new URL(request.url);
       const status = String(response.status);
       if (pathname === '/api' || pathname.startsWith('/api/')) {
-        const route = pathname === '/api/docs' || pathname === '/api/docs/' || pathname.startsWith('/api/docs/') || pathname === '/api/openapi.json' ? null : routeOf(pathname);
+        const route =
+          pathname === '/api/docs' ||
+          pathname === '/api/docs/' ||
+          pathname.startsWith('/api/docs/') ||
+          pathname === '/api/openapi.json'
+            ? null
+            : routeOf(pathname);
         if (route === null) {
           otherRequests.inc({ path: pathname.startsWith('/api/docs') ? '/api/docs' : pathname, status });
           return;
@@ -161,9 +233,11 @@ export function metricsPlugin(opts: MetricsOptions): Plugin {
         restSeconds.observe({ route, method: request.method }, seconds);
         if (response.status >= 400 && (response.headers.get('content-type') ?? '').startsWith('application/json')) {
           try {
-            const body = await response.clone().json() as { errors?: { code?: string }[] };
+            const body = (await response.clone().json()) as { errors?: { code?: string }[] };
             for (const e of body.errors ?? []) errors.inc({ face: 'rest', code: String(e.code ?? 'server_error') });
-          } catch { /* not an error envelope */ }
+          } catch {
+            /* not an error envelope */
+          }
         }
       } else if (pathname === '/graphql' && !(response.headers.get('content-type') ?? '').startsWith('text/html')) {
         // A request refused before its parameters were read (a malformed body) has no operation: "unparsed".
@@ -171,7 +245,10 @@ export function metricsPlugin(opts: MetricsOptions): Plugin {
         gqlRequests.inc({ operation, status });
         gqlSeconds.observe({ operation }, seconds);
       } else {
-        otherRequests.inc({ path: PAGES.has(pathname) ? pathname : pathname === '/graphql' ? '/graphql (GraphiQL)' : 'other', status });
+        otherRequests.inc({
+          path: PAGES.has(pathname) ? pathname : pathname === '/graphql' ? '/graphql (GraphiQL)' : 'other',
+          status,
+        });
       }
     },
   };

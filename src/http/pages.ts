@@ -19,13 +19,17 @@ function projectRoot(): string {
   let dir = path.dirname(fileURLToPath(import.meta.url));
   while (!fs.existsSync(path.join(dir, 'package.json')) || !fs.existsSync(path.join(dir, 'public'))) {
     const up = path.dirname(dir);
-    if (up === dir) throw new Error('The service\'s public/ folder was not found above ' + fileURLToPath(import.meta.url));
+    if (up === dir)
+      throw new Error("The service's public/ folder was not found above " + fileURLToPath(import.meta.url));
     dir = up;
   }
   return dir;
 }
 
-interface Asset { body: Buffer | string; type: string }
+interface Asset {
+  body: Buffer | string;
+  type: string;
+}
 
 const HTML = 'text/html; charset=utf-8';
 const CSS = 'text/css; charset=utf-8';
@@ -66,7 +70,14 @@ function graphiqlAssets(): Promise<Map<string, Asset>> {
       ['/graphiql/worker-editor.js', { body: graphiql.editorWorkerService, type: JS }],
       ['/graphiql/worker-json.js', { body: graphiql.jsonWorker, type: JS }],
       ['/graphiql/worker-graphql.js', { body: graphiql.graphqlWorker, type: JS }],
-      ...(dataUri ? [['/graphiql/favicon.ico', { body: Buffer.from(dataUri[1]!, 'base64'), type: 'image/x-icon' }] as [string, Asset]] : []),
+      ...(dataUri
+        ? [
+            ['/graphiql/favicon.ico', { body: Buffer.from(dataUri[1]!, 'base64'), type: 'image/x-icon' }] as [
+              string,
+              Asset,
+            ],
+          ]
+        : []),
     ]);
   });
   return bundled;
@@ -98,20 +109,44 @@ export function pagesPlugin(opts: { schema: GraphQLSchema; routes: Route[] }): P
       const answer = (asset: Asset | undefined) => {
         if (!asset && !forum) return;
         if (request.method !== 'GET' && request.method !== 'HEAD') {
-          endResponse(new fetchAPI.Response(JSON.stringify({ errors: [{ code: 'method_not_allowed', message: `${request.method} is not allowed here; use GET.`, params: { allowed: ['GET', 'HEAD'] } }] }), {
-            status: 405, headers: { 'content-type': JSON_TYPE, allow: 'GET, HEAD' },
-          }));
+          endResponse(
+            new fetchAPI.Response(
+              JSON.stringify({
+                errors: [
+                  {
+                    code: 'method_not_allowed',
+                    message: `${request.method} is not allowed here; use GET.`,
+                    params: { allowed: ['GET', 'HEAD'] },
+                  },
+                ],
+              }),
+              {
+                status: 405,
+                headers: { 'content-type': JSON_TYPE, allow: 'GET, HEAD' },
+              },
+            ),
+          );
           return;
         }
         if (forum) {
-          endResponse(new fetchAPI.Response(request.method === 'HEAD' ? null : forumPage as unknown as BodyInit, { status: 404, headers: { 'content-type': HTML } }));
+          endResponse(
+            new fetchAPI.Response(request.method === 'HEAD' ? null : (forumPage as unknown as BodyInit), {
+              status: 404,
+              headers: { 'content-type': HTML },
+            }),
+          );
           return;
         }
         const headers: Record<string, string> = {
           'content-type': asset!.type,
           'cache-control': asset!.type === HTML || asset!.type === JSON_TYPE ? 'no-cache' : 'public, max-age=3600',
         };
-        endResponse(new fetchAPI.Response(request.method === 'HEAD' ? null : asset!.body as unknown as BodyInit, { status: 200, headers }));
+        endResponse(
+          new fetchAPI.Response(request.method === 'HEAD' ? null : (asset!.body as unknown as BodyInit), {
+            status: 200,
+            headers,
+          }),
+        );
       };
       if (pathname === '/api/openapi.json') {
         openapi ??= JSON.stringify(buildOpenApi({ schema: opts.schema, routes: opts.routes, version }));
@@ -119,7 +154,8 @@ export function pagesPlugin(opts: { schema: GraphQLSchema; routes: Route[] }): P
       }
       const asset = assets.get(pathname);
       // Only GraphiQL's own files wait for its bundle; every other request goes on synchronously.
-      if (!asset && pathname.startsWith('/graphiql/')) return graphiqlAssets().then((bundle) => answer(bundle.get(pathname)));
+      if (!asset && pathname.startsWith('/graphiql/'))
+        return graphiqlAssets().then((bundle) => answer(bundle.get(pathname)));
       return answer(asset);
     },
   };

@@ -24,14 +24,24 @@ export function healthPlugin(ping: () => Promise<void>, log?: Logger): Plugin {
       if (url.pathname === '/readyz') {
         let timer: NodeJS.Timeout | undefined;
         try {
-          await Promise.race([ping(), new Promise((_, reject) => {
-            timer = setTimeout(() => reject(new Error(`the database did not answer within ${READY_PING_TIMEOUT_MS} ms`)), READY_PING_TIMEOUT_MS);
-          })]);
+          await Promise.race([
+            ping(),
+            new Promise((_, reject) => {
+              timer = setTimeout(
+                () => reject(new Error(`the database did not answer within ${READY_PING_TIMEOUT_MS} ms`)),
+                READY_PING_TIMEOUT_MS,
+              );
+            }),
+          ]);
           if (!ready) log?.info('readyz: the database answers again');
           ready = true;
           endResponse(json(200, { status: 'ready' }));
         } catch (err) {
-          if (ready) log?.warn({ reason: err instanceof Error ? err.message : String(err) }, 'readyz: the database does not answer');
+          if (ready)
+            log?.warn(
+              { reason: err instanceof Error ? err.message : String(err) },
+              'readyz: the database does not answer',
+            );
           ready = false;
           const response = json(503, { status: 'unavailable', reason: 'the database cannot be reached' });
           response.headers.set('retry-after', String(OUTAGE_RETRY_AFTER_SECONDS));
@@ -54,12 +64,15 @@ export function requestLogPlugin(log: Logger): Plugin {
     onResponse({ request, response }) {
       const t0 = started.get(request);
       const url = new URL(request.url);
-      log.info({
-        method: request.method,
-        path: url.pathname,
-        status: response.status,
-        ms: t0 === undefined ? undefined : Math.round((performance.now() - t0) * 10) / 10,
-      }, 'request');
+      log.info(
+        {
+          method: request.method,
+          path: url.pathname,
+          status: response.status,
+          ms: t0 === undefined ? undefined : Math.round((performance.now() - t0) * 10) / 10,
+        },
+        'request',
+      );
     },
   };
 }
@@ -94,16 +107,18 @@ export function contractCodesPlugin(): Plugin {
         for (const e of errors ?? []) {
           const code = contractCodeOf(e);
           if (e.extensions?.code !== code) (e.extensions as Record<string, unknown>).code = code;
-          if (code === 'invalid_input' && INT_OUT_OF_RANGE.test(e.message)) (e as { message: string }).message = `${e.message}${INT_RANGE_HINT}.`;
+          if (code === 'invalid_input' && INT_OUT_OF_RANGE.test(e.message))
+            (e as { message: string }).message = `${e.message}${INT_RANGE_HINT}.`;
         }
       }
     },
   };
 }
 
-const tooLarge = (limit: number) => new GraphQLErrorClass(`The request body is larger than the limit of ${limit} bytes.`, {
-  extensions: { code: 'request_too_large', params: { limit }, http: { status: 413 } },
-});
+const tooLarge = (limit: number) =>
+  new GraphQLErrorClass(`The request body is larger than the limit of ${limit} bytes.`, {
+    extensions: { code: 'request_too_large', params: { limit }, http: { status: 413 } },
+  });
 
 /**
  * MAX_BODY_BYTES for /graphql bodies, multipart uploads excepted (they are limited by MAX_UPLOAD_BYTES while they
@@ -122,14 +137,23 @@ export function bodyLimitPlugin(limit: number): Plugin {
       // A body without a Content-Length (chunked) is counted as it is read.
       setRequestParser((req) => {
         let read = 0;
-        const body = (req.body as ReadableStream<Uint8Array>).pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
-          transform(chunk, controller) {
-            read += chunk.byteLength;
-            if (read > limit) controller.error(tooLarge(limit));
-            else controller.enqueue(chunk);
-          },
-        }));
-        return parse(new fetchAPI.Request(req.url, { method: req.method, headers: req.headers, body, duplex: 'half' } as RequestInit));
+        const body = (req.body as ReadableStream<Uint8Array>).pipeThrough(
+          new TransformStream<Uint8Array, Uint8Array>({
+            transform(chunk, controller) {
+              read += chunk.byteLength;
+              if (read > limit) controller.error(tooLarge(limit));
+              else controller.enqueue(chunk);
+            },
+          }),
+        );
+        return parse(
+          new fetchAPI.Request(req.url, {
+            method: req.method,
+            headers: req.headers,
+            body,
+            duplex: 'half',
+          } as RequestInit),
+        );
       });
     },
   };

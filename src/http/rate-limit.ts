@@ -26,18 +26,34 @@ export class RateLimits {
   private readonly redis: Redis | null;
   private readonly headersFor = new WeakMap<Request, Record<string, string>>();
 
-  constructor(private readonly s: RateLimitSettings, log: Logger) {
+  constructor(
+    private readonly s: RateLimitSettings,
+    log: Logger,
+  ) {
     // ioredis is loaded only when REDIS_URL is set: a start without Redis does not pay for it.
-    this.redis = s.redisUrl && (s.perMinute || s.superPerMinute)
-      ? new (createRequire(import.meta.url)('ioredis') as typeof import('ioredis')).Redis(s.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false })
-      : null;
-    this.redis?.on('error', (err) => log.warn({ err }, 'rate limit store (Redis) unavailable: counting in this process until it is back'));
+    this.redis =
+      s.redisUrl && (s.perMinute || s.superPerMinute)
+        ? new (createRequire(import.meta.url)('ioredis') as typeof import('ioredis')).Redis(s.redisUrl, {
+            enableOfflineQueue: false,
+            maxRetriesPerRequest: 1,
+            lazyConnect: false,
+          })
+        : null;
+    this.redis?.on('error', (err) =>
+      log.warn({ err }, 'rate limit store (Redis) unavailable: counting in this process until it is back'),
+    );
     const make = (points: number, prefix: string): RateLimiterAbstract | null => {
       if (!points) return null;
       const memory = new RateLimiterMemory({ points, duration: WINDOW_SECONDS, keyPrefix: prefix });
       // While Redis is unreachable the count falls back to this process's memory instead of refusing requests.
       return this.redis
-        ? new RateLimiterRedis({ storeClient: this.redis, points, duration: WINDOW_SECONDS, keyPrefix: `dcs_rl_${prefix}`, insuranceLimiter: memory })
+        ? new RateLimiterRedis({
+            storeClient: this.redis,
+            points,
+            duration: WINDOW_SECONDS,
+            keyPrefix: `dcs_rl_${prefix}`,
+            insuranceLimiter: memory,
+          })
         : memory;
     };
     this.ordinary = make(s.perMinute, 'key');
@@ -64,9 +80,12 @@ export class RateLimits {
     } catch (err) {
       if (!(err instanceof RateLimiterRes)) throw err;
       const wait = Math.max(1, Math.ceil(err.msBeforeNext / 1000));
-      throw new ApiError('mc_dm_api_error.rate_limited',
+      throw new ApiError(
+        'mc_dm_api_error.rate_limited',
         `This API key has made more than ${limit} requests in a minute: wait ${wait} second(s).`,
-        { retry_after: wait, limit }, { ...headers(err), 'Retry-After': String(wait) });
+        { retry_after: wait, limit },
+        { ...headers(err), 'Retry-After': String(wait) },
+      );
     }
   }
 

@@ -19,7 +19,12 @@ import { getOperationAST, type DocumentNode, type ExecutionResult } from 'graphq
 import type { Plugin } from 'graphql-yoga';
 import type { Visitor } from '../permissions/access.js';
 
-interface Entry<V> { value: V; snapshot: string; bytes: number; expires: number }
+interface Entry<V> {
+  value: V;
+  snapshot: string;
+  bytes: number;
+  expires: number;
+}
 
 export interface ReadCacheOptions {
   /** Bytes of answers kept, as their callers count them (lookup's `store`). */
@@ -34,7 +39,10 @@ export interface ReadCacheOptions {
 export type Lookup<V> = { value: V } | { store(value: V, bytes: number): void };
 
 /** How answers were served, for /metrics. */
-export interface ReadCacheCounts { hit: number; miss: number }
+export interface ReadCacheCounts {
+  hit: number;
+  miss: number;
+}
 
 export class ReadCache {
   private readonly entries = new Map<string, Entry<unknown>>();
@@ -45,9 +53,13 @@ export class ReadCache {
 
   constructor(private readonly options: ReadCacheOptions) {}
 
-  get enabled(): boolean { return this.options.maxBytes > 0 && this.options.ttlMs > 0; }
+  get enabled(): boolean {
+    return this.options.maxBytes > 0 && this.options.ttlMs > 0;
+  }
   /** Answers kept, and their size. */
-  get size(): { entries: number; bytes: number } { return { entries: this.entries.size, bytes: this.bytes }; }
+  get size(): { entries: number; bytes: number } {
+    return { entries: this.entries.size, bytes: this.bytes };
+  }
 
   /**
    * A snapshot taken after this call: the one in flight was sent earlier, so callers arriving meanwhile wait for it
@@ -66,7 +78,9 @@ export class ReadCache {
   private start(): Promise<string> {
     const p = this.options.snapshot();
     this.running = p;
-    const done = () => { if (this.running === p) this.running = null; };
+    const done = () => {
+      if (this.running === p) this.running = null;
+    };
     p.then(done, done);
     return p;
   }
@@ -86,7 +100,9 @@ export class ReadCache {
     }
     this.counts.miss++;
     const started = Date.now();
-    return { store: (value, bytes) => this.put(key, { value, snapshot, bytes, expires: started + this.options.ttlMs }) };
+    return {
+      store: (value, bytes) => this.put(key, { value, snapshot, bytes, expires: started + this.options.ttlMs }),
+    };
   }
 
   /** lookup() of `key` as `visitor` asks it: answers are never shared between visitors. */
@@ -163,7 +179,8 @@ export function readCachePlugin(cache: ReadCache): Plugin {
         onExecuteDone({ result }) {
           const r = result as ExecutionResult;
           // Kept as objects, which take about twice the memory of their JSON text.
-          if (r && !('errors' in r && r.errors?.length) && 'data' in r && r.data) found.store(r, 2 * JSON.stringify(r.data).length);
+          if (r && !('errors' in r && r.errors?.length) && 'data' in r && r.data)
+            found.store(r, 2 * JSON.stringify(r.data).length);
         },
       };
     },

@@ -10,8 +10,18 @@
 // still resolve (graphql-jit takes no abort signal and runs to its end) answer a cheap placeholder, so the abandoned
 // run neither keeps text nor makes an error object per leaf.
 import {
-  defaultFieldResolver, getNamedType, getNullableType, isEnumType, isLeafType, isListType, isNonNullType, isObjectType,
-  type GraphQLField, type GraphQLFieldResolver, type GraphQLLeafType, type GraphQLSchema,
+  defaultFieldResolver,
+  getNamedType,
+  getNullableType,
+  isEnumType,
+  isLeafType,
+  isListType,
+  isNonNullType,
+  isObjectType,
+  type GraphQLField,
+  type GraphQLFieldResolver,
+  type GraphQLLeafType,
+  type GraphQLSchema,
 } from 'graphql';
 import { ApiError } from '../errors.js';
 
@@ -20,7 +30,10 @@ export const RESPONSE_BUDGET = Symbol('response budget');
 export class ResponseBudget {
   used = 0;
   over = false;
-  constructor(readonly limit: number, private readonly onExceed: (refusal: ApiError) => void) {}
+  constructor(
+    readonly limit: number,
+    private readonly onExceed: (refusal: ApiError) => void,
+  ) {}
 
   /** Counts `bytes` more; past the limit, refuses the operation (once). Returns whether the budget still holds. */
   spend(bytes: number): boolean {
@@ -35,13 +48,19 @@ export class ResponseBudget {
 }
 
 export function responseTooLarge(limit: number): ApiError {
-  return new ApiError('operation_too_expensive',
+  return new ApiError(
+    'operation_too_expensive',
     `The operation's result grew past ${limit} bytes, over the limit of ${limit} (response_size), and was stopped: ask for fewer or smaller fields (long texts such as description), or smaller pages.`,
-    { kind: 'response_size', limit });
+    { kind: 'response_size', limit },
+  );
 }
 
 /** Gives the operation run with `context` a budget of `limit` bytes; `onExceed` is told once when it is spent. */
-export function startResponseBudget(context: unknown, limit: number, onExceed: (refusal: ApiError) => void): ResponseBudget | undefined {
+export function startResponseBudget(
+  context: unknown,
+  limit: number,
+  onExceed: (refusal: ApiError) => void,
+): ResponseBudget | undefined {
   if (!context || typeof context !== 'object') return undefined;
   const budget = new ResponseBudget(limit, onExceed);
   (context as { [RESPONSE_BUDGET]?: ResponseBudget })[RESPONSE_BUDGET] = budget;
@@ -51,11 +70,16 @@ export function startResponseBudget(context: unknown, limit: number, onExceed: (
 /** The bytes `value` adds to a JSON result, about: strings by their UTF-16 length (their UTF-8 size for ASCII text). */
 export function sizeOf(value: unknown): number {
   switch (typeof value) {
-    case 'string': return value.length + 2;
-    case 'number': return 8;
-    case 'boolean': return 5;
-    case 'bigint': return 20;
-    case 'undefined': return 4;
+    case 'string':
+      return value.length + 2;
+    case 'number':
+      return 8;
+    case 'boolean':
+      return 5;
+    case 'bigint':
+      return 20;
+    case 'undefined':
+      return 4;
     case 'object': {
       if (value === null) return 4;
       if (Array.isArray(value)) {
@@ -70,7 +94,8 @@ export function sizeOf(value: unknown): number {
         return 4;
       }
     }
-    default: return 4;
+    default:
+      return 4;
   }
 }
 
@@ -82,15 +107,24 @@ function placeholder(field: GraphQLField<unknown, unknown>): unknown {
   const named = getNamedType(field.type) as GraphQLLeafType;
   if (isEnumType(named)) return named.getValues()[0]?.value ?? null;
   switch (named.name) {
-    case 'String': case 'ID': case 'DateTime': return '';
-    case 'Int': case 'Float': case 'Long': return 0;
-    case 'Boolean': return false;
-    default: return null;
+    case 'String':
+    case 'ID':
+    case 'DateTime':
+      return '';
+    case 'Int':
+    case 'Float':
+    case 'Long':
+      return 0;
+    case 'Boolean':
+      return false;
+    default:
+      return null;
   }
 }
 
 const wrapped = new WeakSet<GraphQLField<unknown, unknown>>();
-const isPromise = (v: unknown): v is PromiseLike<unknown> => typeof (v as PromiseLike<unknown> | null)?.then === 'function';
+const isPromise = (v: unknown): v is PromiseLike<unknown> =>
+  typeof (v as PromiseLike<unknown> | null)?.then === 'function';
 
 /** Wraps every leaf field's resolver of `schema` (in place, once) to count its value into the operation's budget. */
 export function countResponseBytes(schema: GraphQLSchema): GraphQLSchema {

@@ -17,11 +17,20 @@ export const FILE_CSP = "default-src 'none'; sandbox; frame-ancestors 'none'";
 
 /** The CSP of an HTML page: scripts from this origin, and its inline scripts (if any) by hash; nothing from elsewhere. */
 export function pageCsp(html: string): string {
-  const hashes = [...html.matchAll(/<script>([\s\S]*?)<\/script>/g)]
-    .map((m) => `'sha256-${crypto.createHash('sha256').update(m[1]!, 'utf8').digest('base64')}'`);
+  const hashes = [...html.matchAll(/<script>([\s\S]*?)<\/script>/g)].map(
+    (m) => `'sha256-${crypto.createHash('sha256').update(m[1]!, 'utf8').digest('base64')}'`,
+  );
   return [
-    "default-src 'none'", `script-src ${["'self'", ...hashes].join(' ')}`, "worker-src 'self' blob:", "style-src 'self' 'unsafe-inline'",
-    "img-src 'self' data:", "font-src 'self' data:", "connect-src 'self'", "frame-ancestors 'none'", "base-uri 'none'", "form-action 'none'",
+    "default-src 'none'",
+    `script-src ${["'self'", ...hashes].join(' ')}`,
+    "worker-src 'self' blob:",
+    "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' data:",
+    "font-src 'self' data:",
+    "connect-src 'self'",
+    "frame-ancestors 'none'",
+    "base-uri 'none'",
+    "form-action 'none'",
   ].join('; ');
 }
 

@@ -61,7 +61,16 @@ export interface HttpOptions {
 }
 
 /** The request handler of the service (the server that listens is made by app.ts, before the database is touched). */
-export function createRequestHandler({ schema, services, ping, db, log, rateLimits, trustedDocuments = new Map(), readCache }: HttpOptions): http.RequestListener {
+export function createRequestHandler({
+  schema,
+  services,
+  ping,
+  db,
+  log,
+  rateLimits,
+  trustedDocuments = new Map(),
+  readCache,
+}: HttpOptions): http.RequestListener {
   const contextFor = async (request: Request) => {
     const visitor = await visitorFromHeaders(services.prisma, request.headers, services.groups, services.auth);
     await rateLimits.consume(request, visitor, hashKey(request.headers.get('forum-api-key') ?? ''));
@@ -74,14 +83,19 @@ export function createRequestHandler({ schema, services, ping, db, log, rateLimi
     log.info({ reason: 'client went away' }, 'request abandoned: the client went away before the answer');
     return true;
   };
-  const onUnexpectedError = (err: unknown) => { if (!clientGone(err)) log.error({ err }, 'unexpected error'); };
+  const onUnexpectedError = (err: unknown) => {
+    if (!clientGone(err)) log.error({ err }, 'unexpected error');
+  };
   // A database outage is logged once a second at most (every request fails the same way meanwhile), at warn: it is
   // not a defect of the service, and it answers 503 service_unavailable.
   let outageLogged = 0;
   const outage = (err: unknown) => {
     if (Date.now() - outageLogged < 1000) return;
     outageLogged = Date.now();
-    log.warn({ reason: err instanceof Error ? err.message : String(err) }, 'database unreachable: answered service_unavailable');
+    log.warn(
+      { reason: err instanceof Error ? err.message : String(err) },
+      'database unreachable: answered service_unavailable',
+    );
   };
   const { config } = services;
   const slots = new UploadSlots(config.maxConcurrentUploads);
@@ -89,7 +103,11 @@ export function createRequestHandler({ schema, services, ping, db, log, rateLimi
   // The embedded database runs operations on the event loop itself: one at a time, a turn each (fair-share.ts).
   const shares = new FairShare(config.maxConcurrentOperations, { serial: db.kind === 'pglite' });
   const compiled = new CompiledOperations(undefined, (reason, operationName) =>
-    log.warn({ reason: reason instanceof Error ? reason.message : reason, operationName }, 'a /graphql operation runs interpreted: graphql-jit cannot compile it'));
+    log.warn(
+      { reason: reason instanceof Error ? reason.message : reason, operationName },
+      'a /graphql operation runs interpreted: graphql-jit cannot compile it',
+    ),
+  );
   // Leaf resolvers count the bytes of each result into its operation's budget (GRAPHQL_MAX_RESPONSE_BYTES), on both
   // faces and both executors; done once per schema, in place.
   countResponseBytes(schema);
@@ -131,16 +149,28 @@ export function createRequestHandler({ schema, services, ping, db, log, rateLimi
           const busy = databaseConflict(original);
           if (busy) {
             log.warn({ err: original, path: error.path }, 'a write gave way to a concurrent one: answered server_busy');
-            return new GraphQLError(busy.message, { nodes: error.nodes, path: error.path, extensions: busy.extensions });
+            return new GraphQLError(busy.message, {
+              nodes: error.nodes,
+              path: error.path,
+              extensions: busy.extensions,
+            });
           }
           const down = databaseUnavailable(original);
           if (down) {
             outage(original);
-            return new GraphQLError(down.message, { nodes: error.nodes, path: error.path, extensions: down.extensions });
+            return new GraphQLError(down.message, {
+              nodes: error.nodes,
+              path: error.path,
+              extensions: down.extensions,
+            });
           }
           if (clientGone(original)) return new ClientGone();
           log.error({ err: original, path: error.path }, 'unexpected error');
-          return new GraphQLError(SERVER_ERROR, { nodes: error.nodes, path: error.path, extensions: { code: 'server_error' } });
+          return new GraphQLError(SERVER_ERROR, {
+            nodes: error.nodes,
+            path: error.path,
+            extensions: { code: 'server_error' },
+          });
         }
         const down = databaseUnavailable(error);
         if (down) {
@@ -170,18 +200,39 @@ export function createRequestHandler({ schema, services, ping, db, log, rateLimi
       textInputPlugin(),
       // After contractCodesPlugin (errors are counted by their final code), before the plugins that answer routes.
       metricsPlugin({
-        access: config.metrics, routes, db, operations: shares, executions: compiled.runs, readCache: readCache.counts,
-        isSuperKey: async (request) => (await visitorFromHeaders(services.prisma, request.headers, services.groups, services.auth)).isSuper,
+        access: config.metrics,
+        routes,
+        db,
+        operations: shares,
+        executions: compiled.runs,
+        readCache: readCache.counts,
+        isSuperKey: async (request) =>
+          (await visitorFromHeaders(services.prisma, request.headers, services.groups, services.auth)).isSuper,
       }),
-      graphqlUploadPlugin({ maxFieldBytes: config.maxBodyBytes, contextFor, slots, receive: uploadReceiver(services.storage, config.maxUploadBytes), drainBytes: config.refusedBodyDrainBytes }),
+      graphqlUploadPlugin({
+        maxFieldBytes: config.maxBodyBytes,
+        contextFor,
+        slots,
+        receive: uploadReceiver(services.storage, config.maxUploadBytes),
+        drainBytes: config.refusedBodyDrainBytes,
+      }),
       bodyLimitPlugin(services.config.maxBodyBytes),
       fileDataPlugin(contextFor, onUnexpectedError),
       restAdapter({
-        schema, routes, contextFor,
-        maxBodyBytes: config.maxBodyBytes, maxFields: config.maxMultipartFields, drainBytes: config.refusedBodyDrainBytes,
-        requireScopes: (ctx, scopes) => requireScopes((ctx as { visitor: { scopes: ReadonlySet<string> } }).visitor, scopes),
-        beforeUpload: uploadPrecheck, acquireUploadSlot: () => slots.acquire(),
-        admit: async (ctx, signal) => { const release = await shares.acquire(clientOf(ctx), signal); return () => release(resultCharge(ctx)); },
+        schema,
+        routes,
+        contextFor,
+        maxBodyBytes: config.maxBodyBytes,
+        maxFields: config.maxMultipartFields,
+        drainBytes: config.refusedBodyDrainBytes,
+        requireScopes: (ctx, scopes) =>
+          requireScopes((ctx as { visitor: { scopes: ReadonlySet<string> } }).visitor, scopes),
+        beforeUpload: uploadPrecheck,
+        acquireUploadSlot: () => slots.acquire(),
+        admit: async (ctx, signal) => {
+          const release = await shares.acquire(clientOf(ctx), signal);
+          return () => release(resultCharge(ctx));
+        },
         limits: config.graphql,
         readCache: readCache.enabled
           ? { lookup: (ctx, key) => readCache.lookupFor<Uint8Array>(key, (ctx as Context).visitor) }

@@ -20,18 +20,31 @@ import type { Plugin } from 'graphql-yoga';
 import { GraphQLError } from 'graphql';
 import { statusOf } from '../errors.js';
 
-interface HttpExtension { status?: number; spec?: boolean; headers?: Record<string, string> }
+interface HttpExtension {
+  status?: number;
+  spec?: boolean;
+  headers?: Record<string, string>;
+}
 
 function withHttp(e: GraphQLError, http: HttpExtension): GraphQLError {
   return new GraphQLError(e.message, {
-    nodes: e.nodes, source: e.source, positions: e.positions, path: e.path, originalError: e.originalError,
+    nodes: e.nodes,
+    source: e.source,
+    positions: e.positions,
+    path: e.path,
+    originalError: e.originalError,
     extensions: { ...e.extensions, http },
   });
 }
 
 /** A result refused before execution: every code but invalid_input keeps its status under both media types. */
 function refused(r: { errors?: readonly GraphQLError[] }) {
-  if (!r.errors?.some((e) => e.extensions?.code !== 'invalid_input' && (e.extensions?.http as HttpExtension | undefined)?.spec)) return r;
+  if (
+    !r.errors?.some(
+      (e) => e.extensions?.code !== 'invalid_input' && (e.extensions?.http as HttpExtension | undefined)?.spec,
+    )
+  )
+    return r;
   return {
     ...r,
     errors: r.errors.map((e) => {
@@ -53,7 +66,16 @@ export function graphqlStatusPlugin(): Plugin {
         // The database could not be reached: whatever else the result holds is not to be relied on, so the whole
         // request answers 503 service_unavailable (with Retry-After) under either media type, as a refusal does.
         const down = executed.errors.find((e) => e.extensions?.code === 'service_unavailable');
-        if (down) return { errors: [withHttp(down, { ...(down.extensions?.http as HttpExtension | undefined), status: statusOf('service_unavailable'), spec: false })] };
+        if (down)
+          return {
+            errors: [
+              withHttp(down, {
+                ...(down.extensions?.http as HttpExtension | undefined),
+                status: statusOf('service_unavailable'),
+                spec: false,
+              }),
+            ],
+          };
         const errors = executed.errors.map((e, i) => {
           const headers = (e.extensions?.http as HttpExtension | undefined)?.headers;
           const code = typeof e.extensions?.code === 'string' ? e.extensions.code : 'server_error';

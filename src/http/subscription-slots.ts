@@ -18,24 +18,42 @@ export class SubscriptionSlots {
   private readonly byKey = new Map<number, number>();
   private total = 0;
 
-  constructor(readonly perKey: number, readonly max: number) {}
+  constructor(
+    readonly perKey: number,
+    readonly max: number,
+  ) {}
 
   /** Streams open now in this instance. */
-  get open(): number { return this.total; }
+  get open(): number {
+    return this.total;
+  }
 
   /** Streams `apiKeyId` holds open now. */
-  heldBy(apiKeyId: number): number { return this.byKey.get(apiKeyId) ?? 0; }
+  heldBy(apiKeyId: number): number {
+    return this.byKey.get(apiKeyId) ?? 0;
+  }
 
   /** A slot for one stream of `apiKeyId`: the function that gives it back (once), or the refusal. */
   acquire(apiKeyId: number): (() => void) | ApiError {
     const held = this.heldBy(apiKeyId);
-    const refuse = (message: string, limit: number) => new ApiError('mc_dm_api_error.rate_limited', message,
-      { retry_after: RETRY_AFTER_SECONDS, limit }, { 'Retry-After': String(RETRY_AFTER_SECONDS) });
+    const refuse = (message: string, limit: number) =>
+      new ApiError(
+        'mc_dm_api_error.rate_limited',
+        message,
+        { retry_after: RETRY_AFTER_SECONDS, limit },
+        { 'Retry-After': String(RETRY_AFTER_SECONDS) },
+      );
     if (held >= this.perKey) {
-      return refuse(`This API key already holds ${held} open subscription(s), the most one key may (SUBSCRIPTIONS_PER_KEY): close one before opening another.`, this.perKey);
+      return refuse(
+        `This API key already holds ${held} open subscription(s), the most one key may (SUBSCRIPTIONS_PER_KEY): close one before opening another.`,
+        this.perKey,
+      );
     }
     if (this.total >= this.max) {
-      return refuse(`This instance already serves ${this.total} open subscriptions, the most it may (SUBSCRIPTIONS_MAX): try again later.`, this.max);
+      return refuse(
+        `This instance already serves ${this.total} open subscriptions, the most it may (SUBSCRIPTIONS_MAX): try again later.`,
+        this.max,
+      );
     }
     this.total += 1;
     this.byKey.set(apiKeyId, held + 1);
@@ -55,7 +73,9 @@ export class SubscriptionSlots {
 function releasing<T>(source: AsyncIterable<T>, release: () => void): AsyncIterableIterator<T> {
   const it = source[Symbol.asyncIterator]();
   return {
-    [Symbol.asyncIterator]() { return this; },
+    [Symbol.asyncIterator]() {
+      return this;
+    },
     async next() {
       try {
         const r = await it.next();
@@ -109,7 +129,10 @@ export function subscriptionSlotsPlugin(slots: SubscriptionSlots): Plugin {
       if (!refused.has(request)) return;
       // A plain JSON answer with the error's status (429), even to Accept: text/event-stream.
       const accept = request.headers.get('accept') ?? '';
-      setResultProcessor(processRegularResult, accept.includes('application/graphql-response+json') ? 'application/graphql-response+json' : 'application/json');
+      setResultProcessor(
+        processRegularResult,
+        accept.includes('application/graphql-response+json') ? 'application/graphql-response+json' : 'application/json',
+      );
     },
   };
 }

@@ -11,8 +11,15 @@ export function subscriptionTransportPlugin(): Plugin {
       if (resultProcessor || !isAsyncIterable(result)) return;
       // The stream was never read: returning it releases whatever it holds.
       void (result as AsyncIterable<unknown>)[Symbol.asyncIterator]().return?.();
-      setResult({ errors: [new ApiError('invalid_input',
-        'Subscriptions are delivered as Server-Sent Events: send the header Accept: text/event-stream.', { field: 'accept' })] });
+      setResult({
+        errors: [
+          new ApiError(
+            'invalid_input',
+            'Subscriptions are delivered as Server-Sent Events: send the header Accept: text/event-stream.',
+            { field: 'accept' },
+          ),
+        ],
+      });
       const accept = request.headers.get('accept') ?? '';
       setResultProcessor(processRegularResult, JSON_TYPES.find((t) => accept.includes(t)) ?? 'application/json');
     },

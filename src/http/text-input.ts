@@ -43,8 +43,22 @@ function findInDocument(doc: DocumentNode): { path: string; why: string } | null
   let found: { path: string; why: string } | null = null;
   const names: string[] = [];
   visit(doc, {
-    Argument: { enter(node) { names.push(node.name.value); }, leave() { names.pop(); } },
-    ObjectField: { enter(node) { names.push(node.name.value); }, leave() { names.pop(); } },
+    Argument: {
+      enter(node) {
+        names.push(node.name.value);
+      },
+      leave() {
+        names.pop();
+      },
+    },
+    ObjectField: {
+      enter(node) {
+        names.push(node.name.value);
+      },
+      leave() {
+        names.pop();
+      },
+    },
     StringValue(node) {
       if (found) return;
       const why = badText(node.value);
@@ -60,7 +74,7 @@ export function textInputPlugin(): Plugin {
   const documents = new WeakMap<DocumentNode, { path: string; why: string } | null>();
   const inDocument = (doc: DocumentNode) => {
     let hit = documents.get(doc);
-    if (hit === undefined) documents.set(doc, hit = findInDocument(doc));
+    if (hit === undefined) documents.set(doc, (hit = findInDocument(doc)));
     return hit;
   };
   return {
@@ -70,4 +84,3 @@ export function textInputPlugin(): Plugin {
     },
   };
 }
-

@@ -31,7 +31,9 @@ export function applyServerTimeouts(server: http.Server, t: Config['http']): voi
   server.keepAliveTimeout = t.keepAliveTimeout * 1000;
   server.timeout = t.idleTimeout * 1000; // with no 'timeout' listener, Node destroys the idle socket
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
-    res.once('finish', () => { if (!req.complete) lingerClose(req.socket); });
+    res.once('finish', () => {
+      if (!req.complete) lingerClose(req.socket);
+    });
     const type = req.headers['content-type'] ?? '';
     if (/^multipart\//i.test(type) || req.readableEnded) return;
     const timer = setTimeout(() => {

@@ -27,28 +27,38 @@ export function loadTrustedDocuments(file: string | undefined, schema: GraphQLSc
   try {
     json = JSON.parse(fs.readFileSync(file, 'utf8'));
   } catch (err) {
-    throw bad((err as NodeJS.ErrnoException).code ? `cannot be read (${(err as Error).message})` : `is not valid JSON (${(err as Error).message})`);
+    throw bad(
+      (err as NodeJS.ErrnoException).code
+        ? `cannot be read (${(err as Error).message})`
+        : `is not valid JSON (${(err as Error).message})`,
+    );
   }
   if (json === null || typeof json !== 'object' || Array.isArray(json)) {
     throw bad('must be a JSON object of { "<sha256>": "<document>" }');
   }
   for (const [hash, document] of Object.entries(json)) {
     if (!HASH.test(hash)) throw bad(`the key "${hash}" is not a SHA-256 in lower-case hex (64 characters)`);
-    if (typeof document !== 'string' || document.trim() === '') throw bad(`the document of ${hash} is not a non-empty string`);
-    if (sha256(document) !== hash) throw bad(`${hash} is not the SHA-256 of its document (that is ${sha256(document)})`);
+    if (typeof document !== 'string' || document.trim() === '')
+      throw bad(`the document of ${hash} is not a non-empty string`);
+    if (sha256(document) !== hash)
+      throw bad(`${hash} is not the SHA-256 of its document (that is ${sha256(document)})`);
     let problems: readonly { message: string }[];
     try {
       problems = validate(schema, parse(document));
     } catch (err) {
       throw bad(`the document of ${hash} does not parse: ${(err as Error).message}`);
     }
-    if (problems.length > 0) throw bad(`the document of ${hash} does not match the schema: ${problems.map((p) => p.message).join('; ')}`);
+    if (problems.length > 0)
+      throw bad(`the document of ${hash} does not match the schema: ${problems.map((p) => p.message).join('; ')}`);
     documents.set(hash, document);
   }
   return documents;
 }
 
-interface Params { extensions?: Record<string, unknown>; documentId?: unknown }
+interface Params {
+  extensions?: Record<string, unknown>;
+  documentId?: unknown;
+}
 
 /** The hash a request names, from Apollo's extension or `documentId`; undefined when it names none. */
 export function requestedHash(params: Params): string | undefined {
@@ -58,8 +68,11 @@ export function requestedHash(params: Params): string | undefined {
   return undefined;
 }
 
-const required = () => new ApiError('persisted_document_required',
-  'This server runs trusted documents only: send the SHA-256 of a published document in extensions.persistedQuery.sha256Hash or documentId, not a query.');
+const required = () =>
+  new ApiError(
+    'persisted_document_required',
+    'This server runs trusted documents only: send the SHA-256 of a published document in extensions.persistedQuery.sha256Hash or documentId, not a query.',
+  );
 
 export function trustedDocumentsPlugin(documents: TrustedDocuments, trustedOnly: boolean): Plugin {
   return usePersistedOperations({
@@ -69,13 +82,20 @@ export function trustedDocumentsPlugin(documents: TrustedDocuments, trustedOnly:
     customErrors: {
       notFound: (payload) => {
         const hash = requestedHash(payload.params as Params) ?? '';
-        return new ApiError('persisted_document_not_found',
+        return new ApiError(
+          'persisted_document_not_found',
           `No trusted document has the hash ${hash}: send one of the server's published documents, or the query itself${trustedOnly ? ' (not accepted here: trusted documents only)' : ''}.`,
-          { hash });
+          { hash },
+        );
       },
-      keyNotFound: () => trustedOnly
-        ? required()
-        : new ApiError('invalid_input', 'Send a query, or the SHA-256 of a trusted document in extensions.persistedQuery.sha256Hash or documentId.', { field: 'query' }),
+      keyNotFound: () =>
+        trustedOnly
+          ? required()
+          : new ApiError(
+              'invalid_input',
+              'Send a query, or the SHA-256 of a trusted document in extensions.persistedQuery.sha256Hash or documentId.',
+              { field: 'query' },
+            ),
       persistedQueryOnly: required,
     },
   }) as Plugin;

@@ -8,7 +8,6 @@ import { invalidInput } from '../errors.js';
 import { MAX_INT, wholeNumberRange } from '../domain/numbers.js';
 import type { RawFields } from '../../rest-adapter/inputs.js';
 
-
 export async function uploadPrecheck(context: unknown, fields: RawFields): Promise<void> {
   const ctx = context as Context;
   const raw = fields.get('version_id');

@@ -9,18 +9,27 @@ export class UploadSlots {
   private used = 0;
   constructor(readonly max: number) {}
 
-  get inUse(): number { return this.used; }
+  get inUse(): number {
+    return this.used;
+  }
 
   /** Takes a slot, or throws 503 server_busy; the returned function gives it back (once). */
   acquire(): () => void {
     if (this.used >= this.max) {
-      throw new ApiError('server_busy', `The server is handling ${this.max} uploads already; try again in a few seconds.`,
-        { retry_after: RETRY_AFTER_SECONDS }, { 'Retry-After': String(RETRY_AFTER_SECONDS) });
+      throw new ApiError(
+        'server_busy',
+        `The server is handling ${this.max} uploads already; try again in a few seconds.`,
+        { retry_after: RETRY_AFTER_SECONDS },
+        { 'Retry-After': String(RETRY_AFTER_SECONDS) },
+      );
     }
     this.used++;
     let released = false;
     return () => {
-      if (!released) { released = true; this.used--; }
+      if (!released) {
+        released = true;
+        this.used--;
+      }
     };
   }
 }

@@ -28,11 +28,17 @@ export interface GraphqlUploadOptions {
   drainBytes: number;
 }
 
-export type UploadReceiver = (file: Readable, info: { filename: string; mimeType: string }) => Promise<{ value: unknown; cleanup(): Promise<void> }>;
+export type UploadReceiver = (
+  file: Readable,
+  info: { filename: string; mimeType: string },
+) => Promise<{ value: unknown; cleanup(): Promise<void> }>;
 
-const malformed = (err: unknown) => new ApiError('invalid_input',
-  `The multipart body is malformed: ${(err as Error)?.message ?? String(err)}. Send operations, map, then the files the map names, each part with its headers (RFC 7578), and end with the closing boundary.`,
-  { field: 'body' });
+const malformed = (err: unknown) =>
+  new ApiError(
+    'invalid_input',
+    `The multipart body is malformed: ${(err as Error)?.message ?? String(err)}. Send operations, map, then the files the map names, each part with its headers (RFC 7578), and end with the closing boundary.`,
+    { field: 'body' },
+  );
 
 /**
  * How the multipart parser ends: `failed()` is its first error as soon as there is one, `ended` settles when it has
@@ -47,7 +53,9 @@ function watchParser(req: IncomingMessage): { failed(): Error | undefined; ended
   const ended = new Promise<Error | undefined>((resolve) => {
     req.pipe = (<T extends NodeJS.WritableStream>(destination: T, options?: { end?: boolean }) => {
       req.pipe = pipe;
-      destination.on('error', (err: Error) => { first ??= err; });
+      destination.on('error', (err: Error) => {
+        first ??= err;
+      });
       destination.on('close', () => resolve(first));
       return pipe(destination, options);
     }) as typeof req.pipe;
@@ -86,7 +94,11 @@ export function graphqlUploadPlugin(opts: GraphqlUploadOptions): Plugin {
       const node = serverContext as unknown as { req?: IncomingMessage; res?: ServerResponse };
       if (!type.toLowerCase().startsWith('multipart/form-data') || !node.req || !node.res) return;
       if (!/;\s*boundary=/i.test(type)) {
-        throw new ApiError('invalid_input', 'A multipart/form-data body needs a boundary parameter in its Content-Type.', { field: 'content-type' });
+        throw new ApiError(
+          'invalid_input',
+          'A multipart/form-data body needs a boundary parameter in its Content-Type.',
+          { field: 'content-type' },
+        );
       }
       const ctx = await opts.contextFor(request);
       requireScopes(ctx.visitor, ['mc_dm_download:write']);
@@ -100,7 +112,8 @@ export function graphqlUploadPlugin(opts: GraphqlUploadOptions): Plugin {
         try {
           operations = await processRequest(req, node.res!, { maxFieldSize: opts.maxFieldBytes, maxFiles: 1 });
         } catch (err) {
-          if ((err as { status?: number }).status === 413) throw new ApiError('request_too_large', (err as Error).message, { limit: opts.maxFieldBytes });
+          if ((err as { status?: number }).status === 413)
+            throw new ApiError('request_too_large', (err as Error).message, { limit: opts.maxFieldBytes });
           throw malformed(err);
         }
         for (const upload of uploadsIn(operations)) {
@@ -111,14 +124,21 @@ export function graphqlUploadPlugin(opts: GraphqlUploadOptions): Plugin {
           } catch (err) {
             // The body ended cleanly without the file: the map named a part that was never sent.
             if (!parser.failed() && !cutOff(err)) {
-              throw new ApiError('invalid_input', `A file named in the multipart map was not received: ${(err as Error).message}`, { field: 'map' });
+              throw new ApiError(
+                'invalid_input',
+                `A file named in the multipart map was not received: ${(err as Error).message}`,
+                { field: 'map' },
+              );
             }
             throw malformed(err);
           }
           let received: Awaited<ReturnType<UploadReceiver>>;
           try {
             // createReadStream() throws the part's error at once when the part has already failed.
-            received = await opts.receive(file.createReadStream(), { filename: file.filename, mimeType: file.mimetype });
+            received = await opts.receive(file.createReadStream(), {
+              filename: file.filename,
+              mimeType: file.mimetype,
+            });
           } catch (err) {
             if (err instanceof ApiError) throw err;
             // The temporary file could not be written (a system call failed): the disk, not the body, logged as such.
@@ -129,7 +149,9 @@ export function graphqlUploadPlugin(opts: GraphqlUploadOptions): Plugin {
           }
           done.push(received.cleanup);
           // The operation reads the received file: a fresh Upload, resolved, in the place of the streamed one.
-          (u as unknown as { promise: Promise<unknown> }).promise = Promise.resolve((received.value as { promise: Promise<unknown> }).promise);
+          (u as unknown as { promise: Promise<unknown> }).promise = Promise.resolve(
+            (received.value as { promise: Promise<unknown> }).promise,
+          );
         }
         // The rest of the body must parse too (a malformed part after the files, no closing boundary).
         const failed = await parser.ended;
@@ -145,7 +167,11 @@ export function graphqlUploadPlugin(opts: GraphqlUploadOptions): Plugin {
       if (done) await Promise.all(done.map((c) => c().catch(() => {})));
       // A body left unread (refused before it was read, or malformed): dropped after the answer, up to a limit.
       const req = (serverContext as unknown as { req?: IncomingMessage }).req;
-      if (req && !req.readableEnded && (request.headers.get('content-type') ?? '').toLowerCase().startsWith('multipart/')) {
+      if (
+        req &&
+        !req.readableEnded &&
+        (request.headers.get('content-type') ?? '').toLowerCase().startsWith('multipart/')
+      ) {
         setImmediate(() => drainRefusedBody(req, opts.drainBytes));
       }
     },
@@ -157,7 +183,11 @@ export function uploadReceiver(storage: Storage, maxUploadBytes: number): Upload
     const ingested = await ingest(file, storage.tmpDir, maxUploadBytes);
     const upload = new Upload() as Upload & { resolve(f: unknown): void };
     upload.resolve({
-      filename: info.filename, fieldName: 'file', mimetype: info.mimeType, encoding: '7bit', ingested,
+      filename: info.filename,
+      fieldName: 'file',
+      mimetype: info.mimeType,
+      encoding: '7bit',
+      ingested,
       createReadStream: () => createReadStream(ingested.tmpPath),
     });
     return { value: upload, cleanup: () => fs.rm(ingested.tmpPath, { force: true }) };

@@ -12,7 +12,11 @@ const RECLAIM_LOCK = [72640337, 0] as const;
 const BATCH = 500;
 export const DEFAULT_GRACE_MS = 60 * 60 * 1000;
 
-export interface ReclaimResult { scanned: number; reclaimed: string[]; skipped?: 'locked' }
+export interface ReclaimResult {
+  scanned: number;
+  reclaimed: string[];
+  skipped?: 'locked';
+}
 
 /**
  * Removes blobs older than `graceMs` (at `now`) that no file row references. Storage is listed outside any
@@ -21,7 +25,12 @@ export interface ReclaimResult { scanned: number; reclaimed: string[]; skipped?:
  * holding it. The orphans of a batch are checked to be still there and removed under that lock, so two reclaimers
  * that overlap never remove (or report) the same blob twice.
  */
-export async function reclaimOrphanBlobs(prisma: PrismaClient, storage: Storage, graceMs = DEFAULT_GRACE_MS, now = new Date()): Promise<ReclaimResult> {
+export async function reclaimOrphanBlobs(
+  prisma: PrismaClient,
+  storage: Storage,
+  graceMs = DEFAULT_GRACE_MS,
+  now = new Date(),
+): Promise<ReclaimResult> {
   const cutoff = now.getTime() - graceMs;
   const reclaimed: string[] = [];
   let scanned = 0;
@@ -31,17 +40,27 @@ export async function reclaimOrphanBlobs(prisma: PrismaClient, storage: Storage,
     if (batch.length === 0) return true;
     const keys = batch;
     batch = [];
-    const orphans = await prisma.$transaction(async (tx) => {
-      const [{ locked }] = await tx.$queryRaw<{ locked: boolean }[]>`SELECT pg_try_advisory_xact_lock(${RECLAIM_LOCK[0]}::int, ${RECLAIM_LOCK[1]}::int) AS locked`;
-      if (!locked) return null;
-      const referenced = await tx.file.findMany({ where: { storageKey: { in: keys } }, select: { storageKey: true } });
-      const keep = new Set(referenced.map((r) => r.storageKey));
-      const candidates = keys.filter((k) => !keep.has(k));
-      // Another reclaimer may have removed some since this one listed them.
-      const present = (await Promise.all(candidates.map(async (k) => ((await storage.exists(k)) ? k : null)))).filter((k): k is string => k !== null);
-      await storage.remove(present);
-      return present;
-    }, { timeout: 60_000 });
+    const orphans = await prisma.$transaction(
+      async (tx) => {
+        const [{ locked }] = await tx.$queryRaw<
+          { locked: boolean }[]
+        >`SELECT pg_try_advisory_xact_lock(${RECLAIM_LOCK[0]}::int, ${RECLAIM_LOCK[1]}::int) AS locked`;
+        if (!locked) return null;
+        const referenced = await tx.file.findMany({
+          where: { storageKey: { in: keys } },
+          select: { storageKey: true },
+        });
+        const keep = new Set(referenced.map((r) => r.storageKey));
+        const candidates = keys.filter((k) => !keep.has(k));
+        // Another reclaimer may have removed some since this one listed them.
+        const present = (await Promise.all(candidates.map(async (k) => ((await storage.exists(k)) ? k : null)))).filter(
+          (k): k is string => k !== null,
+        );
+        await storage.remove(present);
+        return present;
+      },
+      { timeout: 60_000 },
+    );
     if (orphans === null) return !first;
     first = false;
     reclaimed.push(...orphans);
@@ -61,9 +80,24 @@ export async function reclaimOrphanBlobs(prisma: PrismaClient, storage: Storage,
  * Runs the reclaimer ten minutes after start and then every `everyMs`; returns a function that stops it. (Blobs a crash
  * just orphaned are younger than the grace period anyway, so an earlier first run would find nothing more.)
  */
-export function scheduleReclaim(prisma: PrismaClient, storage: Storage, log: Logger, graceMs = DEFAULT_GRACE_MS, everyMs = 6 * 3_600_000): () => void {
-  return schedule('reclaiming orphan blobs', async () => {
-    const r = await reclaimOrphanBlobs(prisma, storage, graceMs);
-    if (r.reclaimed.length) log.info({ reclaimed: r.reclaimed.length, keys: r.reclaimed.slice(0, 20), scanned: r.scanned }, 'reclaimed orphan blobs');
-  }, { firstMs: 10 * 60_000, everyMs }, log);
+export function scheduleReclaim(
+  prisma: PrismaClient,
+  storage: Storage,
+  log: Logger,
+  graceMs = DEFAULT_GRACE_MS,
+  everyMs = 6 * 3_600_000,
+): () => void {
+  return schedule(
+    'reclaiming orphan blobs',
+    async () => {
+      const r = await reclaimOrphanBlobs(prisma, storage, graceMs);
+      if (r.reclaimed.length)
+        log.info(
+          { reclaimed: r.reclaimed.length, keys: r.reclaimed.slice(0, 20), scanned: r.scanned },
+          'reclaimed orphan blobs',
+        );
+    },
+    { firstMs: 10 * 60_000, everyMs },
+    log,
+  );
 }

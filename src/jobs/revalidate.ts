@@ -7,14 +7,23 @@ import type { Logger } from '../log.js';
 import { schedule } from './schedule.js';
 import { adapterFor, parseExternalUrl } from '../files/external/index.js';
 
-export interface RevalidateOptions { allowPrivate: boolean; olderThanMs: number; batch: number; now?: Date }
+export interface RevalidateOptions {
+  allowPrivate: boolean;
+  olderThanMs: number;
+  batch: number;
+  now?: Date;
+}
 
 /**
  * Checks up to `batch` files not checked for `olderThanMs`; returns the ids checked. The batch is claimed in one
  * statement (its rows stamped with this attempt's date, rows another instance holds skipped), so instances sharing
  * a database never check the same file twice, and no transaction stays open while URLs are probed.
  */
-export async function revalidateFiles(prisma: PrismaClient, storage: Storage, opts: RevalidateOptions): Promise<number[]> {
+export async function revalidateFiles(
+  prisma: PrismaClient,
+  storage: Storage,
+  opts: RevalidateOptions,
+): Promise<number[]> {
   const now = opts.now ?? new Date();
   const cutoff = new Date(now.getTime() - opts.olderThanMs);
   const claimed = await prisma.$queryRaw<{ id: number }[]>`
@@ -35,7 +44,11 @@ export async function revalidateFiles(prisma: PrismaClient, storage: Storage, op
         if (!(await storage.exists(f.storageKey))) error = 'The stored blob is missing.';
       } else if (f.externalUrl) {
         const url = parseExternalUrl(f.externalUrl);
-        const fetched = await adapterFor(url).fetch(url, { allowPrivate: opts.allowPrivate, timeoutMs: 10_000, maxRedirects: 5 });
+        const fetched = await adapterFor(url).fetch(url, {
+          allowPrivate: opts.allowPrivate,
+          timeoutMs: 10_000,
+          maxRedirects: 5,
+        });
         fetched.body.destroy(); // reachable is all we need to know
       }
     } catch (err) {
@@ -43,16 +56,32 @@ export async function revalidateFiles(prisma: PrismaClient, storage: Storage, op
     }
     await prisma.file.update({
       where: { id: f.id },
-      data: { isAvailable: error === null, validationError: error, validationAttempts: { increment: 1 }, lastAttemptDate: now },
+      data: {
+        isAvailable: error === null,
+        validationError: error,
+        validationAttempts: { increment: 1 },
+        lastAttemptDate: now,
+      },
     });
   }
   return due.map((f) => f.id);
 }
 
 /** Runs revalidation every `everyMs` (a batch at a time); returns a function that stops it. */
-export function scheduleRevalidation(prisma: PrismaClient, storage: Storage, allowPrivate: boolean, log: Logger, everyMs = 600_000): () => void {
-  return schedule('file revalidation', async () => {
-    const ids = await revalidateFiles(prisma, storage, { allowPrivate, olderThanMs: 86_400_000, batch: 100 });
-    if (ids.length) log.info({ checked: ids.length }, 'revalidated files');
-  }, { firstMs: everyMs, everyMs }, log);
+export function scheduleRevalidation(
+  prisma: PrismaClient,
+  storage: Storage,
+  allowPrivate: boolean,
+  log: Logger,
+  everyMs = 600_000,
+): () => void {
+  return schedule(
+    'file revalidation',
+    async () => {
+      const ids = await revalidateFiles(prisma, storage, { allowPrivate, olderThanMs: 86_400_000, batch: 100 });
+      if (ids.length) log.info({ checked: ids.length }, 'revalidated files');
+    },
+    { firstMs: everyMs, everyMs },
+    log,
+  );
 }

@@ -2,7 +2,10 @@
 // in this process (instances coordinate through the database, see each job), failures logged and retried next time.
 import type { Logger } from '../log.js';
 
-export interface JobTiming { firstMs: number; everyMs: number }
+export interface JobTiming {
+  firstMs: number;
+  everyMs: number;
+}
 
 /** Starts `job`; returns a function that stops it. Timers never keep the process alive. */
 export function schedule(name: string, job: () => Promise<void>, timing: JobTiming, log: Logger): () => void {
@@ -22,5 +25,8 @@ export function schedule(name: string, job: () => Promise<void>, timing: JobTimi
   const timer = setInterval(run, timing.everyMs);
   first.unref();
   timer.unref();
-  return () => { clearTimeout(first); clearInterval(timer); };
+  return () => {
+    clearTimeout(first);
+    clearInterval(timer);
+  };
 }

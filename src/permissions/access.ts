@@ -18,18 +18,37 @@ export interface Visitor {
 type DownloadState = 'visible' | 'moderated' | 'deleted' | 'draft';
 type CommentState = 'visible' | 'moderated' | 'deleted';
 
-export interface CategoryRow { id: number }
-export interface DownloadRow { id: number; categoryId: number; userId: number; state: DownloadState }
-export interface CommentRow { userId: number; state: CommentState }
+export interface CategoryRow {
+  id: number;
+}
+export interface DownloadRow {
+  id: number;
+  categoryId: number;
+  userId: number;
+  state: DownloadState;
+}
+export interface CommentRow {
+  userId: number;
+  state: CommentState;
+}
 
 export class Access {
-  constructor(readonly visitor: Visitor, private readonly resolver: PermissionResolver | null) {}
+  constructor(
+    readonly visitor: Visitor,
+    private readonly resolver: PermissionResolver | null,
+  ) {}
 
-  get isSuper(): boolean { return this.visitor.isSuper; }
+  get isSuper(): boolean {
+    return this.visitor.isSuper;
+  }
   /** Moderators see downloads in every state in lists; everyone else is forced to `visible`. */
-  get isModerator(): boolean { return this.visitor.isSuper || this.visitor.isModerator || this.visitor.isAdmin; }
+  get isModerator(): boolean {
+    return this.visitor.isSuper || this.visitor.isModerator || this.visitor.isAdmin;
+  }
   /** "Admin rights" for category writes and the admin mutations. */
-  get hasAdminRights(): boolean { return this.visitor.isSuper || this.visitor.isAdmin; }
+  get hasAdminRights(): boolean {
+    return this.visitor.isSuper || this.visitor.isAdmin;
+  }
 
   has(perm: Permission, categoryId?: number | null): boolean {
     if (this.visitor.isSuper) return true;
@@ -40,17 +59,25 @@ export class Access {
     return this.visitor.userId !== 0 && row.userId === this.visitor.userId;
   }
 
-  canViewCategory(c: CategoryRow): boolean { return this.has('view', c.id); }
-  canAddDownload(c: CategoryRow): boolean { return this.has('view', c.id) && this.has('add', c.id); }
+  canViewCategory(c: CategoryRow): boolean {
+    return this.has('view', c.id);
+  }
+  canAddDownload(c: CategoryRow): boolean {
+    return this.has('view', c.id) && this.has('add', c.id);
+  }
 
   canViewDownload(d: DownloadRow): boolean {
     if (this.visitor.isSuper) return true;
     if (!this.has('view', d.categoryId)) return false;
     switch (d.state) {
-      case 'visible': return true;
-      case 'moderated': return this.owns(d) || this.has('viewModerated', d.categoryId);
-      case 'deleted': return this.has('viewDeleted', d.categoryId);
-      case 'draft': return this.owns(d);
+      case 'visible':
+        return true;
+      case 'moderated':
+        return this.owns(d) || this.has('viewModerated', d.categoryId);
+      case 'deleted':
+        return this.has('viewDeleted', d.categoryId);
+      case 'draft':
+        return this.owns(d);
     }
   }
 
@@ -59,28 +86,47 @@ export class Access {
     return this.has('editAny', d.categoryId) || ((this.owns(d) || isTeamMember) && this.has('editOwn', d.categoryId));
   }
 
-  canManageFiles(d: DownloadRow, isTeamMember = false): boolean { return this.canEditDownload(d, isTeamMember); }
+  canManageFiles(d: DownloadRow, isTeamMember = false): boolean {
+    return this.canEditDownload(d, isTeamMember);
+  }
 
   canDeleteDownload(d: DownloadRow): boolean {
     if (!this.canViewDownload(d)) return false;
     return this.has('deleteAny', d.categoryId) || (this.owns(d) && this.has('deleteOwn', d.categoryId));
   }
 
-  canHardDeleteDownload(d: DownloadRow): boolean { return this.canViewDownload(d) && this.has('hardDeleteAny', d.categoryId); }
-  canMoveDownload(d: DownloadRow): boolean { return this.has('moveAny', d.categoryId); }
-  canDownload(d: DownloadRow): boolean { return this.canViewDownload(d) && this.has('download', d.categoryId); }
-  canViewComments(d: DownloadRow): boolean { return this.canViewDownload(d) && this.has('viewComments', d.categoryId); }
-  canComment(d: DownloadRow): boolean { return this.canViewComments(d) && this.has('comment', d.categoryId); }
-  bypassesApproval(categoryId: number): boolean { return this.has('bypassApproval', categoryId); }
-  bypassesCommentApproval(categoryId: number): boolean { return this.has('bypassCommentApproval', categoryId); }
+  canHardDeleteDownload(d: DownloadRow): boolean {
+    return this.canViewDownload(d) && this.has('hardDeleteAny', d.categoryId);
+  }
+  canMoveDownload(d: DownloadRow): boolean {
+    return this.has('moveAny', d.categoryId);
+  }
+  canDownload(d: DownloadRow): boolean {
+    return this.canViewDownload(d) && this.has('download', d.categoryId);
+  }
+  canViewComments(d: DownloadRow): boolean {
+    return this.canViewDownload(d) && this.has('viewComments', d.categoryId);
+  }
+  canComment(d: DownloadRow): boolean {
+    return this.canViewComments(d) && this.has('comment', d.categoryId);
+  }
+  bypassesApproval(categoryId: number): boolean {
+    return this.has('bypassApproval', categoryId);
+  }
+  bypassesCommentApproval(categoryId: number): boolean {
+    return this.has('bypassCommentApproval', categoryId);
+  }
 
   canViewComment(c: CommentRow, d: DownloadRow): boolean {
     if (this.visitor.isSuper) return true;
     if (!this.canViewComments(d)) return false;
     switch (c.state) {
-      case 'visible': return true;
-      case 'moderated': return this.owns(c) || this.has('viewModerated', d.categoryId);
-      case 'deleted': return this.has('viewDeleted', d.categoryId);
+      case 'visible':
+        return true;
+      case 'moderated':
+        return this.owns(c) || this.has('viewModerated', d.categoryId);
+      case 'deleted':
+        return this.has('viewDeleted', d.categoryId);
     }
   }
 

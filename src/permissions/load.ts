@@ -35,12 +35,20 @@ export async function loadPermissionData(prisma: PrismaClient): Promise<Permissi
  */
 export class PermissionCache {
   private readonly cache: TtlCache<'all', PermissionData>;
-  constructor(private readonly prisma: PrismaClient, ttlMs: number, private readonly feed: ChangeFeed = new LocalChangeFeed()) {
+  constructor(
+    private readonly prisma: PrismaClient,
+    ttlMs: number,
+    private readonly feed: ChangeFeed = new LocalChangeFeed(),
+  ) {
     this.cache = new TtlCache(ttlMs);
-    feed.onChange((c) => { if (c.kind === 'permissions' || c.kind === 'all') this.cache.clear(); });
+    feed.onChange((c) => {
+      if (c.kind === 'permissions' || c.kind === 'all') this.cache.clear();
+    });
   }
   async resolverFor(groupIds: number[]): Promise<PermissionResolver> {
     return new PermissionResolver(groupIds, await this.cache.get('all', () => loadPermissionData(this.prisma)));
   }
-  invalidate(): void { this.feed.publish({ kind: 'permissions' }); }
+  invalidate(): void {
+    this.feed.publish({ kind: 'permissions' });
+  }
 }

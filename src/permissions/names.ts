@@ -1,9 +1,25 @@
 // Permission names and built-in group defaults (contract §3).
 
 export const PERMISSIONS = [
-  'view', 'viewComments', 'download', 'add', 'comment', 'editOwn', 'editAny', 'deleteOwn', 'deleteAny',
-  'hardDeleteAny', 'moveAny', 'bypassApproval', 'bypassCommentApproval', 'viewModerated', 'viewDeleted',
-  'editOwnComment', 'editAnyComment', 'deleteOwnComment', 'deleteAnyComment',
+  'view',
+  'viewComments',
+  'download',
+  'add',
+  'comment',
+  'editOwn',
+  'editAny',
+  'deleteOwn',
+  'deleteAny',
+  'hardDeleteAny',
+  'moveAny',
+  'bypassApproval',
+  'bypassCommentApproval',
+  'viewModerated',
+  'viewDeleted',
+  'editOwnComment',
+  'editAnyComment',
+  'deleteOwnComment',
+  'deleteAnyComment',
 ] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
@@ -12,7 +28,15 @@ export function isPermission(name: string): name is Permission {
 }
 
 const GUEST: Permission[] = ['view', 'viewComments', 'download'];
-const REGISTERED: Permission[] = [...GUEST, 'add', 'comment', 'editOwn', 'deleteOwn', 'editOwnComment', 'deleteOwnComment'];
+const REGISTERED: Permission[] = [
+  ...GUEST,
+  'add',
+  'comment',
+  'editOwn',
+  'deleteOwn',
+  'editOwnComment',
+  'deleteOwnComment',
+];
 
 /** The four built-in groups and the permissions each holds globally when first created. */
 export const BUILT_IN_GROUPS: Record<'guest' | 'registered' | 'moderator' | 'administrator', readonly Permission[]> = {
@@ -23,8 +47,12 @@ export const BUILT_IN_GROUPS: Record<'guest' | 'registered' | 'moderator' | 'adm
 };
 
 export const SCOPES = [
-  'mc_dm_category:read', 'mc_dm_category:write', 'mc_dm_category:delete_hard',
-  'mc_dm_download:read', 'mc_dm_download:write', 'mc_dm_download:delete_hard',
+  'mc_dm_category:read',
+  'mc_dm_category:write',
+  'mc_dm_category:delete_hard',
+  'mc_dm_download:read',
+  'mc_dm_download:write',
+  'mc_dm_download:delete_hard',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 

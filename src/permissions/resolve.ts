@@ -44,7 +44,10 @@ export interface PermissionData {
 export class PermissionResolver {
   private readonly memo = new Map<string, boolean>();
 
-  constructor(private readonly groupIds: readonly number[], private readonly data: PermissionData) {}
+  constructor(
+    private readonly groupIds: readonly number[],
+    private readonly data: PermissionData,
+  ) {}
 
   /** Whether the visitor holds `perm` globally, or in `categoryId` when given. */
   has(perm: Permission, categoryId?: number | null): boolean {
@@ -63,7 +66,7 @@ export class PermissionResolver {
     const granted = rules.some((r) => r.value === 'allow');
     const decidedBy = granted
       ? rules.find((r) => r.value === 'allow')!
-      : rules.find((r) => r.value === 'deny') ?? rules[0] ?? null;
+      : (rules.find((r) => r.value === 'deny') ?? rules[0] ?? null);
     return { permission: perm, granted, decidedBy, rules };
   }
 

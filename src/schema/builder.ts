@@ -57,10 +57,12 @@ export const builder = new SchemaBuilder<{
 });
 
 builder.queryType({
-  description: 'Reads. Every request carries an API key in the Forum-Api-Key header; each field says which scope it needs (a missing scope answers api_scope_missing). Objects the visitor may not view are left out of lists.',
+  description:
+    'Reads. Every request carries an API key in the Forum-Api-Key header; each field says which scope it needs (a missing scope answers api_scope_missing). Objects the visitor may not view are left out of lists.',
 });
 builder.mutationType({
-  description: 'Writes. Each mutation takes one `input` and returns a payload with the objects it changed. A refused write answers null with an error whose `extensions.code` names the reason (and `extensions.params` the details), and changes nothing.',
+  description:
+    'Writes. Each mutation takes one `input` and returns a payload with the objects it changed. A refused write answers null with an error whose `extensions.code` names the reason (and `extensions.params` the details), and changes nothing.',
 });
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
@@ -94,7 +96,10 @@ builder.scalarType('DateTime', {
       const exists = c.getUTCFullYear() === y && c.getUTCMonth() === m - 1 && c.getUTCDate() === day;
       if (exists && !Number.isNaN(d.getTime())) return d;
     }
-    throw new ApiError('invalid_input', `Expected an ISO 8601 date such as 2026-11-22T10:00:00Z, got ${JSON.stringify(v)}.`);
+    throw new ApiError(
+      'invalid_input',
+      `Expected an ISO 8601 date such as 2026-11-22T10:00:00Z, got ${JSON.stringify(v)}.`,
+    );
   },
 });
 

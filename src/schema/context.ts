@@ -44,15 +44,18 @@ export interface Context extends Services {
 export function createContext(services: Services, visitor: Visitor): Context {
   let access: Promise<Access> | undefined;
   let loaded: Access | undefined;
-  const load = () => (access ??= (visitor.isSuper
-    ? Promise.resolve(new Access(visitor, null))
-    : services.permissions.resolverFor(visitor.groupIds).then((r) => new Access(visitor, r))
-  ).then((a) => (loaded = a)));
+  const load = () =>
+    (access ??= (
+      visitor.isSuper
+        ? Promise.resolve(new Access(visitor, null))
+        : services.permissions.resolverFor(visitor.groupIds).then((r) => new Access(visitor, r))
+    ).then((a) => (loaded = a)));
   let teams: Promise<Set<number>> | undefined;
   const team = {
     async isTeamMember(downloadId: number) {
       if (visitor.userId === 0) return false;
-      teams ??= services.prisma.teamMember.findMany({ where: { userId: visitor.userId }, select: { downloadId: true } })
+      teams ??= services.prisma.teamMember
+        .findMany({ where: { userId: visitor.userId }, select: { downloadId: true } })
         .then((rows) => new Set(rows.map((r) => r.downloadId)));
       return (await teams).has(downloadId);
     },

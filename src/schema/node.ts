@@ -9,7 +9,10 @@ import { requireScopes } from '../auth/scopes.js';
 import type { Context } from './context.js';
 import { MAX_INT } from '../domain/numbers.js';
 
-interface NodeLoader { scopes: readonly string[]; load(ctx: Context, id: number): Promise<object> }
+interface NodeLoader {
+  scopes: readonly string[];
+  load(ctx: Context, id: number): Promise<object>;
+}
 const loaders = new Map<string, NodeLoader>();
 const typeOf = new WeakMap<object, string>();
 
@@ -22,17 +25,22 @@ export function fromGlobalId(globalId: string, field = 'id'): { type: string; id
   const [type, raw, extra] = decoded.split(':');
   const id = raw !== undefined && /^\d{1,10}$/.test(raw) ? Number(raw) : NaN;
   if (!type || extra !== undefined || !loaders.has(type) || !(id >= 1 && id <= MAX_INT)) {
-    throw invalidInput(field, `${JSON.stringify(globalId)} is not an id issued by this service: use the \`id\` field of an object it returned.`);
+    throw invalidInput(
+      field,
+      `${JSON.stringify(globalId)} is not an id issued by this service: use the \`id\` field of an object it returned.`,
+    );
   }
   return { type, id };
 }
 
 export const NodeRef = builder.interfaceRef<{ id: number }>('Node').implement({
-  description: 'An object with a global id. Every entity implements it; fetch any of them again with `node(id:)` or `nodes(ids:)`, and let a client cache (Apollo, Relay, urql) key objects by `id`.',
+  description:
+    'An object with a global id. Every entity implements it; fetch any of them again with `node(id:)` or `nodes(ids:)`, and let a client cache (Apollo, Relay, urql) key objects by `id`.',
   resolveType: (obj) => typeOf.get(obj) ?? null,
   fields: (t) => ({
     id: t.id({
-      description: 'An opaque global id, unique across every type. The numeric `…Id` fields are the same row ids the REST API uses.',
+      description:
+        'An opaque global id, unique across every type. The numeric `…Id` fields are the same row ids the REST API uses.',
       resolve: (obj, _a, _c, info) => toGlobalId(info.parentType.name, obj.id),
     }),
   }),
@@ -44,8 +52,8 @@ export function registerNode(type: string, scopes: readonly string[], load: Node
 }
 
 /** Errors that mean "the visitor may not see this object": node answers null for them. */
-const UNSEEN = (err: unknown) => err instanceof ApiError
-  && (err.code === 'do_not_have_permission' || err.code.endsWith('_not_found'));
+const UNSEEN = (err: unknown) =>
+  err instanceof ApiError && (err.code === 'do_not_have_permission' || err.code.endsWith('_not_found'));
 
 /** The object, or null when the visitor may not see it (after a soft delete, say). */
 export async function unlessUnseen<T>(load: Promise<T>): Promise<T | null> {
@@ -86,11 +94,17 @@ builder.queryFields((t) => ({
     description: `Several objects by global id, in the order asked (at most ${MAX_NODES}); an entry is null when that object does not exist or the visitor may not see it.`,
     args: { ids: t.arg.idList({ required: true, description: `Global ids, at most ${MAX_NODES}.` }) },
     resolve: async (_r, args, ctx) => {
-      if (args.ids.length > MAX_NODES) throw invalidInput('ids', `Ask for at most ${MAX_NODES} ids at a time (got ${args.ids.length}).`);
+      if (args.ids.length > MAX_NODES)
+        throw invalidInput('ids', `Ask for at most ${MAX_NODES} ids at a time (got ${args.ids.length}).`);
       for (const id of args.ids) fromGlobalId(String(id), 'ids'); // a malformed id refuses the whole request
       // An entry refused for another reason (a missing scope) carries its own error and leaves the others intact.
-      return Promise.all(args.ids.map((id) => loadNode(ctx, String(id), 'ids')
-        .catch((err: unknown) => (err instanceof GraphQLError ? err : Promise.reject(err))))) as Promise<({ id: number } | null)[]>;
+      return Promise.all(
+        args.ids.map((id) =>
+          loadNode(ctx, String(id), 'ids').catch((err: unknown) =>
+            err instanceof GraphQLError ? err : Promise.reject(err),
+          ),
+        ),
+      ) as Promise<({ id: number } | null)[]>;
     },
   }),
 }));

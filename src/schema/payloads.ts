@@ -8,20 +8,43 @@ export function payloadOf<T>(name: string, key: string, type: any, description?:
   const mutation = name.replace(/Payload$/, '').replace(/^./, (c) => c.toLowerCase());
   return builder.objectRef<Record<string, T>>(name).implement({
     description: description ?? `What \`${mutation}\` returns: the ${key}, as it is after the change.`,
-    fields: (t) => ({ [key]: t.field({ type, description: 'The object as it is after the change.', resolve: (p: Record<string, T>) => p[key] as any }) }),
+    fields: (t) => ({
+      [key]: t.field({
+        type,
+        description: 'The object as it is after the change.',
+        resolve: (p: Record<string, T>) => p[key] as any,
+      }),
+    }),
   });
 }
 
 /** What a delete returns: `success` (the REST envelope), `deletedId`, and the object when it still exists for the visitor. */
-export interface DeleteResult<T> { success: true; typeName: string; id: number; object: T | null }
+export interface DeleteResult<T> {
+  success: true;
+  typeName: string;
+  id: number;
+  object: T | null;
+}
 
 export function deletePayloadOf<T>(name: string, key: string, type: any) {
   return builder.objectRef<DeleteResult<T>>(name).implement({
     description: `The result of a delete: \`deletedId\` names what was deleted; \`${key}\` is the object after a soft delete when the visitor may still see it, null after a hard delete.`,
     fields: (t) => ({
-      success: t.boolean({ description: 'Always true: a refused delete answers an error instead.', resolve: () => true }),
-      deletedId: t.id({ description: 'The global id of the deleted object: evict it from a client cache.', resolve: (p) => toGlobalId(p.typeName, p.id) }),
-      [key]: t.field({ type, nullable: true, description: 'The object after a soft delete (state DELETED); null after a hard delete or when the visitor may no longer see it.', resolve: (p: DeleteResult<T>) => p.object as any }),
+      success: t.boolean({
+        description: 'Always true: a refused delete answers an error instead.',
+        resolve: () => true,
+      }),
+      deletedId: t.id({
+        description: 'The global id of the deleted object: evict it from a client cache.',
+        resolve: (p) => toGlobalId(p.typeName, p.id),
+      }),
+      [key]: t.field({
+        type,
+        nullable: true,
+        description:
+          'The object after a soft delete (state DELETED); null after a hard delete or when the visitor may no longer see it.',
+        resolve: (p: DeleteResult<T>) => p.object as any,
+      }),
     }),
   });
 }
@@ -32,8 +55,12 @@ export function okPayloadOf<T>(name: string, objects: Record<string, { type: any
     description: 'The result of a change, with the objects it changed.',
     fields: (t) => ({
       ok: t.boolean({ description: 'Always true: a refused change answers an error instead.', resolve: () => true }),
-      ...Object.fromEntries(Object.entries(objects).map(([key, o]) => [key,
-        t.field({ type: o.type, description: o.description, resolve: (p: Record<string, T>) => p[key] as any })])),
+      ...Object.fromEntries(
+        Object.entries(objects).map(([key, o]) => [
+          key,
+          t.field({ type: o.type, description: o.description, resolve: (p: Record<string, T>) => p[key] as any }),
+        ]),
+      ),
     }),
   });
 }

@@ -2,7 +2,14 @@
 // so a read can fetch only the columns those fields need. Fragments and inline fragments are followed whatever their
 // type condition (a superset is always safe), and @include/@skip are honoured with the request's variables: the REST
 // documents switch their `with=full` fields on and off that way.
-import { GraphQLIncludeDirective, GraphQLSkipDirective, getDirectiveValues, type FieldNode, type GraphQLResolveInfo, type SelectionSetNode } from 'graphql';
+import {
+  GraphQLIncludeDirective,
+  GraphQLSkipDirective,
+  getDirectiveValues,
+  type FieldNode,
+  type GraphQLResolveInfo,
+  type SelectionSetNode,
+} from 'graphql';
 
 type Info = Pick<GraphQLResolveInfo, 'fieldNodes' | 'fragments' | 'variableValues'>;
 
@@ -17,8 +24,9 @@ function fieldsOf(set: SelectionSetNode, info: Info, out: FieldNode[], seen: Set
   for (const s of set.selections) {
     if (!included(s, info.variableValues)) continue;
     if (s.kind === 'Field') out.push(s);
-    else if (s.kind === 'InlineFragment') { if (!fieldsOf(s.selectionSet, info, out, seen)) return false; }
-    else {
+    else if (s.kind === 'InlineFragment') {
+      if (!fieldsOf(s.selectionSet, info, out, seen)) return false;
+    } else {
       const name = s.name.value;
       if (seen.has(name)) continue;
       seen.add(name);

@@ -40,8 +40,11 @@ async function refresh(ctx: Context, headers: Headers): Promise<void> {
 }
 
 /** Refusals that mean "not for you (now)" rather than "the stream is over". */
-const isHidden = (err: unknown) => err instanceof ApiError
-  && (err.code === 'do_not_have_permission' || err.code === 'mc_dm_api_error.comment_not_found' || err.code === 'mc_dm_api_error.version_not_found');
+const isHidden = (err: unknown) =>
+  err instanceof ApiError &&
+  (err.code === 'do_not_have_permission' ||
+    err.code === 'mc_dm_api_error.comment_not_found' ||
+    err.code === 'mc_dm_api_error.version_not_found');
 
 async function unlessHidden<T>(read: () => Promise<T | null>): Promise<T | null> {
   try {
@@ -58,9 +61,11 @@ async function unlessHidden<T>(read: () => Promise<T | null>): Promise<T | null>
  */
 function live<T>(ctx: Context, sources: Repeater<Check<T>>[]): Repeater<Delivery<T>> {
   const headers = headersOf(ctx);
-  const revoked = map((): Check<T> => async () => {
-    throw new ApiError('api_key_inactive', 'The API key of this subscription has been revoked.');
-  })(ctx.events.subscribe('apiKeyRevoked', ctx.visitor.apiKeyId));
+  const revoked = map(
+    (): Check<T> => async () => {
+      throw new ApiError('api_key_inactive', 'The API key of this subscription has been revoked.');
+    },
+  )(ctx.events.subscribe('apiKeyRevoked', ctx.visitor.apiKeyId));
   return new Repeater<Delivery<T>>(async (push, stop) => {
     const events = Repeater.merge([...sources, revoked]);
     stop.then(() => events.return());
@@ -91,37 +96,48 @@ const selection = (ctx: Context, info: GraphQLResolveInfo, typeName: 'Comment' |
   queryFromInfo({ context: ctx, info, typeName }) as object;
 
 builder.subscriptionType({
-  description: 'Live events, over Server-Sent Events: send `Accept: text/event-stream` to /graphql (POST, or GET with the operation in `query`). Every event is re-checked against the key and the visitor\'s rights when it is delivered.',
+  description:
+    "Live events, over Server-Sent Events: send `Accept: text/event-stream` to /graphql (POST, or GET with the operation in `query`). Every event is re-checked against the key and the visitor's rights when it is delivered.",
 });
 
 builder.subscriptionFields((t) => ({
   commentPosted: t.field({
     type: CommentRef,
-    description: 'Comments posted on a download from now on. A comment awaiting approval reaches only its author and those who may view moderated comments. Needs mc_dm_download:read and the right to view the download\'s comments.',
+    description:
+      "Comments posted on a download from now on. A comment awaiting approval reaches only its author and those who may view moderated comments. Needs mc_dm_download:read and the right to view the download's comments.",
     args: { downloadId: t.arg.int({ required: true, description: 'The download whose comments to watch.' }) },
     subscribe: async (_r, { downloadId }, ctx, info) => {
       requireScopes(ctx.visitor, READ);
       await comments.viewableParent(ctx.prisma, await ctx.access(), downloadId);
       const query = selection(ctx, info, 'Comment');
       return live<Comment>(ctx, [
-        map(({ commentId }: { commentId: number }): Check<Comment> =>
-          () => unlessHidden(async () => comments.viewableComment(ctx.prisma, await ctx.access(), commentId, query)))(
-          ctx.events.subscribe('commentPosted', downloadId)),
+        map(
+          ({ commentId }: { commentId: number }): Check<Comment> =>
+            () =>
+              unlessHidden(async () => comments.viewableComment(ctx.prisma, await ctx.access(), commentId, query)),
+        )(ctx.events.subscribe('commentPosted', downloadId)),
         // The stream ends when the download is gone for good (the check throws download_not_found).
-        map((): Check<Comment> => async () => {
-          await unlessHidden(async () => downloads.viewableDownload(ctx.prisma, await ctx.access(), downloadId));
-          return null;
-        })(ctx.events.subscribe('downloadChanged', downloadId)),
+        map(
+          (): Check<Comment> => async () => {
+            await unlessHidden(async () => downloads.viewableDownload(ctx.prisma, await ctx.access(), downloadId));
+            return null;
+          },
+        )(ctx.events.subscribe('downloadChanged', downloadId)),
       ]);
     },
     resolve: deliver,
   }),
   versionReleased: t.field({
     type: VersionRef,
-    description: 'New versions from now on (a new download\'s first version included): of one download, of the downloads of one category (not its subcategories), both, or — with neither argument — of every download the visitor may view. Needs mc_dm_download:read.',
+    description:
+      "New versions from now on (a new download's first version included): of one download, of the downloads of one category (not its subcategories), both, or — with neither argument — of every download the visitor may view. Needs mc_dm_download:read.",
     args: {
       downloadId: t.arg.int({ required: false, description: 'Only versions of this download.' }),
-      categoryId: t.arg.int({ required: false, description: 'Only versions of downloads in this category (where the download is when the version is delivered).' }),
+      categoryId: t.arg.int({
+        required: false,
+        description:
+          'Only versions of downloads in this category (where the download is when the version is delivered).',
+      }),
     },
     subscribe: async (_r, { downloadId, categoryId }, ctx, info) => {
       requireScopes(ctx.visitor, READ);
@@ -129,31 +145,39 @@ builder.subscriptionFields((t) => ({
       if (downloadId != null) await downloads.viewableDownload(ctx.prisma, await ctx.access(), downloadId);
       const query = selection(ctx, info, 'Version');
       return live<Version>(ctx, [
-        map((e: { versionId: number; downloadId: number }): Check<Version> => () => unlessHidden(async () => {
-          if (downloadId != null && e.downloadId !== downloadId) return null;
-          const d = await downloads.viewableDownload(ctx.prisma, await ctx.access(), e.downloadId);
-          if (categoryId != null && d.categoryId !== categoryId) return null;
-          return ctx.prisma.version.findUnique({ ...query, where: { id: e.versionId } });
-        }).catch((err) => {
-          // A download deleted since the release is simply not delivered; the stream goes on.
-          if (err instanceof ApiError && err.code === 'mc_dm_api_error.download_not_found' && downloadId == null) return null;
-          throw err;
-        }))(ctx.events.subscribe('versionReleased')),
+        map(
+          (e: { versionId: number; downloadId: number }): Check<Version> =>
+            () =>
+              unlessHidden(async () => {
+                if (downloadId != null && e.downloadId !== downloadId) return null;
+                const d = await downloads.viewableDownload(ctx.prisma, await ctx.access(), e.downloadId);
+                if (categoryId != null && d.categoryId !== categoryId) return null;
+                return ctx.prisma.version.findUnique({ ...query, where: { id: e.versionId } });
+              }).catch((err) => {
+                // A download deleted since the release is simply not delivered; the stream goes on.
+                if (err instanceof ApiError && err.code === 'mc_dm_api_error.download_not_found' && downloadId == null)
+                  return null;
+                throw err;
+              }),
+        )(ctx.events.subscribe('versionReleased')),
       ]);
     },
     resolve: deliver,
   }),
   downloadChanged: t.field({
     type: DownloadRef,
-    description: 'The download after each change from now on: an update that changed a field (moves included), a new version, a soft delete, a restore. Counters (views, downloads), files, team and comments do not count as changes. Delivered only while the visitor may view the download; after a permanent delete the stream ends with mc_dm_api_error.download_not_found. Needs mc_dm_download:read.',
+    description:
+      'The download after each change from now on: an update that changed a field (moves included), a new version, a soft delete, a restore. Counters (views, downloads), files, team and comments do not count as changes. Delivered only while the visitor may view the download; after a permanent delete the stream ends with mc_dm_api_error.download_not_found. Needs mc_dm_download:read.',
     args: { downloadId: t.arg.int({ required: true, description: 'The download to watch.' }) },
     subscribe: async (_r, { downloadId }, ctx, info) => {
       requireScopes(ctx.visitor, READ);
       await downloads.viewableDownload(ctx.prisma, await ctx.access(), downloadId);
       const query = selection(ctx, info, 'Download');
       return live<Download>(ctx, [
-        map((): Check<Download> => () => unlessHidden(async () => downloads.readDownload(ctx, await ctx.access(), downloadId, query)))(
-          ctx.events.subscribe('downloadChanged', downloadId)),
+        map(
+          (): Check<Download> => () =>
+            unlessHidden(async () => downloads.readDownload(ctx, await ctx.access(), downloadId, query)),
+        )(ctx.events.subscribe('downloadChanged', downloadId)),
       ]);
     },
     resolve: deliver,

@@ -16,10 +16,14 @@
 //   scopes  none  = every scope but the ones needed; exactly = the ones needed; all = all six.
 
 export const ALL_SCOPES = [
-  'mc_dm_category:read', 'mc_dm_category:write', 'mc_dm_category:delete_hard',
-  'mc_dm_download:read', 'mc_dm_download:write', 'mc_dm_download:delete_hard',
+  'mc_dm_category:read',
+  'mc_dm_category:write',
+  'mc_dm_category:delete_hard',
+  'mc_dm_download:read',
+  'mc_dm_download:write',
+  'mc_dm_download:delete_hard',
 ] as const;
-export type Scope = typeof ALL_SCOPES[number];
+export type Scope = (typeof ALL_SCOPES)[number];
 
 const CR: Scope[] = ['mc_dm_category:read'];
 const CW: Scope[] = ['mc_dm_category:write'];
@@ -46,12 +50,36 @@ export const statesOf = (t: Target): readonly string[] =>
 // ── The permission rules ───────────────────────────────────────────────────────────────────────────────────
 
 type Permission =
-  | 'view' | 'viewComments' | 'download' | 'add' | 'comment' | 'editOwn' | 'editAny' | 'deleteOwn' | 'deleteAny'
-  | 'hardDeleteAny' | 'moveAny' | 'bypassApproval' | 'bypassCommentApproval' | 'viewModerated' | 'viewDeleted'
-  | 'editOwnComment' | 'editAnyComment' | 'deleteOwnComment' | 'deleteAnyComment';
+  | 'view'
+  | 'viewComments'
+  | 'download'
+  | 'add'
+  | 'comment'
+  | 'editOwn'
+  | 'editAny'
+  | 'deleteOwn'
+  | 'deleteAny'
+  | 'hardDeleteAny'
+  | 'moveAny'
+  | 'bypassApproval'
+  | 'bypassCommentApproval'
+  | 'viewModerated'
+  | 'viewDeleted'
+  | 'editOwnComment'
+  | 'editAnyComment'
+  | 'deleteOwnComment'
+  | 'deleteAnyComment';
 
 const GUEST_GROUP: Permission[] = ['view', 'viewComments', 'download'];
-const REGISTERED_GROUP: Permission[] = [...GUEST_GROUP, 'add', 'comment', 'editOwn', 'deleteOwn', 'editOwnComment', 'deleteOwnComment'];
+const REGISTERED_GROUP: Permission[] = [
+  ...GUEST_GROUP,
+  'add',
+  'comment',
+  'editOwn',
+  'deleteOwn',
+  'editOwnComment',
+  'deleteOwnComment',
+];
 const STAFF_GROUP = 'every' as const; // moderator and administrator groups hold every permission
 
 export interface Who {
@@ -80,14 +108,24 @@ function has(w: Who, perm: Permission, category: CategoryState): boolean {
 }
 
 /** The row a state stands for: its category, its state and whether alice owns (or wrote) it. */
-export function objectOf(state: State): { category: CategoryState; state: 'visible' | 'moderated' | 'deleted'; own: boolean } {
+export function objectOf(state: State): {
+  category: CategoryState;
+  state: 'visible' | 'moderated' | 'deleted';
+  own: boolean;
+} {
   switch (state) {
-    case 'visibleOwn': return { category: 'open', state: 'visible', own: true };
-    case 'visibleOther': return { category: 'open', state: 'visible', own: false };
-    case 'moderatedOwn': return { category: 'open', state: 'moderated', own: true };
-    case 'moderatedOther': return { category: 'open', state: 'moderated', own: false };
-    case 'deletedOwn': return { category: 'open', state: 'deleted', own: true };
-    case 'hidden': return { category: 'hidden', state: 'visible', own: true };
+    case 'visibleOwn':
+      return { category: 'open', state: 'visible', own: true };
+    case 'visibleOther':
+      return { category: 'open', state: 'visible', own: false };
+    case 'moderatedOwn':
+      return { category: 'open', state: 'moderated', own: true };
+    case 'moderatedOther':
+      return { category: 'open', state: 'moderated', own: false };
+    case 'deletedOwn':
+      return { category: 'open', state: 'deleted', own: true };
+    case 'hidden':
+      return { category: 'hidden', state: 'visible', own: true };
   }
 }
 
@@ -104,21 +142,28 @@ export const rules = {
     if (o.state === 'deleted') return has(w, 'viewDeleted', o.category);
     return true;
   },
-  canEditDownload: (w: Who, s: State) => w.isSuper || (rules.canViewDownload(w, s)
-    && (has(w, 'editAny', objectOf(s).category) || (owns(w, objectOf(s)) && has(w, 'editOwn', objectOf(s).category)))),
-  canDeleteDownload: (w: Who, s: State) => w.isSuper || (rules.canViewDownload(w, s)
-    && (has(w, 'deleteAny', objectOf(s).category) || (owns(w, objectOf(s)) && has(w, 'deleteOwn', objectOf(s).category)))),
-  canRestoreDownload: (w: Who, s: State) => w.isSuper
-    || (has(w, 'viewDeleted', objectOf(s).category) && has(w, 'deleteAny', objectOf(s).category)),
+  canEditDownload: (w: Who, s: State) =>
+    w.isSuper ||
+    (rules.canViewDownload(w, s) &&
+      (has(w, 'editAny', objectOf(s).category) || (owns(w, objectOf(s)) && has(w, 'editOwn', objectOf(s).category)))),
+  canDeleteDownload: (w: Who, s: State) =>
+    w.isSuper ||
+    (rules.canViewDownload(w, s) &&
+      (has(w, 'deleteAny', objectOf(s).category) ||
+        (owns(w, objectOf(s)) && has(w, 'deleteOwn', objectOf(s).category)))),
+  canRestoreDownload: (w: Who, s: State) =>
+    w.isSuper || (has(w, 'viewDeleted', objectOf(s).category) && has(w, 'deleteAny', objectOf(s).category)),
   /** The download's team: its owner, an administrator, or editAny (or a super-user key). */
-  canManageTeam: (w: Who, s: State) => w.isSuper || w.isAdmin || owns(w, objectOf(s)) || has(w, 'editAny', objectOf(s).category),
+  canManageTeam: (w: Who, s: State) =>
+    w.isSuper || w.isAdmin || owns(w, objectOf(s)) || has(w, 'editAny', objectOf(s).category),
   canDownload: (w: Who, s: State) => rules.canViewDownload(w, s) && has(w, 'download', objectOf(s).category),
   /** Downloads lists show every state to moderators, administrators and super-user keys, else visible rows only. */
-  listsDownload: (w: Who, s: State) => rules.canViewDownload(w, s)
-    && (w.isSuper || w.isModerator || w.isAdmin || objectOf(s).state === 'visible'),
+  listsDownload: (w: Who, s: State) =>
+    rules.canViewDownload(w, s) && (w.isSuper || w.isModerator || w.isAdmin || objectOf(s).state === 'visible'),
   // Comments: the state is the comment's; its download is alice's visible download (for `hidden`, one in the hidden
   // category). The owner of the download is NOT the author: only the author and moderators see a moderated comment.
-  canViewCommentsOf: (w: Who, s: State) => w.isSuper || (has(w, 'view', objectOf(s).category) && has(w, 'viewComments', objectOf(s).category)),
+  canViewCommentsOf: (w: Who, s: State) =>
+    w.isSuper || (has(w, 'view', objectOf(s).category) && has(w, 'viewComments', objectOf(s).category)),
   canViewComment(w: Who, s: State): boolean {
     if (w.isSuper) return true;
     const o = objectOf(s);
@@ -127,13 +172,20 @@ export const rules = {
     if (o.state === 'deleted') return has(w, 'viewDeleted', o.category);
     return true;
   },
-  canEditComment: (w: Who, s: State) => w.isSuper || (rules.canViewComment(w, s)
-    && (has(w, 'editAnyComment', objectOf(s).category) || (owns(w, objectOf(s)) && has(w, 'editOwnComment', objectOf(s).category)))),
-  canDeleteComment: (w: Who, s: State) => w.isSuper || (rules.canViewComment(w, s)
-    && (has(w, 'deleteAnyComment', objectOf(s).category) || (owns(w, objectOf(s)) && has(w, 'deleteOwnComment', objectOf(s).category)))),
+  canEditComment: (w: Who, s: State) =>
+    w.isSuper ||
+    (rules.canViewComment(w, s) &&
+      (has(w, 'editAnyComment', objectOf(s).category) ||
+        (owns(w, objectOf(s)) && has(w, 'editOwnComment', objectOf(s).category)))),
+  canDeleteComment: (w: Who, s: State) =>
+    w.isSuper ||
+    (rules.canViewComment(w, s) &&
+      (has(w, 'deleteAnyComment', objectOf(s).category) ||
+        (owns(w, objectOf(s)) && has(w, 'deleteOwnComment', objectOf(s).category)))),
   /** Comment lists show only visible comments, except to super-user keys. */
   listsComment: (w: Who, s: State) => w.isSuper || (rules.canViewComment(w, s) && objectOf(s).state === 'visible'),
-  canComment: (w: Who, s: State) => rules.canViewCommentsOf(w, s) && rules.canViewDownload(w, s) && has(w, 'comment', objectOf(s).category),
+  canComment: (w: Who, s: State) =>
+    rules.canViewCommentsOf(w, s) && rules.canViewDownload(w, s) && has(w, 'comment', objectOf(s).category),
   adminRights: (w: Who) => w.isSuper || w.isAdmin,
   isGuest: (w: Who) => w.as === 'guest',
 };
@@ -167,13 +219,21 @@ export const fields: Record<string, Row> = {
   category: { scopes: CR, target: 'category', expect: (w, c) => check([rules.canViewCategory(w, c), DENY]) },
   downloads: { scopes: DR, target: 'download', expect: (w, s) => list(rules.listsDownload(w, s)) },
   download: { scopes: DR, target: 'download', expect: (w, s) => check([rules.canViewDownload(w, s), DENY]) },
-  comments: { scopes: DR, target: 'comment', expect: (w, s) => check([rules.canViewCommentsOf(w, s), DENY]) === 'ok' ? list(rules.listsComment(w, s)) : DENY },
+  comments: {
+    scopes: DR,
+    target: 'comment',
+    expect: (w, s) => (check([rules.canViewCommentsOf(w, s), DENY]) === 'ok' ? list(rules.listsComment(w, s)) : DENY),
+  },
   comment: { scopes: DR, target: 'comment', expect: (w, s) => check([rules.canViewComment(w, s), DENY]) },
   files: { scopes: DR, target: 'file', expect: (w, s) => (rules.canViewDownload(w, s) ? 'listed' : DENY) },
   file: { scopes: DR, target: 'file', expect: (w, s) => check([rules.canViewDownload(w, s), DENY]) },
   categoriesConnection: { scopes: CR, target: 'category', expect: (w, c) => list(rules.canViewCategory(w, c)) },
   downloadsConnection: { scopes: DR, target: 'download', expect: (w, s) => list(rules.listsDownload(w, s)) },
-  commentsConnection: { scopes: DR, target: 'comment', expect: (w, s) => check([rules.canViewCommentsOf(w, s), DENY]) === 'ok' ? list(rules.listsComment(w, s)) : DENY },
+  commentsConnection: {
+    scopes: DR,
+    target: 'comment',
+    expect: (w, s) => (check([rules.canViewCommentsOf(w, s), DENY]) === 'ok' ? list(rules.listsComment(w, s)) : DENY),
+  },
   filesConnection: { scopes: DR, target: 'file', expect: (w, s) => (rules.canViewDownload(w, s) ? 'listed' : DENY) },
   // the operator's queries (admin rights and any write scope)
   users: { scopes: ANY_WRITE, target: 'none', expect: (w) => check([rules.adminRights(w), DENY]) },
@@ -184,45 +244,114 @@ export const fields: Record<string, Row> = {
   // mutations: categories (admin rights)
   createCategory: { scopes: CW, target: 'none', expect: (w) => check([rules.adminRights(w), DENY]) },
   updateCategory: { scopes: CW, target: 'category', expect: (w) => check([rules.adminRights(w), DENY]) },
-  deleteCategory: { scopes: CWH, target: 'category', destructive: true, expect: (w) => check([rules.adminRights(w), DENY]) },
+  deleteCategory: {
+    scopes: CWH,
+    target: 'category',
+    destructive: true,
+    expect: (w) => check([rules.adminRights(w), DENY]),
+  },
   // users, keys, permissions, prefixes (admin rights)
   createUser: { scopes: ANY_WRITE, target: 'none', expect: (w) => check([rules.adminRights(w), DENY]) },
   setUserGroups: { scopes: ANY_WRITE, target: 'none', expect: (w) => check([rules.adminRights(w), DENY]) },
   createApiKey: { scopes: ANY_WRITE, target: 'none', expect: (w) => check([rules.adminRights(w), DENY]) },
-  revokeApiKey: { scopes: ANY_WRITE, target: 'none', destructive: true, expect: (w) => check([rules.adminRights(w), DENY]) },
+  revokeApiKey: {
+    scopes: ANY_WRITE,
+    target: 'none',
+    destructive: true,
+    expect: (w) => check([rules.adminRights(w), DENY]),
+  },
   setGroupPermission: { scopes: CW, target: 'none', expect: (w) => check([rules.adminRights(w), DENY]) },
   setCategoryPermission: { scopes: CW, target: 'category', expect: (w) => check([rules.adminRights(w), DENY]) },
   createPrefix: { scopes: CW, target: 'none', expect: (w) => check([rules.adminRights(w), DENY]) },
   assignPrefix: { scopes: CW, target: 'category', expect: (w) => check([rules.adminRights(w), DENY]) },
   // downloads
-  createDownload: { scopes: DW, target: 'category', expect: (w, c) => check([rules.canAddDownload(w, c), DENY], [!rules.isGuest(w), DENY]) },
-  updateDownload: { scopes: DW, target: 'download', expect: (w, s) => check([rules.canViewDownload(w, s), DENY], [rules.canEditDownload(w, s), DENY]) },
-  deleteDownload: { scopes: DW, target: 'download', destructive: true, expect: (w, s) => check([rules.canViewDownload(w, s), DENY], [rules.canDeleteDownload(w, s), DENY]) },
-  restoreDownload: {
-    scopes: DW, target: 'download', destructive: true,
-    expect: (w, s) => check([rules.canViewDownload(w, s), DENY], [rules.canRestoreDownload(w, s), DENY],
-      [objectOf(s).state === 'deleted', 'mc_dm_api_error.download_not_deleted']),
+  createDownload: {
+    scopes: DW,
+    target: 'category',
+    expect: (w, c) => check([rules.canAddDownload(w, c), DENY], [!rules.isGuest(w), DENY]),
   },
-  createVersion: { scopes: DW, target: 'download', expect: (w, s) => check([rules.canViewDownload(w, s), DENY], [rules.canEditDownload(w, s), DENY]) },
-  addTeamMember: { scopes: DW, target: 'download', expect: (w, s) => check([rules.canViewDownload(w, s), DENY], [rules.canManageTeam(w, s), DENY]) },
-  removeTeamMember: { scopes: DW, target: 'download', expect: (w, s) => check([rules.canViewDownload(w, s), DENY], [rules.canManageTeam(w, s), DENY]) },
+  updateDownload: {
+    scopes: DW,
+    target: 'download',
+    expect: (w, s) => check([rules.canViewDownload(w, s), DENY], [rules.canEditDownload(w, s), DENY]),
+  },
+  deleteDownload: {
+    scopes: DW,
+    target: 'download',
+    destructive: true,
+    expect: (w, s) => check([rules.canViewDownload(w, s), DENY], [rules.canDeleteDownload(w, s), DENY]),
+  },
+  restoreDownload: {
+    scopes: DW,
+    target: 'download',
+    destructive: true,
+    expect: (w, s) =>
+      check(
+        [rules.canViewDownload(w, s), DENY],
+        [rules.canRestoreDownload(w, s), DENY],
+        [objectOf(s).state === 'deleted', 'mc_dm_api_error.download_not_deleted'],
+      ),
+  },
+  createVersion: {
+    scopes: DW,
+    target: 'download',
+    expect: (w, s) => check([rules.canViewDownload(w, s), DENY], [rules.canEditDownload(w, s), DENY]),
+  },
+  addTeamMember: {
+    scopes: DW,
+    target: 'download',
+    expect: (w, s) => check([rules.canViewDownload(w, s), DENY], [rules.canManageTeam(w, s), DENY]),
+  },
+  removeTeamMember: {
+    scopes: DW,
+    target: 'download',
+    expect: (w, s) => check([rules.canViewDownload(w, s), DENY], [rules.canManageTeam(w, s), DENY]),
+  },
   // comments (the target state is the comment's)
   createComment: {
-    scopes: DW, target: 'download',
-    expect: (w, s) => check([w.isSuper || (rules.canViewDownload(w, s) && rules.canViewCommentsOf(w, s)), DENY],
-      [w.isSuper || rules.canComment(w, s), DENY], [!rules.isGuest(w), DENY]),
+    scopes: DW,
+    target: 'download',
+    expect: (w, s) =>
+      check(
+        [w.isSuper || (rules.canViewDownload(w, s) && rules.canViewCommentsOf(w, s)), DENY],
+        [w.isSuper || rules.canComment(w, s), DENY],
+        [!rules.isGuest(w), DENY],
+      ),
   },
-  updateComment: { scopes: DW, target: 'comment', expect: (w, s) => check([rules.canViewComment(w, s), DENY], [rules.canEditComment(w, s), DENY]) },
-  deleteComment: { scopes: DW, target: 'comment', destructive: true, expect: (w, s) => check([rules.canViewComment(w, s), DENY], [rules.canDeleteComment(w, s), DENY]) },
+  updateComment: {
+    scopes: DW,
+    target: 'comment',
+    expect: (w, s) => check([rules.canViewComment(w, s), DENY], [rules.canEditComment(w, s), DENY]),
+  },
+  deleteComment: {
+    scopes: DW,
+    target: 'comment',
+    destructive: true,
+    expect: (w, s) => check([rules.canViewComment(w, s), DENY], [rules.canDeleteComment(w, s), DENY]),
+  },
   // files (the target state is the file's download's): managing files = editing the download
-  createFile: { scopes: DW, target: 'file', expect: (w, s) => check([rules.canViewDownload(w, s), DENY], [rules.canEditDownload(w, s), DENY]) },
-  updateFile: { scopes: DW, target: 'file', expect: (w, s) => check([rules.canViewDownload(w, s), DENY], [rules.canEditDownload(w, s), DENY]) },
-  deleteFile: { scopes: DW, target: 'file', destructive: true, expect: (w, s) => check([rules.canViewDownload(w, s), DENY], [rules.canEditDownload(w, s), DENY]) },
+  createFile: {
+    scopes: DW,
+    target: 'file',
+    expect: (w, s) => check([rules.canViewDownload(w, s), DENY], [rules.canEditDownload(w, s), DENY]),
+  },
+  updateFile: {
+    scopes: DW,
+    target: 'file',
+    expect: (w, s) => check([rules.canViewDownload(w, s), DENY], [rules.canEditDownload(w, s), DENY]),
+  },
+  deleteFile: {
+    scopes: DW,
+    target: 'file',
+    destructive: true,
+    expect: (w, s) => check([rules.canViewDownload(w, s), DENY], [rules.canEditDownload(w, s), DENY]),
+  },
 };
 
 /** The file bytes, served outside GraphQL: view and download permissions. A link-only file answers 302. */
 export const fileData: Row = {
-  scopes: DR, target: 'file',
+  scopes: DR,
+  target: 'file',
   expect: (w, s) => check([rules.canViewDownload(w, s), DENY], [rules.canDownload(w, s), DENY]),
 };
 

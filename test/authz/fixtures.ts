@@ -4,8 +4,16 @@
 import { SUPER_KEY, type TestApp } from '../helpers/app.js';
 import type { Actor, Scope, State } from './expectations.js';
 
-export interface DownloadIds { downloadId: number; versionId: number; categoryId: number; fileId: number }
-export interface CommentIds { commentId: number; downloadId: number }
+export interface DownloadIds {
+  downloadId: number;
+  versionId: number;
+  categoryId: number;
+  fileId: number;
+}
+export interface CommentIds {
+  commentId: number;
+  downloadId: number;
+}
 
 export const SPARE_GROUP = 'matrix_spare';
 export const COMMENT_TEXT = 'matrix comment';
@@ -25,7 +33,9 @@ export class World {
   constructor(readonly t: TestApp) {}
 
   /** A unique suffix for names (usernames must be unique). */
-  next(): number { return ++this.seq; }
+  next(): number {
+    return ++this.seq;
+  }
 
   async gql(query: string, variables: Record<string, unknown>, key = SUPER_KEY, asUser?: number) {
     const headers: Record<string, string> = asUser ? { 'Forum-Api-User': String(asUser) } : {};
@@ -35,10 +45,19 @@ export class World {
   }
 
   async build(): Promise<this> {
-    const mk = async (username: string, isModerator = false, isAdmin = false) => (await this.gql(
-      `mutation($i: CreateUserInput!) { createUser(input: $i) { user { userId } } }`,
-      { i: { username, isModerator, isAdmin } })).createUser.user.userId as number;
-    this.users = { alice: await mk('alice'), bob: await mk('bob'), carol: await mk('carol'), moderator: await mk('mod', true), admin: await mk('adm', false, true) };
+    const mk = async (username: string, isModerator = false, isAdmin = false) =>
+      (
+        await this.gql(`mutation($i: CreateUserInput!) { createUser(input: $i) { user { userId } } }`, {
+          i: { username, isModerator, isAdmin },
+        })
+      ).createUser.user.userId as number;
+    this.users = {
+      alice: await mk('alice'),
+      bob: await mk('bob'),
+      carol: await mk('carol'),
+      moderator: await mk('mod', true),
+      admin: await mk('adm', false, true),
+    };
     this.aliceKey = await this.t.key('USER', ['all'], this.users.alice);
     this.bobKey = await this.t.key('USER', ['all'], this.users.bob);
     this.categories = {
@@ -47,11 +66,27 @@ export class World {
       hidden: await this.category({}, true),
     };
     await this.t.prisma.group.create({ data: { name: SPARE_GROUP } });
-    this.prefixId = (await this.gql(`mutation { createPrefix(input: { title: "M" }) { prefix { prefixId } } }`, {})).createPrefix.prefix.prefixId;
-    for (const s of ['visibleOwn', 'visibleOther', 'moderatedOwn', 'moderatedOther', 'deletedOwn', 'hidden'] as State[]) {
+    this.prefixId = (
+      await this.gql(`mutation { createPrefix(input: { title: "M" }) { prefix { prefixId } } }`, {})
+    ).createPrefix.prefix.prefixId;
+    for (const s of [
+      'visibleOwn',
+      'visibleOther',
+      'moderatedOwn',
+      'moderatedOther',
+      'deletedOwn',
+      'hidden',
+    ] as State[]) {
       this.downloads[s] = await this.freshDownload(s, true);
     }
-    for (const s of ['visibleOwn', 'visibleOther', 'moderatedOwn', 'moderatedOther', 'deletedOwn', 'hidden'] as State[]) {
+    for (const s of [
+      'visibleOwn',
+      'visibleOther',
+      'moderatedOwn',
+      'moderatedOther',
+      'deletedOwn',
+      'hidden',
+    ] as State[]) {
       this.comments[s] = await this.freshComment(s);
     }
     return this;
@@ -59,15 +94,19 @@ export class World {
 
   /** A category; `hidden`: the guest and registered groups are denied `view` there. */
   async category(config: Record<string, unknown>, hidden = false): Promise<number> {
-    const { createCategory } = await this.gql(`mutation($i: CreateCategoryInput!) { createCategory(input: $i) { category { categoryId } } }`,
-      { i: { title: `cat ${this.next()}` } });
+    const { createCategory } = await this.gql(
+      `mutation($i: CreateCategoryInput!) { createCategory(input: $i) { category { categoryId } } }`,
+      { i: { title: `cat ${this.next()}` } },
+    );
     const categoryId = createCategory.category.categoryId as number;
-    await this.gql(`mutation($i: UpdateCategoryInput!) { updateCategory(input: $i) { category { categoryId } } }`,
-      { i: { categoryId, maxFilesPerVersion: 100000, maxTeamMembers: 1000, ...config } });
+    await this.gql(`mutation($i: UpdateCategoryInput!) { updateCategory(input: $i) { category { categoryId } } }`, {
+      i: { categoryId, maxFilesPerVersion: 100000, maxTeamMembers: 1000, ...config },
+    });
     if (hidden) {
       for (const group of ['guest', 'registered']) {
-        await this.gql(`mutation($i: SetCategoryPermissionInput!) { setCategoryPermission(input: $i) { ok } }`,
-          { i: { categoryId, group, permission: 'view', value: 'DENY' } });
+        await this.gql(`mutation($i: SetCategoryPermissionInput!) { setCategoryPermission(input: $i) { ok } }`, {
+          i: { categoryId, group, permission: 'view', value: 'DENY' },
+        });
       }
     }
     return categoryId;
@@ -78,26 +117,32 @@ export class World {
     const own = state !== 'visibleOther' && state !== 'moderatedOther';
     const owner = own ? this.users.alice : this.users.bob;
     const moderated = state.startsWith('moderated');
-    const categoryId = state === 'hidden' ? this.categories.hidden : moderated ? this.categories.approval : this.categories.open;
+    const categoryId =
+      state === 'hidden' ? this.categories.hidden : moderated ? this.categories.approval : this.categories.open;
     // Moderated downloads: the owner's own key in the approval category (no bypassApproval); the others through the
     // super-user key acting as the owner (it bypasses approval).
     const { createDownload } = moderated
       ? await this.gql(CREATE_DOWNLOAD, { i: { categoryId, title: 'matrix' } }, own ? this.aliceKey : this.bobKey)
       : await this.gql(CREATE_DOWNLOAD, { i: { categoryId, title: 'matrix' } }, SUPER_KEY, owner);
     const d = createDownload.download;
-    if (d.downloadState !== (moderated ? 'MODERATED' : 'VISIBLE')) throw new Error(`fixture: download state ${d.downloadState} for ${state}`);
+    if (d.downloadState !== (moderated ? 'MODERATED' : 'VISIBLE'))
+      throw new Error(`fixture: download state ${d.downloadState} for ${state}`);
     const ids: DownloadIds = { downloadId: d.downloadId, versionId: d.currentVersionId, categoryId, fileId: 0 };
     if (withFile) ids.fileId = await this.freshFile(ids);
     if (state === 'deletedOwn') {
-      await this.gql(`mutation($i: DeleteDownloadInput!) { deleteDownload(input: $i) { success } }`, { i: { downloadId: d.downloadId } });
+      await this.gql(`mutation($i: DeleteDownloadInput!) { deleteDownload(input: $i) { success } }`, {
+        i: { downloadId: d.downloadId },
+      });
     }
     return ids;
   }
 
   /** A link-only file on the download's first version. */
   async freshFile(d: { versionId: number }): Promise<number> {
-    const { createFile } = await this.gql(`mutation($i: CreateFileInput!) { createFile(input: $i) { file { fileId } } }`,
-      { i: { versionId: d.versionId, externalUrl: LINK, linkOnly: true } });
+    const { createFile } = await this.gql(
+      `mutation($i: CreateFileInput!) { createFile(input: $i) { file { fileId } } }`,
+      { i: { versionId: d.versionId, externalUrl: LINK, linkOnly: true } },
+    );
     return createFile.file.fileId;
   }
 
@@ -114,20 +159,27 @@ export class World {
       ? await this.gql(CREATE_COMMENT, { i: { downloadId, message: COMMENT_TEXT } }, own ? this.aliceKey : this.bobKey)
       : await this.gql(CREATE_COMMENT, { i: { downloadId, message: COMMENT_TEXT } }, SUPER_KEY, author);
     const c = createComment.comment;
-    if (c.commentState !== (state.startsWith('moderated') ? 'MODERATED' : 'VISIBLE')) throw new Error(`fixture: comment state ${c.commentState} for ${state}`);
+    if (c.commentState !== (state.startsWith('moderated') ? 'MODERATED' : 'VISIBLE'))
+      throw new Error(`fixture: comment state ${c.commentState} for ${state}`);
     if (state === 'deletedOwn') {
-      await this.gql(`mutation($i: DeleteCommentInput!) { deleteComment(input: $i) { success } }`, { i: { commentId: c.commentId } });
+      await this.gql(`mutation($i: DeleteCommentInput!) { deleteComment(input: $i) { success } }`, {
+        i: { commentId: c.commentId },
+      });
     }
     return { commentId: c.commentId, downloadId };
   }
 
   /** A fresh (empty) category in the category state. */
-  async freshCategory(state: 'open' | 'hidden'): Promise<number> { return this.category({}, state === 'hidden'); }
+  async freshCategory(state: 'open' | 'hidden'): Promise<number> {
+    return this.category({}, state === 'hidden');
+  }
 
   /** A USER key of alice's, to revoke. */
   async freshKeyId(): Promise<number> {
-    const { createApiKey } = await this.gql(`mutation($i: CreateApiKeyInput!) { createApiKey(input: $i) { apiKey { apiKeyId } } }`,
-      { i: { type: 'USER', userId: this.users.alice, scopes: ['mc_dm_download:read'] } });
+    const { createApiKey } = await this.gql(
+      `mutation($i: CreateApiKeyInput!) { createApiKey(input: $i) { apiKey { apiKeyId } } }`,
+      { i: { type: 'USER', userId: this.users.alice, scopes: ['mc_dm_download:read'] } },
+    );
     return createApiKey.apiKey.apiKeyId;
   }
 
@@ -137,9 +189,12 @@ export class World {
     const id = `${holder} ${[...scopes].sort().join(',')}`;
     let key = this.keys.get(id);
     if (!key) {
-      key = holder === 'guest' ? this.t.key('GUEST', scopes)
-        : holder === 'super' ? this.t.key('SUPER', scopes)
-          : this.t.key('USER', scopes, holder === 'user' ? this.users.alice : this.users[holder]);
+      key =
+        holder === 'guest'
+          ? this.t.key('GUEST', scopes)
+          : holder === 'super'
+            ? this.t.key('SUPER', scopes)
+            : this.t.key('USER', scopes, holder === 'user' ? this.users.alice : this.users[holder]);
       this.keys.set(id, key);
     }
     return { key: await key, headers: actor === 'superAsUser' ? { 'Forum-Api-User': String(this.users.alice) } : {} };

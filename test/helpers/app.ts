@@ -50,13 +50,25 @@ export interface RestOptions {
   headers?: Record<string, string>;
 }
 
-export interface RestResult { status: number; body: any; headers: Headers }
+export interface RestResult {
+  status: number;
+  body: any;
+  headers: Headers;
+}
 
 export class TestApp {
-  constructor(readonly app: App, readonly config: Config, private readonly cleanup: () => Promise<void>) {}
+  constructor(
+    readonly app: App,
+    readonly config: Config,
+    private readonly cleanup: () => Promise<void>,
+  ) {}
 
-  get url() { return this.app.url; }
-  get prisma() { return this.app.db.prisma; }
+  get url() {
+    return this.app.url;
+  }
+  get prisma() {
+    return this.app.db.prisma;
+  }
 
   async rest(method: string, pathname: string, opts: RestOptions = {}): Promise<RestResult> {
     const url = new URL(pathname, this.url);
@@ -80,12 +92,21 @@ export class TestApp {
     const res = await fetch(url, { method, headers, body });
     const text = await res.text();
     let parsed: unknown = text;
-    try { parsed = JSON.parse(text); } catch { /* not JSON */ }
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      /* not JSON */
+    }
     return { status: res.status, body: parsed, headers: res.headers };
   }
 
   /** POST /graphql; returns the HTTP status and the parsed `{ data, errors }`. */
-  async gql(query: string, variables: Record<string, unknown> = {}, key: string | null = SUPER_KEY, headers: Record<string, string> = {}) {
+  async gql(
+    query: string,
+    variables: Record<string, unknown> = {},
+    key: string | null = SUPER_KEY,
+    headers: Record<string, string> = {},
+  ) {
     const res = await fetch(new URL('/graphql', this.url), {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...(key !== null ? { 'Forum-Api-Key': key } : {}), ...headers },
@@ -103,10 +124,21 @@ export class TestApp {
   }
 
   /** Creates a user (admin mutation) and a user key bound to it with the given scopes. */
-  async user(username: string, opts: { isAdmin?: boolean; isModerator?: boolean; groups?: string[]; scopes?: string[] } = {}) {
+  async user(
+    username: string,
+    opts: { isAdmin?: boolean; isModerator?: boolean; groups?: string[]; scopes?: string[] } = {},
+  ) {
     const { createUser } = await this.gqlOk(
       `mutation($input: CreateUserInput!) { createUser(input: $input) { user { userId username } } }`,
-      { input: { username, isAdmin: opts.isAdmin ?? false, isModerator: opts.isModerator ?? false, groups: opts.groups ?? [] } });
+      {
+        input: {
+          username,
+          isAdmin: opts.isAdmin ?? false,
+          isModerator: opts.isModerator ?? false,
+          groups: opts.groups ?? [],
+        },
+      },
+    );
     const key = await this.key('USER', opts.scopes ?? ['all'], createUser.user.userId);
     return { userId: createUser.user.userId as number, username, key };
   }
@@ -115,7 +147,8 @@ export class TestApp {
   async key(type: 'GUEST' | 'USER' | 'SUPER', scopes: string[] = ['all'], userId?: number): Promise<string> {
     const { createApiKey } = await this.gqlOk(
       `mutation($input: CreateApiKeyInput!) { createApiKey(input: $input) { key apiKey { apiKeyId } } }`,
-      { input: { type, scopes, userId } });
+      { input: { type, scopes, userId } },
+    );
     return createApiKey.key;
   }
 
@@ -130,7 +163,11 @@ export class TestApp {
  * Boots the service on a fresh database (and a fresh DATA_DIR), or, with `reopen`, on an existing database — the one a
  * killed process left — whose removal stays with the caller.
  */
-export async function startTestApp(kind: DbKind = 'pglite', overrides: Partial<Config> = {}, reopen?: DatabaseTarget): Promise<TestApp> {
+export async function startTestApp(
+  kind: DbKind = 'pglite',
+  overrides: Partial<Config> = {},
+  reopen?: DatabaseTarget,
+): Promise<TestApp> {
   const dataDir = overrides.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-test-'));
   let db: Database;
   let dropDb = async () => {};
@@ -143,10 +180,19 @@ export async function startTestApp(kind: DbKind = 'pglite', overrides: Partial<C
   } else {
     db = await openDatabase({ memory: true });
   }
-  const config = loadConfig({}, {
-    // Tests send many requests with one key; the rate limit is tested on its own (test/rate-limit.test.ts).
-    port: 0, host: '127.0.0.1', dataDir, logLevel: 'silent', bootstrapKey: SUPER_KEY, rateLimitPerMinute: 0, ...overrides,
-  });
+  const config = loadConfig(
+    {},
+    {
+      // Tests send many requests with one key; the rate limit is tested on its own (test/rate-limit.test.ts).
+      port: 0,
+      host: '127.0.0.1',
+      dataDir,
+      logLevel: 'silent',
+      bootstrapKey: SUPER_KEY,
+      rateLimitPerMinute: 0,
+      ...overrides,
+    },
+  );
   const app = await startApp(config, { db, log: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent') });
   if (!overrides.baseUrl) config.baseUrl = app.url;
   return new TestApp(app, config, async () => {

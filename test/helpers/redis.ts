@@ -9,8 +9,14 @@ export function redisAnswers(): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect(6379, '127.0.0.1');
     socket.setTimeout(500);
-    socket.on('connect', () => { socket.end(); resolve(true); });
+    socket.on('connect', () => {
+      socket.end();
+      resolve(true);
+    });
     socket.on('error', () => resolve(false));
-    socket.on('timeout', () => { socket.destroy(); resolve(false); });
+    socket.on('timeout', () => {
+      socket.destroy();
+      resolve(false);
+    });
   });
 }

@@ -53,7 +53,9 @@ export const IPV6_SPECIAL: readonly SpecialRange[] = [
   { cidr: 'ff00::/8', name: 'multicast' },
 ];
 
-interface Compiled extends SpecialRange { net: [ipaddr.IPv4 | ipaddr.IPv6, number] }
+interface Compiled extends SpecialRange {
+  net: [ipaddr.IPv4 | ipaddr.IPv6, number];
+}
 
 const compile = (list: readonly SpecialRange[]): Compiled[] =>
   list.map((r) => ({ ...r, net: ipaddr.parseCIDR(r.cidr) as [ipaddr.IPv4 | ipaddr.IPv6, number] }));

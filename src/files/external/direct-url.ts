@@ -8,7 +8,14 @@ import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import type { LookupFunction } from 'node:net';
-import { ExternalUrlError, filenameFromUrl, parseExternalUrl, type ExternalAdapter, type FetchOptions, type Fetched } from './index.js';
+import {
+  ExternalUrlError,
+  filenameFromUrl,
+  parseExternalUrl,
+  type ExternalAdapter,
+  type FetchOptions,
+  type Fetched,
+} from './index.js';
 import { refusalFor } from './address-policy.js';
 
 /** Kept for callers that only need a yes/no. */
@@ -23,7 +30,8 @@ function safeLookup(allowPrivate: boolean): LookupFunction {
         for (const a of list) {
           const why = refusalFor(a.address);
           // The rule, not the address: an internal name's address is nobody's business.
-          if (why) return callback(Object.assign(new Error(`${hostname} resolves to ${why}.`), { code: 'EFORBIDDEN' }), '', 4);
+          if (why)
+            return callback(Object.assign(new Error(`${hostname} resolves to ${why}.`), { code: 'EFORBIDDEN' }), '', 4);
         }
       }
       if ((options as { all?: boolean }).all) return (callback as any)(null, list);
@@ -38,7 +46,11 @@ function filenameFrom(res: http.IncomingMessage, url: URL): string {
   const plain = /filename\s*=\s*"?([^";]+)"?/i.exec(cd);
   let name = plain ? plain[1]! : '';
   if (star) {
-    try { name = decodeURIComponent(star[1]!); } catch { /* a malformed encoding: keep the plain name */ }
+    try {
+      name = decodeURIComponent(star[1]!);
+    } catch {
+      /* a malformed encoding: keep the plain name */
+    }
   }
   return name.replace(/[\\/\0]/g, '_').trim() || filenameFromUrl(url);
 }
@@ -61,10 +73,22 @@ function checkHop(url: URL, allowPrivate: boolean, redirected: boolean): void {
 function request(url: URL, opts: FetchOptions, track: (r: http.ClientRequest) => void): Promise<http.IncomingMessage> {
   const client = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
-    const req = client.get(url, { lookup: safeLookup(opts.allowPrivate), headers: { 'user-agent': 'downloads-catalogue/1 (+direct-url)' } });
+    const req = client.get(url, {
+      lookup: safeLookup(opts.allowPrivate),
+      headers: { 'user-agent': 'downloads-catalogue/1 (+direct-url)' },
+    });
     track(req);
-    const timer = setTimeout(() => req.destroy(new ExternalUrlError('unreachable', `No answer from ${url.host} within ${opts.timeoutMs / 1000} s.`)), opts.timeoutMs);
-    req.once('response', (res) => { clearTimeout(timer); resolve(res); });
+    const timer = setTimeout(
+      () =>
+        req.destroy(
+          new ExternalUrlError('unreachable', `No answer from ${url.host} within ${opts.timeoutMs / 1000} s.`),
+        ),
+      opts.timeoutMs,
+    );
+    req.once('response', (res) => {
+      clearTimeout(timer);
+      resolve(res);
+    });
     req.once('error', (err: Error & { code?: string }) => {
       clearTimeout(timer);
       if (err instanceof ExternalUrlError) return reject(err);
@@ -80,22 +104,35 @@ export const directUrl: ExternalAdapter = {
   async fetch(start: URL, opts: FetchOptions): Promise<Fetched> {
     let current: http.ClientRequest | http.IncomingMessage | null = null;
     let expired: ExternalUrlError | null = null;
-    const deadline = opts.deadlineMs ? setTimeout(() => {
-      expired = new ExternalUrlError('unreachable', `The URL did not deliver its content within ${opts.deadlineMs! / 1000} s.`);
-      current?.destroy(expired);
-    }, opts.deadlineMs) : null;
-    const done = () => { if (deadline) clearTimeout(deadline); };
+    const deadline = opts.deadlineMs
+      ? setTimeout(() => {
+          expired = new ExternalUrlError(
+            'unreachable',
+            `The URL did not deliver its content within ${opts.deadlineMs! / 1000} s.`,
+          );
+          current?.destroy(expired);
+        }, opts.deadlineMs)
+      : null;
+    const done = () => {
+      if (deadline) clearTimeout(deadline);
+    };
     try {
       let url = start;
       for (let hop = 0; ; hop++) {
         checkHop(url, opts.allowPrivate, hop > 0);
-        const res = await request(url, opts, (r) => { current = r; });
-        if (expired) { res.destroy(); throw expired; }
+        const res = await request(url, opts, (r) => {
+          current = r;
+        });
+        if (expired) {
+          res.destroy();
+          throw expired;
+        }
         current = res;
         const status = res.statusCode ?? 0;
         if (status >= 300 && status < 400 && res.headers.location) {
           res.resume();
-          if (hop >= opts.maxRedirects) throw new ExternalUrlError('unreachable', `More than ${opts.maxRedirects} redirects.`);
+          if (hop >= opts.maxRedirects)
+            throw new ExternalUrlError('unreachable', `More than ${opts.maxRedirects} redirects.`);
           let next: URL;
           try {
             next = new URL(res.headers.location, url);
@@ -111,7 +148,9 @@ export const directUrl: ExternalAdapter = {
         }
         const idleMs = opts.idleMs ?? opts.timeoutMs;
         const host = url.host;
-        res.setTimeout(idleMs, () => res.destroy(new ExternalUrlError('unreachable', `${host} sent nothing for ${idleMs / 1000} s.`)));
+        res.setTimeout(idleMs, () =>
+          res.destroy(new ExternalUrlError('unreachable', `${host} sent nothing for ${idleMs / 1000} s.`)),
+        );
         res.once('close', done);
         return { body: res, filename: filenameFrom(res, url), finalUrl: url.toString() };
       }

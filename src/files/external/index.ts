@@ -14,7 +14,11 @@ export interface FetchOptions {
   deadlineMs?: number;
 }
 
-export interface Fetched { body: Readable; filename: string; finalUrl: string }
+export interface Fetched {
+  body: Readable;
+  filename: string;
+  finalUrl: string;
+}
 
 export interface ExternalAdapter {
   /** Stored as the file's external_source_type. */
@@ -25,7 +29,12 @@ export interface ExternalAdapter {
 
 /** Why a URL could not be used: `forbidden` is the caller's input, `unreachable` is the remote side. */
 export class ExternalUrlError extends Error {
-  constructor(readonly kind: 'forbidden' | 'unreachable', message: string) { super(message); }
+  constructor(
+    readonly kind: 'forbidden' | 'unreachable',
+    message: string,
+  ) {
+    super(message);
+  }
 }
 
 /** The adapters in order of preference (a function: direct-url imports this module, so it is read at call time). */
@@ -39,7 +48,8 @@ export function parseExternalUrl(raw: string): URL {
   } catch {
     throw new ExternalUrlError('forbidden', `"${raw}" is not a URL.`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ExternalUrlError('forbidden', `Only http and https URLs are accepted, not ${url.protocol}`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new ExternalUrlError('forbidden', `Only http and https URLs are accepted, not ${url.protocol}`);
   if (!url.hostname) throw new ExternalUrlError('forbidden', 'The URL has no host.');
   if (url.username || url.password) throw new ExternalUrlError('forbidden', 'URLs with credentials are not accepted.');
   return url;

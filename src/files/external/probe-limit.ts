@@ -22,9 +22,12 @@ export async function checkProbeAllowance(config: Config, apiKeyId: number): Pro
   const state = await limiterFor(config).get(String(apiKeyId));
   if (state && state.consumedPoints >= config.failedProbesPerMinute) {
     const wait = Math.max(1, Math.ceil(state.msBeforeNext / 1000));
-    throw new ApiError('mc_dm_api_error.rate_limited',
+    throw new ApiError(
+      'mc_dm_api_error.rate_limited',
       `Too many external URLs of this key failed in the last minute: wait ${wait} second(s) before trying another.`,
-      { retry_after: wait }, { 'Retry-After': String(wait) });
+      { retry_after: wait },
+      { 'Retry-After': String(wait) },
+    );
   }
 }
 

@@ -31,28 +31,33 @@ export function localStorageId(root: string): string {
 }
 
 export async function registerLocalStorage(
-  prisma: PrismaClient, root: string, opts: { allowSplit: boolean; log: Logger },
+  prisma: PrismaClient,
+  root: string,
+  opts: { allowSplit: boolean; log: Logger },
 ): Promise<string> {
   const storageId = localStorageId(root);
   const location = `${os.hostname()}:${path.resolve(root)}`;
   return prisma.$transaction(async (tx) => {
-  // One instance at a time: two starting together on a fresh database must not both find the table empty.
-  await tx.$executeRaw`SELECT pg_advisory_xact_lock(72640336)`;
-  const others = await tx.storageIdentity.findMany({ where: { kind: 'local', storageId: { not: storageId } } });
-  if (others.length > 0) {
-    const list = others.map((o) => `${o.storageId} (${o.location}, last started ${o.lastSeen.toISOString()})`).join('; ');
-    const message = `This database already serves files from another local storage directory: ${list}. `
-      + `This instance keeps its files in ${location} (${storageId}); each instance would answer 404 for the files the other stored. `
-      + 'Share one directory between the instances, or use STORAGE=s3. If the other directory is gone for good, delete its row '
-      + 'from storage_identities; to run split anyway, set ALLOW_SPLIT_STORAGE=1.';
-    if (!opts.allowSplit) throw new SplitStorageError(message);
-    opts.log.warn({ storageId, others: others.map((o) => o.storageId) }, `SPLIT STORAGE: ${message}`);
-  }
-  await tx.storageIdentity.upsert({
-    where: { storageId },
-    create: { storageId, kind: 'local', location },
-    update: { location, lastSeen: new Date() },
-  });
-  return storageId;
+    // One instance at a time: two starting together on a fresh database must not both find the table empty.
+    await tx.$executeRaw`SELECT pg_advisory_xact_lock(72640336)`;
+    const others = await tx.storageIdentity.findMany({ where: { kind: 'local', storageId: { not: storageId } } });
+    if (others.length > 0) {
+      const list = others
+        .map((o) => `${o.storageId} (${o.location}, last started ${o.lastSeen.toISOString()})`)
+        .join('; ');
+      const message =
+        `This database already serves files from another local storage directory: ${list}. ` +
+        `This instance keeps its files in ${location} (${storageId}); each instance would answer 404 for the files the other stored. ` +
+        'Share one directory between the instances, or use STORAGE=s3. If the other directory is gone for good, delete its row ' +
+        'from storage_identities; to run split anyway, set ALLOW_SPLIT_STORAGE=1.';
+      if (!opts.allowSplit) throw new SplitStorageError(message);
+      opts.log.warn({ storageId, others: others.map((o) => o.storageId) }, `SPLIT STORAGE: ${message}`);
+    }
+    await tx.storageIdentity.upsert({
+      where: { storageId },
+      create: { storageId, kind: 'local', location },
+      update: { location, lastSeen: new Date() },
+    });
+    return storageId;
   });
 }

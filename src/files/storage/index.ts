@@ -3,10 +3,16 @@
 // a crash leaves at worst an orphan blob, never a row pointing at a partial one.
 import type { Readable } from 'node:stream';
 
-export interface ByteRange { start: number; end: number }
+export interface ByteRange {
+  start: number;
+  end: number;
+}
 
 /** A stored blob as a listing sees it. */
-export interface StoredBlob { key: string; modified: Date }
+export interface StoredBlob {
+  key: string;
+  modified: Date;
+}
 
 export interface Storage {
   /** A local directory for temporary files, on the same filesystem as the blobs when the driver is local. */

@@ -36,7 +36,10 @@ export class LocalStorage implements Storage {
   }
 
   async exists(key: string): Promise<boolean> {
-    return fsp.access(this.pathOf(key)).then(() => true, () => false);
+    return fsp.access(this.pathOf(key)).then(
+      () => true,
+      () => false,
+    );
   }
 
   async remove(keys: readonly string[]): Promise<void> {

@@ -4,7 +4,13 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { DeleteObjectsCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import {
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  S3Client,
+} from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import type { ByteRange, Storage, StoredBlob } from './index.js';
 
@@ -30,7 +36,10 @@ export class S3Storage implements Storage {
       region: s.region,
       endpoint: s.endpoint,
       forcePathStyle: s.forcePathStyle,
-      credentials: s.accessKeyId && s.secretAccessKey ? { accessKeyId: s.accessKeyId, secretAccessKey: s.secretAccessKey } : undefined,
+      credentials:
+        s.accessKeyId && s.secretAccessKey
+          ? { accessKeyId: s.accessKeyId, secretAccessKey: s.secretAccessKey }
+          : undefined,
     });
   }
 
@@ -46,9 +55,13 @@ export class S3Storage implements Storage {
   }
 
   async read(key: string, range?: ByteRange): Promise<Readable> {
-    const out = await this.client.send(new GetObjectCommand({
-      Bucket: this.s.bucket, Key: key, Range: range ? `bytes=${range.start}-${range.end}` : undefined,
-    }));
+    const out = await this.client.send(
+      new GetObjectCommand({
+        Bucket: this.s.bucket,
+        Key: key,
+        Range: range ? `bytes=${range.start}-${range.end}` : undefined,
+      }),
+    );
     return out.Body as Readable;
   }
 
@@ -65,14 +78,21 @@ export class S3Storage implements Storage {
   async remove(keys: readonly string[]): Promise<void> {
     for (let i = 0; i < keys.length; i += 1000) {
       const batch = keys.slice(i, i + 1000);
-      await this.client.send(new DeleteObjectsCommand({ Bucket: this.s.bucket, Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true } }));
+      await this.client.send(
+        new DeleteObjectsCommand({
+          Bucket: this.s.bucket,
+          Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true },
+        }),
+      );
     }
   }
 
   async *list(): AsyncIterable<StoredBlob> {
     let token: string | undefined;
     do {
-      const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.s.bucket, ContinuationToken: token }));
+      const page = await this.client.send(
+        new ListObjectsV2Command({ Bucket: this.s.bucket, ContinuationToken: token }),
+      );
       for (const o of page.Contents ?? []) if (o.Key) yield { key: o.Key, modified: o.LastModified ?? new Date(0) };
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);

@@ -47,7 +47,11 @@ function ownerOf(name: string): Verdict {
   return pid > 0 && processAlive(pid) ? 'owner-alive' : 'owner-gone';
 }
 
-export async function sweepTemporaryFiles(tmpDir: string, idleMs: number, startedAt = Date.now() - process.uptime() * 1000): Promise<string[]> {
+export async function sweepTemporaryFiles(
+  tmpDir: string,
+  idleMs: number,
+  startedAt = Date.now() - process.uptime() * 1000,
+): Promise<string[]> {
   const cutoff = startedAt - idleMs;
   const removed: string[] = [];
   let names: string[];
@@ -63,14 +67,17 @@ export async function sweepTemporaryFiles(tmpDir: string, idleMs: number, starte
       const st = await fsp.stat(p);
       if (!st.isFile()) continue;
       const owner = ownerOf(name);
-      const gone = owner === 'owner-gone'
-        || (owner === 'owner-alive' && st.mtimeMs < Date.now() - REUSED_PID_MS)
-        || (owner === 'unknown-owner' && st.mtimeMs < cutoff);
+      const gone =
+        owner === 'owner-gone' ||
+        (owner === 'owner-alive' && st.mtimeMs < Date.now() - REUSED_PID_MS) ||
+        (owner === 'unknown-owner' && st.mtimeMs < cutoff);
       if (gone) {
         await fsp.rm(p, { force: true });
         removed.push(name);
       }
-    } catch { /* gone meanwhile */ }
+    } catch {
+      /* gone meanwhile */
+    }
   }
   return removed;
 }
