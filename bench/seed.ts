@@ -6,7 +6,7 @@
 // number `g` goes through bigint where it is multiplied, and times are the anchor minus whole minutes.
 import type { Database } from '../src/db/client.js';
 import { migrate } from '../src/db/migrate.js';
-import { bootstrap } from '../src/db/bootstrap.js';
+import { bootstrap } from '../src/modules/accounts/bootstrap.js';
 
 export interface SeedSize {
   users: number;

@@ -2,10 +2,10 @@
 // route is called (one JavaScript function per document: no per-field interpretation of the AST on each request) and
 // the compiled query is kept. A document graphql-jit cannot compile runs on @graphql-tools/executor, the interpreting
 // executor. graphql-jit takes no abort signal, so the deadline is kept by racing the result against it (beforeDeadline
-// in src/http/limits.ts): REST documents are fixed and their pages bounded, so work that outlives its deadline ends soon.
+// in src/graphql/limits.ts): REST documents are fixed and their pages bounded, so work that outlives its deadline ends soon.
 import type { DocumentNode, ExecutionResult, GraphQLSchema } from 'graphql';
 import { normalizedExecutor } from '@graphql-tools/executor';
-import { compileOperation } from '../src/http/compiled.js';
+import { compileOperation } from '../src/graphql/compiled.js';
 
 export type RunOperation = (
   variableValues: Record<string, unknown>,

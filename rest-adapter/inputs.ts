@@ -7,15 +7,15 @@ import {
   GraphQLInputObjectType,
   GraphQLList,
   GraphQLNonNull,
-  GraphQLScalarType,
+  type GraphQLScalarType,
   typeFromAST,
   type GraphQLInputType,
   type GraphQLSchema,
   type OperationDefinitionNode,
 } from 'graphql';
 import { ApiError, invalidInput, requiredMissing } from '../src/errors.js';
-import { badText } from '../src/http/text-input.js';
-import { MAX_INT, wholeNumberRange } from '../src/domain/numbers.js';
+import { badText } from '../src/input/text.js';
+import { MAX_INT, wholeNumberRange } from '../src/input/numbers.js';
 
 /** A value handed to a custom scalar untouched (an uploaded file). */
 export class Opaque {

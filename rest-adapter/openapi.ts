@@ -26,7 +26,7 @@ import {
 } from 'graphql';
 import { ERROR_CODES } from '../src/error-codes.js';
 import { statusOf } from '../src/errors.js';
-import { MAX_INT } from '../src/domain/numbers.js';
+import { MAX_INT } from '../src/input/numbers.js';
 import { toSnake } from './inputs.js';
 import type { Route } from './routes.js';
 

@@ -13,10 +13,10 @@ import {
 } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { ApiError, headersOf, toErrorItem, type ErrorBodyItem } from '../src/errors.js';
-import { beforeDeadline, deadline } from '../src/http/limits.js';
-import { startResponseBudget } from '../src/http/response-size.js';
+import { beforeDeadline, deadline } from '../src/graphql/limits.js';
+import { startResponseBudget } from '../src/graphql/response-size.js';
 import { boundTo } from '../src/db/operation-scope.js';
-import { drainRefusedBody } from '../src/http/drain.js';
+import { drainRefusedBody } from '../src/input/drain.js';
 import { addPairs, Opaque, toVariables, type Raw, type RawFields } from './inputs.js';
 import { envelope, errorBody } from './envelope.js';
 import type { Route } from './routes.js';
@@ -493,7 +493,7 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
       return jsonText(200, bytes);
     } catch (err) {
       // A body refused before any of it was read is dropped after the answer, up to REFUSED_BODY_DRAIN_BYTES
-      // (src/http/drain.ts); one refused while it was being read is drained a little first, else closed.
+      // (src/input/drain.ts); one refused while it was being read is drained a little first, else closed.
       if (!bodyRead && nodeRequest && !sources.has(request)) {
         setImmediate(() => drainRefusedBody(nodeRequest, options.drainBytes ?? LINGER_BYTES));
         return fail([itemOf(err)], headersOf(err));

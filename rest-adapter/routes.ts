@@ -81,7 +81,7 @@ export const routes: Route[] = [
     document: ops.DeleteCommentDocument,
     envelope: 'success',
   },
-  // ── files (rows added here; the bytes, GET /api/mc-dm-files/<id>/data/, are streamed by src/http/file-data.ts)
+  // ── files (rows added here; the bytes, GET /api/mc-dm-files/<id>/data/, are streamed by src/modules/files/data-route.ts)
   { method: 'GET', path: '/api/mc-dm-files/', document: ops.ListFilesDocument, envelope: 'files' },
   { method: 'GET', path: '/api/mc-dm-files/:file_id/', document: ops.GetFileDocument, envelope: 'file' },
   {

@@ -8,12 +8,12 @@ import { StartError } from './errors.js';
 import { openDatabase, targetOf, type Database } from './db/client.js';
 import { Reads } from './db/reads.js';
 import { migrate } from './db/migrate.js';
-import { bootstrap } from './db/bootstrap.js';
+import { bootstrap } from './modules/accounts/index.js';
 import { sharedSecret } from './db/secrets.js';
-import { CursorSeal } from './domain/keyset.js';
+import { CursorSeal } from './db/keyset.js';
 import { createLogger, type Logger } from './log.js';
-import { schema } from './schema/index.js';
-import type { Services } from './schema/context.js';
+import { schema } from './modules/index.js';
+import type { Services } from './graphql/context.js';
 import { ReadCache } from './http/read-cache.js';
 import { createRequestHandler } from './http/server.js';
 import { releaseMemoryWhenIdle } from './http/idle-memory.js';
@@ -31,7 +31,7 @@ import { registerLocalStorage } from './files/storage/identity.js';
 import { sweepTemporaryFiles } from './files/storage/tmp-sweep.js';
 import { applyServerTimeouts } from './http/timeouts.js';
 import { answerClientErrors } from './http/client-errors.js';
-import { loadTrustedDocuments } from './http/trusted-documents.js';
+import { loadTrustedDocuments } from './graphql/trusted-documents.js';
 import { createEvents } from './events.js';
 
 export interface App {

@@ -1,5 +1,31 @@
-// Every environment variable the service reads, parsed and validated in one place.
+// Every environment variable the service reads, parsed and validated in one place, and the API's fixed limits.
 import path from 'node:path';
+
+/**
+ * The API's fixed limits and defaults: part of the contract with clients, so not configurable. Every module, the
+ * cost analysis and the REST adapter read them from here; none is written down anywhere else.
+ */
+export const LIMITS = {
+  /** Rows of a page or a connection when the client does not say. */
+  defaultPageSize: 20,
+  /** The most rows of one page or connection (larger values are clamped, or refused where the field says so). */
+  maxPageSize: 100,
+  /** The most ids `nodes(ids:)` takes. */
+  maxNodes: 100,
+  /** Tags on one download, and characters in one tag. */
+  maxTags: 20,
+  maxTagLength: 50,
+  /** Characters in a download's or a category's title, and in a download's tag line. */
+  maxTitle: 100,
+  maxTagLine: 100,
+  /** Characters in a file's label and its file name. */
+  maxFileLabel: 100,
+  maxFilename: 200,
+  /** Characters in a comment. */
+  maxCommentMessage: 50_000,
+  /** How long a comment's author may edit it without the edit being recorded. */
+  commentEditGraceMs: 5 * 60 * 1000,
+} as const;
 
 export type StorageKind = 'local' | 's3';
 export type CategoryDeletePolicy = 'reassign' | 'cascade';
@@ -48,7 +74,7 @@ export interface Config {
   maxConcurrentOperations: number;
   /** Non-file fields of one multipart request. */
   maxMultipartFields: number;
-  /** REFUSED_BODY_DRAIN_BYTES: how much of a refused request's body is read and dropped so the sender reads the answer (src/http/drain.ts). */
+  /** REFUSED_BODY_DRAIN_BYTES: how much of a refused request's body is read and dropped so the sender reads the answer (src/input/drain.ts). */
   refusedBodyDrainBytes: number;
   /** Seconds without a request after which memory grown under load is given back (src/http/idle-memory.ts); 0: never. */
   memoryReleaseIdleSeconds: number;
@@ -79,7 +105,7 @@ export interface Config {
   allowSplitStorage: boolean;
   /** METRICS: who may read GET /metrics. */
   metrics: MetricsAccess;
-  /** Limits every GraphQL operation is checked against before it runs (see src/http/limits.ts). */
+  /** Limits every GraphQL operation is checked against before it runs (see src/graphql/limits.ts). */
   graphql: GraphqlLimits & {
     /** JSON file of trusted documents `{ "<sha256>": "<document>" }`, loaded at start. */
     persistedDocumentsPath?: string;

@@ -1,5 +1,5 @@
 // The events front-ends subscribe to, published after a write has committed. A payload carries ids only: every
-// subscriber re-reads the object and checks its own rights when the event reaches it (src/schema/subscriptions.ts).
+// subscriber re-reads the object and checks its own rights when the event reaches it (src/modules/subscriptions.ts).
 // In-process by default; with REDIS_URL, through Redis pub/sub, so an event published on one instance reaches the
 // subscribers of every instance.
 import { createPubSub, Repeater, SlidingBuffer, type PubSub, type PubSubEventTarget } from 'graphql-yoga';

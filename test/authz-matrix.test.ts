@@ -2,10 +2,10 @@
 // answered as test/authz/expectations.ts says. A field or route the table does not cover fails the test.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getNamedType, isObjectType, type GraphQLField } from 'graphql';
-import { schema } from '../src/schema/index.js';
+import { schema } from '../src/modules/index.js';
 import { routes } from '../rest-adapter/routes.js';
 import { statusOf } from '../src/errors.js';
-import { toGlobalId } from '../src/schema/node.js';
+import { toGlobalId } from '../src/graphql/node.js';
 import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
 import {
   ACTORS,

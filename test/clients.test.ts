@@ -1,7 +1,7 @@
 // The GraphQL face as front-end clients use it: Apollo Client 4 (normalised cache with no hand-written type
 // policies, apollo-upload-client for files) and graphql-request (partial data), against a real server.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApolloClient, ApolloLink, HttpLink, InMemoryCache, gql } from '@apollo/client';
+import { ApolloClient, type ApolloLink, HttpLink, InMemoryCache, gql } from '@apollo/client';
 // @ts-expect-error apollo-upload-client ships JSDoc types only, not declarations TypeScript reads from node_modules
 import UploadHttpLink from 'apollo-upload-client/UploadHttpLink.mjs';
 import { GraphQLClient } from 'graphql-request';

@@ -3,7 +3,7 @@
 // arguments refused with invalid_input, and a fixed number of SQL statements whatever the page sizes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
-import { CursorSeal, decodeCursor, encodeCursor, windowOf, type KeysetSpec } from '../src/domain/keyset.js';
+import { CursorSeal, decodeCursor, encodeCursor, windowOf, type KeysetSpec } from '../src/db/keyset.js';
 
 const PAGE = `pageInfo { hasNextPage hasPreviousPage startCursor endCursor }`;
 

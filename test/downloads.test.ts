@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
 import { purgeExpiredDownloads } from '../src/jobs/purge.js';
-import { todayVersionString } from '../src/domain/downloads.js';
+import { todayVersionString } from '../src/modules/downloads/rules.js';
 
 const FIELDS = [
   'download_id',

@@ -7,8 +7,8 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { BURST_MS, FairShare, resultCharge } from '../src/http/fair-share.js';
-import { RESPONSE_BUDGET, ResponseBudget } from '../src/http/response-size.js';
-import { deadline } from '../src/http/limits.js';
+import { RESPONSE_BUDGET, ResponseBudget } from '../src/graphql/response-size.js';
+import { deadline } from '../src/graphql/limits.js';
 import { ApiError } from '../src/errors.js';
 import { forEachDatabase, startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';
 

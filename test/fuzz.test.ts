@@ -12,7 +12,7 @@ import {
   type GraphQLInputType,
   type OperationDefinitionNode,
 } from 'graphql';
-import { schema } from '../src/schema/index.js';
+import { schema } from '../src/modules/index.js';
 import { routes } from '../rest-adapter/routes.js';
 import { isContractCode, statusOf } from '../src/errors.js';
 import { SUPER_KEY, forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isObjectType, type GraphQLObjectType } from 'graphql';
 import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
-import { schema } from '../src/schema/index.js';
+import { schema } from '../src/modules/index.js';
 
 const gid = (type: string, id: number) => Buffer.from(`${type}:${id}`).toString('base64url');
 

@@ -13,9 +13,9 @@ import {
   parse,
   type ExecutionResult,
 } from 'graphql';
-import { CompiledOperations, compiledExecutionPlugin } from '../src/http/compiled.js';
+import { CompiledOperations, compiledExecutionPlugin } from '../src/graphql/compiled.js';
 import { FairShare, fairSharePlugin } from '../src/http/fair-share.js';
-import { operationLimitsPlugin } from '../src/http/limits.js';
+import { operationLimitsPlugin } from '../src/graphql/limits.js';
 import { forEachDatabase, startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';
 
 const GRAPHQL_RESPONSE = { accept: 'application/graphql-response+json' };

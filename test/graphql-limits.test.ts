@@ -16,8 +16,8 @@ import {
 import { maxAliasesRule } from '@escape.tech/graphql-armor-max-aliases';
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
 import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
-import { schema } from '../src/schema/index.js';
-import { operationCost } from '../src/http/cost.js';
+import { schema } from '../src/modules/index.js';
+import { operationCost } from '../src/graphql/cost.js';
 import { loadConfig } from '../src/config.js';
 import { routes } from '../rest-adapter/routes.js';
 

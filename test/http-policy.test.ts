@@ -4,7 +4,7 @@ import crypto from 'node:crypto';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDatabase, startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';
-import { servedContentType } from '../src/http/file-data.js';
+import { servedContentType } from '../src/modules/files/data-route.js';
 import { ConfigError, loadConfig } from '../src/config.js';
 
 const ORIGIN = 'https://app.example.com';

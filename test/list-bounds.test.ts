@@ -13,8 +13,8 @@ import {
   type IntrospectionTypeRef,
 } from 'graphql';
 import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
-import { schema } from '../src/schema/index.js';
-import { LIST_BOUNDS, operationCost } from '../src/http/cost.js';
+import { schema } from '../src/modules/index.js';
+import { LIST_BOUNDS, operationCost } from '../src/graphql/cost.js';
 
 /** The lists whose length has a small fixed bound, and that bound: they take no page size. */
 const FIXED_BOUNDS = {

@@ -1,4 +1,4 @@
-// The categories list reads only the columns its selected fields need (src/schema/selected-fields.ts,
+// The categories list reads only the columns its selected fields need (src/graphql/selected-fields.ts,
 // categoryReadOf in src/db/resource-reads.ts), and the comments list only the permission columns of the download
 // unless the operation selects the download. Their answers must be byte-identical to those of a read of every
 // column, through REST (with and without with=full) and GraphQL (every field, through fragments and @include), for
@@ -6,8 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parse, type FragmentDefinitionNode, type OperationDefinitionNode, type FieldNode } from 'graphql';
 import { forEachDatabase, startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';
-import { categoryReadOf, ResourceReads, type CategoryRead } from '../src/db/resource-reads.js';
-import { selectedFields } from '../src/schema/selected-fields.js';
+import { categoryReadOf, type ResourceReads, type CategoryRead } from '../src/db/resource-reads.js';
+import { selectedFields } from '../src/graphql/selected-fields.js';
 
 describe('which columns a selection reads', () => {
   it('maps fields to their columns and reads every column for a field it does not know', () => {

@@ -5,8 +5,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
 import { categoryParentOf, commentRelationsOf, fileQueryCovered, type Slice } from '../src/db/resource-reads.js';
-import { prismaAfter, prismaOrderBy, type KeysetSpec, type Window } from '../src/domain/keyset.js';
-import { CATEGORY_KEYS, COMMENT_KEYS, FILE_KEYS, keysetOf } from '../src/domain/keyset-orders.js';
+import { prismaAfter, prismaOrderBy, type KeysetSpec, type Window } from '../src/db/keyset.js';
+import { CATEGORY_KEYS, COMMENT_KEYS, FILE_KEYS, keysetOf } from '../src/modules/keyset-orders.js';
 
 describe('which query arguments the hand-written reads cover', () => {
   it('takes the shapes they load and refuses the rest', () => {

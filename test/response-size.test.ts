@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDatabase, SUPER_KEY, startTestApp, type TestApp } from './helpers/app.js';
 import { loadConfig } from '../src/config.js';
-import { sizeOf } from '../src/http/response-size.js';
+import { sizeOf } from '../src/graphql/response-size.js';
 
 const DEFAULTS = loadConfig({}).graphql;
 const LIMIT = 100_000;

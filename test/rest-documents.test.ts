@@ -1,7 +1,7 @@
 // Every REST route runs a GraphQL document compiled in at build time; the service does not validate them when it
 // starts (it would slow every start), so this test does: a document that no longer matches the schema fails here.
 import { describe, expect, it } from 'vitest';
-import { schema } from '../src/schema/index.js';
+import { schema } from '../src/modules/index.js';
 import { routes } from '../rest-adapter/routes.js';
 import { compileRoutes, routeProblems } from '../rest-adapter/plugin.js';
 

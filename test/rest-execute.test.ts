@@ -4,11 +4,11 @@
 import { describe, expect, it } from 'vitest';
 import { GraphQLObjectType, GraphQLSchema, GraphQLString, parse } from 'graphql';
 import { compileQuery, isCompiledQuery } from 'graphql-jit';
-import { schema } from '../src/schema/index.js';
+import { schema } from '../src/modules/index.js';
 import { routes } from '../rest-adapter/routes.js';
 import { routeOperation } from '../rest-adapter/execute.js';
 import { ApiError, toErrorItem } from '../src/errors.js';
-import { beforeDeadline, deadline } from '../src/http/limits.js';
+import { beforeDeadline, deadline } from '../src/graphql/limits.js';
 
 const tiny = new GraphQLSchema({
   query: new GraphQLObjectType({

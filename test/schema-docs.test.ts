@@ -10,7 +10,7 @@ import {
   isUnionType,
   type GraphQLNamedType,
 } from 'graphql';
-import { schema } from '../src/schema/index.js';
+import { schema } from '../src/modules/index.js';
 
 interface Item {
   path: string;

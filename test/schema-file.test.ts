@@ -7,7 +7,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildSchema, printSchema } from 'graphql';
 import { CriticalityLevel, diff, type Change } from '@graphql-inspector/core';
-import { schema } from '../src/schema/index.js';
+import { schema } from '../src/modules/index.js';
 
 const root = path.resolve(import.meta.dirname, '..');
 const committedPath = path.join(root, 'schema.graphql');

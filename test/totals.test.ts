@@ -9,7 +9,7 @@ import { forEachDatabase, freshPostgres, startTestApp, SUPER_KEY, type TestApp }
 import { openDatabase, type Database } from '../src/db/client.js';
 import { migrate, readMigrations } from '../src/db/migrate.js';
 import { purgeExpiredDownloads } from '../src/jobs/purge.js';
-import { deleteCategory } from '../src/domain/categories.js';
+import { deleteCategory } from '../src/modules/categories/rules.js';
 import { seed, FULL_SIZE } from '../bench/seed.js';
 
 vi.setConfig({ testTimeout: 120_000 });

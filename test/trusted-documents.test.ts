@@ -6,8 +6,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDatabase, startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';
 import { ConfigError, loadConfig } from '../src/config.js';
-import { loadTrustedDocuments, sha256 } from '../src/http/trusted-documents.js';
-import { schema } from '../src/schema/index.js';
+import { loadTrustedDocuments, sha256 } from '../src/graphql/trusted-documents.js';
+import { schema } from '../src/modules/index.js';
 import { startApp } from '../src/app.js';
 import { createLogger } from '../src/log.js';
 

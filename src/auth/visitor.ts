@@ -5,7 +5,7 @@ import { LocalChangeFeed, type ChangeFeed } from '../db/changes.js';
 import { ApiError } from '../errors.js';
 import type { Visitor } from '../permissions/access.js';
 import { hashKey } from './keys.js';
-import { MAX_INT } from '../domain/numbers.js';
+import { MAX_INT } from '../input/numbers.js';
 
 /** How often one instance records a key's last use. */
 export const USE_RECORD_MS = 60_000;

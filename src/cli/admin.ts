@@ -8,7 +8,7 @@ import { loadConfig, ConfigError } from '../config.js';
 import { openRemote } from './remote.js';
 import { CliError, type Operator } from './operator.js';
 import * as out from './output.js';
-import { MAX_INT } from '../domain/numbers.js';
+import { MAX_INT } from '../input/numbers.js';
 
 interface GlobalOptions {
   json?: boolean;

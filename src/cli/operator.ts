@@ -2,7 +2,7 @@
 // (this file), or through a running server's GraphQL admin API with a key (remote.ts). Both end in the same domain
 // functions, so the rules are the service's own.
 import type { ApiKeyType } from '../generated/prisma/client.js';
-import type { PermissionExplanation } from '../domain/admin-reads.js';
+import type { PermissionExplanation } from '../modules/accounts/index.js';
 
 export interface UserRow {
   id: number;

@@ -1,6 +1,6 @@
 // How the admin CLI prints: aligned plain-text tables for people, JSON for scripts.
 import type { Explained, KeyRow, ListPage, PrefixRow, UserRow } from './operator.js';
-import type { NamedRule } from '../domain/admin-reads.js';
+import type { NamedRule } from '../modules/accounts/index.js';
 
 export function table(headers: string[], rows: (string | number)[][]): string {
   const cells = [headers, ...rows.map((r) => r.map(String))];

@@ -4,7 +4,7 @@
 // whatever the number of parents and the page size.
 import type { Database } from './client.js';
 import { jsonOf, revive } from './rows.js';
-import { sqlAfter, sqlOrderBy, type KeysetSpec, type Window } from '../domain/keyset.js';
+import { sqlAfter, sqlOrderBy, type KeysetSpec, type Window } from './keyset.js';
 
 export interface ChildSource {
   /** A table (`comment`, `"user"`) or a parenthesised subquery; read under the alias `t`. It must have an `id`. */

@@ -12,43 +12,10 @@ import { readTemplate } from './template.js';
 import { openPool } from './pool.js';
 import { withReleasedTransactions } from './transactions.js';
 import { statementName } from './statement-names.js';
+import type { Database, Session } from './database.js';
 import { LiteStatements } from './lite-statements.js';
 
-/** One connection's worth of raw SQL, for work that must stay on a single session (advisory locks). */
-export interface Session {
-  exec(sql: string): Promise<void>;
-  query<R = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<R[]>;
-}
-
-export interface Database {
-  kind: 'pglite' | 'postgres';
-  /** The server's URL (PostgreSQL only): for connections of their own, such as the cache change feed's LISTEN. */
-  url?: string;
-  prisma: PrismaClient;
-  /**
-   * One statement straight through the driver, outside Prisma: for the hand-written SQL of the hottest reads
-   * (src/db/reads.ts), where Prisma's per-statement cost would dominate. Waits for an open Prisma transaction.
-   */
-  query<R = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<R[]>;
-  /** Runs `fn` on one dedicated connection. */
-  session<T>(fn: (s: Session) => Promise<T>): Promise<T>;
-  /** Cheap round trip, for /readyz. */
-  ping(): Promise<void>;
-  /** Connections to the database: the pool's (PostgreSQL server), or the one in-process connection (embedded). */
-  connections(): { total: number; idle: number; waiting: number };
-  /**
-   * The current transaction snapshot (`pg_current_snapshot()` as text): equal snapshots mean nothing was committed
-   * in between (src/http/read-cache.ts). Not counted by statements().
-   */
-  snapshot(): Promise<string>;
-  /** SQL statements sent since the database was opened (outside transactions): for tests that bound query counts. */
-  statements(): number;
-  /**
-   * Closes the database. On a server, connections still checked out after `deadlineMs` (default 5 s) are closed
-   * under their holders, so closing never waits longer than that.
-   */
-  close(opts?: { deadlineMs?: number }): Promise<void>;
-}
+export type { Database, Session } from './database.js';
 
 export type DatabaseTarget = { url: string; poolSize?: number } | { pgliteDir: string } | { memory: true };
 

@@ -4,7 +4,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Database } from './client.js';
+import type { Database } from './database.js';
 import { projectRoot } from '../project-root.js';
 
 export const MIGRATIONS_DIR = path.join(projectRoot(), 'prisma', 'migrations');

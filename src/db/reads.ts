@@ -32,16 +32,8 @@ export function downloadRelationsOf(
   return { category: include.category === true, currentVersion: include.currentVersion === true };
 }
 
-export interface DownloadFilter {
-  categoryId?: number;
-  /** null: downloads without a prefix. */
-  prefixId?: number | null;
-  state?: Download['state'];
-  since?: Date;
-}
-
-export const DOWNLOAD_ORDER_COLUMNS = ['createdDate', 'lastUpdate', 'downloadCount', 'viewCount', 'title'] as const;
-export type DownloadOrderColumn = (typeof DOWNLOAD_ORDER_COLUMNS)[number];
+export { DOWNLOAD_ORDER_COLUMNS, type DownloadFilter, type DownloadOrderColumn } from './filters.js';
+import { DOWNLOAD_ORDER_COLUMNS, type DownloadFilter, type DownloadOrderColumn } from './filters.js';
 
 /** The downloads' reads here; those of categories, comments and files in src/db/resource-reads.ts. */
 export class Reads extends ResourceReads {

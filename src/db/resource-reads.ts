@@ -9,7 +9,7 @@
 import type { Category, Comment, Download, File, User, Version } from '../generated/prisma/client.js';
 import type { Database } from './client.js';
 import { columnsOf, jsonOf, revive } from './rows.js';
-import { sqlAfter, sqlOrderBy, type KeysetSpec, type Window } from '../domain/keyset.js';
+import { sqlAfter, sqlOrderBy, type KeysetSpec, type Window } from './keyset.js';
 import { childPages, type ChildPage, type ChildSource } from './child-pages.js';
 import { categoryTotalSql, commentTotalSql, fileTotalSql } from './totals.js';
 
@@ -164,7 +164,7 @@ const CATEGORY_FIELD_COLUMNS: Record<string, readonly string[]> = {
 };
 
 /**
- * The read a list of categories needs for the fields `fields` selected on each row (src/schema/selected-fields.ts):
+ * The read a list of categories needs for the fields `fields` selected on each row (src/graphql/selected-fields.ts):
  * the columns those fields read and the parent when `parent` is selected. A field this table does not know reads
  * every column, so a field added to the schema can only cost columns, never lose them.
  */

@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { migrate, readMigrations, type Migration } from './migrate.js';
-import type { Database } from './client.js';
+import type { Database } from './database.js';
 import { projectRoot } from '../project-root.js';
 
 const require = createRequire(import.meta.url);

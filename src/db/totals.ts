@@ -1,4 +1,4 @@
-// List totals: how many rows a list's filters match, counted before the per-row permission check (src/domain/lists.ts).
+// List totals: how many rows a list's filters match, counted before the per-row permission check (src/db/lists.ts).
 // Database triggers keep counter tables in the transaction of every write (prisma/migrations/*_list_totals), so a
 // total is a sum over a few counter rows rather than a count(*) over every matching row, and it is exact: the counters
 // are read in the same snapshot as the page. Filters the counters do not cover (`since`) fall back to a count(*).
@@ -7,7 +7,7 @@
 // number (a statement of its own). Values are bound through `bind`, which answers a placeholder (`$n`); a `SqlRef`
 // instead names a column of the enclosing statement (a parent id in src/db/child-pages.ts).
 import type { Prisma } from '../generated/prisma/client.js';
-import type { DownloadFilter } from './reads.js';
+import type { DownloadFilter } from './filters.js';
 
 export type Bind = (v: unknown) => string;
 /** A column or expression of the enclosing statement, used as a filter value instead of a bound parameter. */
@@ -87,7 +87,7 @@ export function commentTotalSql(f: CommentTotalFilter, bind: Bind): string {
 export const commentTotal = (db: Runner, f: CommentTotalFilter) => scalar(db, (bind) => commentTotalSql(f, bind));
 
 /**
- * The filter of a comment list's Prisma `where` (src/domain/comments.ts commentListWhere), or null when it holds a
+ * The filter of a comment list's Prisma `where` (src/modules/comments/rules.ts commentListWhere), or null when it holds a
  * condition the counters do not know (then the caller counts with Prisma).
  */
 export function commentFilterOf(where: Prisma.CommentWhereInput): CommentTotalFilter | null {
@@ -134,7 +134,7 @@ export function fileTotalSql(f: FileTotalFilter, bind: Bind): string {
 
 export const fileTotal = (db: Runner, f: FileTotalFilter) => scalar(db, (bind) => fileTotalSql(f, bind));
 
-/** The filter of a file list's Prisma `where` (src/domain/files.ts fileListWhere), or null when the counters do not cover it. */
+/** The filter of a file list's Prisma `where` (src/modules/files/rules.ts fileListWhere), or null when the counters do not cover it. */
 export function fileFilterOf(where: Prisma.FileWhereInput): FileTotalFilter | null {
   if (where.isDeleted !== false) return null;
   const f: FileTotalFilter = {};

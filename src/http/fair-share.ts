@@ -25,7 +25,7 @@
 // operation that does wait for real I/O, a file being stored, lets the next turns admit others, up to the limit.)
 import type { Plugin } from 'graphql-yoga';
 import { ApiError } from '../errors.js';
-import { RESPONSE_BUDGET, type ResponseBudget } from './response-size.js';
+import { RESPONSE_BUDGET, type ResponseBudget } from '../graphql/response-size.js';
 
 /** Ends an operation's turn; `extraMs` adds to its charge what its time alone does not show (see resultCharge). */
 export type Release = (extraMs?: number) => void;

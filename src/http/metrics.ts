@@ -28,7 +28,7 @@ export interface MetricsOptions {
   db: Pick<Database, 'connections'>;
   /** Operations executing and waiting for their turn (src/http/fair-share.ts). */
   operations: { readonly inFlight: number; readonly queued: number };
-  /** /graphql executions by how they ran (src/http/compiled.ts). */
+  /** /graphql executions by how they ran (src/graphql/compiled.ts). */
   executions?: { readonly compiled: number; readonly interpreted: number };
   /** Reads answered from the read cache, and looked up there in vain (src/http/read-cache.ts). */
   readCache?: { readonly hit: number; readonly miss: number };

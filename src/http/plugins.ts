@@ -3,7 +3,7 @@ import type { Plugin } from 'graphql-yoga';
 import { GraphQLError as GraphQLErrorClass, type GraphQLError } from 'graphql';
 import type { Logger } from '../log.js';
 import { isContractCode, OUTAGE_RETRY_AFTER_SECONDS } from '../errors.js';
-import { MAX_INT, wholeNumberRange } from '../domain/numbers.js';
+import { MAX_INT, wholeNumberRange } from '../input/numbers.js';
 
 const json = (status: number, body: unknown) =>
   new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json; charset=utf-8' } });

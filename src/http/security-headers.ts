@@ -13,7 +13,6 @@ export const EXPOSED_HEADERS = 'Content-Disposition, Content-Range, Content-Leng
 export const ALLOWED_METHODS = 'GET, HEAD, POST, PUT, DELETE';
 
 const API_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
-export const FILE_CSP = "default-src 'none'; sandbox; frame-ancestors 'none'";
 
 /** The CSP of an HTML page: scripts from this origin, and its inline scripts (if any) by hash; nothing from elsewhere. */
 export function pageCsp(html: string): string {

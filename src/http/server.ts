@@ -1,11 +1,11 @@
 // The HTTP edge: one Yoga instance serves /graphql (with GraphiQL), /api/* (the REST adapter plugin),
 // /healthz and /readyz.
-import http from 'node:http';
+import type http from 'node:http';
 import { createYoga } from 'graphql-yoga';
 import { GraphQLError, type GraphQLSchema } from 'graphql';
 import type { Logger } from '../log.js';
-import type { Context, Services } from '../schema/context.js';
-import { createContext } from '../schema/context.js';
+import type { Context, Services } from '../graphql/context.js';
+import { createContext } from '../graphql/context.js';
 import { visitorFromHeaders } from '../auth/visitor.js';
 import { hashKey } from '../auth/keys.js';
 import { ClientGone, databaseConflict, databaseUnavailable, isClientGone } from '../errors.js';
@@ -13,22 +13,22 @@ import { restAdapter } from '../../rest-adapter/plugin.js';
 import { routes } from '../../rest-adapter/routes.js';
 import { bodyLimitPlugin, contractCodesPlugin, healthPlugin, requestLogPlugin } from './plugins.js';
 import { graphqlUploadPlugin, uploadReceiver } from './uploads.js';
-import { fileDataPlugin } from './file-data.js';
+import { fileDataPlugin } from '../modules/files/index.js';
 import type { RateLimits } from './rate-limit.js';
 import { httpPolicyPlugin } from './security-headers.js';
 import { pagesPlugin, renderGraphiQLPage } from './pages.js';
 import { metricsPlugin } from './metrics.js';
 import type { Database } from '../db/client.js';
-import { textInputPlugin } from './text-input.js';
+import { textInputPlugin } from '../input/text.js';
 import { UploadSlots } from './upload-slots.js';
 import { uploadPrecheck } from './upload-precheck.js';
 import { requireScopes } from '../auth/scopes.js';
-import { operationLimitsPlugin } from './limits.js';
-import { countResponseBytes } from './response-size.js';
-import { CompiledOperations, compiledExecutionPlugin } from './compiled.js';
+import { operationLimitsPlugin } from '../graphql/limits.js';
+import { countResponseBytes } from '../graphql/response-size.js';
+import { CompiledOperations, compiledExecutionPlugin } from '../graphql/compiled.js';
 import { FairShare, clientOf, fairSharePlugin, resultCharge } from './fair-share.js';
 import { graphqlStatusPlugin } from './statuses.js';
-import { trustedDocumentsPlugin, type TrustedDocuments } from './trusted-documents.js';
+import { trustedDocumentsPlugin, type TrustedDocuments } from '../graphql/trusted-documents.js';
 import { subscriptionTransportPlugin } from './subscriptions.js';
 import { SubscriptionSlots, subscriptionSlotsPlugin } from './subscription-slots.js';
 import { readCachePlugin, type ReadCache } from './read-cache.js';
@@ -54,7 +54,7 @@ export interface HttpOptions {
   db: Pick<Database, 'connections' | 'kind'>;
   log: Logger;
   rateLimits: RateLimits;
-  /** Persisted documents by SHA-256 (src/http/trusted-documents.ts). */
+  /** Persisted documents by SHA-256 (src/graphql/trusted-documents.ts). */
   trustedDocuments?: TrustedDocuments;
   /** Answers to reads, given again while the database is unchanged (src/http/read-cache.ts). */
   readCache: ReadCache;

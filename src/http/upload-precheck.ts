@@ -1,11 +1,11 @@
 // What the REST upload route decides before a byte of the file is stored, from the fields sent before it:
 // `version_id` names a version the key may add files to, with room for one more file. The mutation checks the
 // same again when it runs; this only stops a refused upload from being written first.
-import type { Context } from '../schema/context.js';
-import { deps } from '../schema/file.js';
-import { checkUploadTarget } from '../domain/files.js';
+import type { Context } from '../graphql/context.js';
+import { deps } from '../modules/files/index.js';
+import { checkUploadTarget } from '../modules/files/index.js';
 import { invalidInput } from '../errors.js';
-import { MAX_INT, wholeNumberRange } from '../domain/numbers.js';
+import { MAX_INT, wholeNumberRange } from '../input/numbers.js';
 import type { RawFields } from '../../rest-adapter/inputs.js';
 
 export async function uploadPrecheck(context: unknown, fields: RawFields): Promise<void> {

@@ -12,8 +12,8 @@ import { ingest } from '../files/ingest.js';
 import type { Storage } from '../files/storage/index.js';
 import { ApiError } from '../errors.js';
 import { requireScopes } from '../auth/scopes.js';
-import { drainRefusedBody } from './drain.js';
-import type { Context } from '../schema/context.js';
+import { drainRefusedBody } from '../input/drain.js';
+import type { Context } from '../graphql/context.js';
 import type { UploadSlots } from './upload-slots.js';
 
 export interface GraphqlUploadOptions {

@@ -4,8 +4,8 @@ import type { PrismaClient } from '../generated/prisma/client.js';
 import type { Storage } from '../files/storage/index.js';
 import type { Logger } from '../log.js';
 import { schedule } from './schedule.js';
-import { hardDeleteDownloads } from '../domain/purge.js';
-import { refreshCategoryCounts } from '../domain/categories.js';
+import { hardDeleteDownloads } from '../db/purge.js';
+import { refreshCategoryCounts } from '../modules/categories/index.js';
 
 const BATCH = 100;
 /** Advisory lock key (pair) held by the transaction that purges a batch: one purger at a time, across instances. */

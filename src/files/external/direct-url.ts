@@ -15,7 +15,7 @@ import {
   type ExternalAdapter,
   type FetchOptions,
   type Fetched,
-} from './index.js';
+} from './adapter.js';
 import { refusalFor } from './address-policy.js';
 
 /** Kept for callers that only need a yes/no. */

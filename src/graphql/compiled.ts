@@ -1,0 +1,185 @@
+// Compiled execution of /graphql queries and mutations. graphql-jit turns an operation into one JavaScript function,
+// so a request no longer walks the document field by field as the interpreting executor (@graphql-tools/executor)
+// does. Compiling costs far more CPU than one interpreted run, so an operation is compiled on its document's second
+// use only: a client sending endless distinct documents costs the server what it did before (one interpreted run
+// each, plus an entry in a bounded cache). Yoga's parse cache hands out the same DocumentNode for the same text, so
+// the cache is keyed by the document object (and the operation's name), least recently used first out.
+//
+// What the interpreter does the same way stays with it: subscriptions, operations graphql-jit cannot compile (the
+// reason is logged once per operation), and variables that do not coerce (their errors are the interpreter's own).
+// graphql-jit takes no abort signal: the deadline is raced by operationLimitsPlugin (src/graphql/limits.ts).
+import {
+  GraphQLError,
+  getOperationAST,
+  type DocumentNode,
+  type ExecutionResult,
+  type GraphQLSchema,
+  type SourceLocation,
+  type VariableDefinitionNode,
+} from 'graphql';
+import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
+import { getVariableValues } from '@graphql-tools/executor';
+import type { Plugin } from 'graphql-yoga';
+
+/** Documents kept compiled. A compiled operation is a few kilobytes of code; 500 cover any real client's set. */
+export const COMPILED_DOCUMENTS = 500;
+
+interface Operation {
+  /** Compiled on second use; null when graphql-jit cannot compile it (it stays interpreted). */
+  query?: CompiledQuery['query'] | null;
+  variables: readonly VariableDefinitionNode[];
+}
+
+export type ExecutionMode = 'compiled' | 'interpreted';
+
+export class CompiledOperations {
+  private readonly documents = new Map<DocumentNode, Map<string, Operation>>();
+  private schema: GraphQLSchema | undefined;
+  /** Executions by how they ran, for /metrics. */
+  readonly runs: Record<ExecutionMode, number> = { compiled: 0, interpreted: 0 };
+
+  constructor(
+    readonly capacity: number = COMPILED_DOCUMENTS,
+    private readonly onFallback: (reason: unknown, operationName: string | undefined) => void = () => {},
+  ) {}
+
+  /** Documents in the cache. */
+  get size(): number {
+    return this.documents.size;
+  }
+
+  /**
+   * The compiled operation to run, or undefined when this run interprets: the document's first use, a subscription,
+   * an unknown operation name, or an operation graphql-jit cannot compile.
+   */
+  compiled(schema: GraphQLSchema, document: DocumentNode, operationName?: string | null): Operation | undefined {
+    if (schema !== this.schema) {
+      this.documents.clear();
+      this.schema = schema;
+    }
+    let operations = this.documents.get(document);
+    if (operations) {
+      this.documents.delete(document); // to the back: most recently used
+    } else {
+      operations = new Map();
+      if (this.documents.size >= this.capacity) this.documents.delete(this.documents.keys().next().value!);
+    }
+    this.documents.set(document, operations);
+    const name = operationName ?? '';
+    const op = operations.get(name);
+    if (!op) {
+      // Only operations the document has are kept, so a document's entries are bounded by its operations.
+      const definition = getOperationAST(document, operationName);
+      if (definition) {
+        operations.set(name, {
+          variables: definition.variableDefinitions ?? [],
+          ...(definition.operation === 'subscription' ? { query: null } : {}),
+        });
+      }
+      return undefined; // first use: interpreted
+    }
+    if (op.query === undefined) {
+      const named = operationName ?? undefined;
+      op.query = compileOperation(schema, document, named, (reason) => this.onFallback(reason, named));
+    }
+    return op.query ? op : undefined;
+  }
+}
+
+/**
+ * graphql-jit's compiled function for an operation of `document`, or null (after telling `onFallback` why) when it
+ * cannot compile it. REST route documents (rest-adapter/execute.ts) and /graphql documents both compile through here.
+ */
+export function compileOperation(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operationName: string | undefined,
+  onFallback: (reason: unknown) => void,
+): CompiledQuery['query'] | null {
+  let compiled: CompiledQuery | ExecutionResult;
+  try {
+    compiled = compileQuery(schema, document, operationName);
+  } catch (err) {
+    onFallback(err);
+    return null;
+  }
+  if (!isCompiledQuery(compiled)) {
+    onFallback(compiled.errors?.[0] ?? compiled);
+    return null;
+  }
+  return compiled.query;
+}
+
+/** Offset in `body` of a 1-based line and column. */
+function offsetOf(body: string, { line, column }: SourceLocation): number {
+  let offset = 0;
+  for (let l = 1; l < line; l++) {
+    const next = body.indexOf('\n', offset);
+    if (next < 0) break;
+    offset = next + 1;
+  }
+  return offset + column - 1;
+}
+
+/**
+ * graphql-jit's errors carry locations but no source positions, and no extensions object when the error has none:
+ * they are rebuilt as graphql-js's own, as the interpreter reports them (the plugins after execution copy errors by
+ * their source positions, and add codes to their extensions).
+ */
+function asGraphQLError(e: GraphQLError, document: DocumentNode): GraphQLError {
+  const source = document.loc?.source;
+  const locations = (e as { locations?: readonly SourceLocation[] }).locations;
+  return new GraphQLError(e.message, {
+    path: e.path,
+    originalError: e.originalError,
+    extensions: e.extensions,
+    ...(source && locations?.length ? { source, positions: locations.map((l) => offsetOf(source.body, l)) } : {}),
+  });
+}
+
+function normalized(result: ExecutionResult, document: DocumentNode): ExecutionResult {
+  if (!result.errors?.length) return result;
+  return { ...result, errors: result.errors.map((e) => asGraphQLError(e, document)) };
+}
+
+interface ExecuteArgs {
+  schema: GraphQLSchema;
+  document: DocumentNode;
+  rootValue?: unknown;
+  contextValue?: unknown;
+  variableValues?: Record<string, unknown> | null;
+  operationName?: string | null;
+  signal?: AbortSignal;
+}
+
+/**
+ * Runs queries and mutations on /graphql compiled. Register before the plugins that wrap execution (fair shares, the
+ * deadline): it replaces the executor itself, so they wrap the compiled run as they wrapped the interpreted one.
+ */
+export function compiledExecutionPlugin(operations: CompiledOperations): Plugin {
+  return {
+    onExecute({ executeFn, setExecuteFn }) {
+      setExecuteFn((args) => {
+        const a = args as unknown as ExecuteArgs;
+        const op = operations.compiled(a.schema, a.document, a.operationName);
+        // Variables the interpreter's own coercion refuses are refused by it, word for word.
+        if (!op || (op.variables.length > 0 && refusesVariables(a, op.variables))) {
+          operations.runs.interpreted++;
+          return executeFn(args);
+        }
+        operations.runs.compiled++;
+        return run(op.query!, a);
+      });
+    },
+  };
+}
+
+function refusesVariables(a: ExecuteArgs, variables: readonly VariableDefinitionNode[]): boolean {
+  const coerced = getVariableValues(a.schema, variables, a.variableValues ?? {}, { maxErrors: 50 });
+  return 'errors' in coerced && Boolean(coerced.errors);
+}
+
+async function run(query: CompiledQuery['query'], a: ExecuteArgs): Promise<ExecutionResult> {
+  a.signal?.throwIfAborted(); // the deadline passed while waiting for a slot: nothing is started
+  return normalized(await query(a.rootValue, a.contextValue, a.variableValues ?? {}), a.document);
+}

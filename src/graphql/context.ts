@@ -1,0 +1,71 @@
+// What every resolver receives: the database, the configuration, and the visitor the key acts as.
+import type { PrismaClient } from '../generated/prisma/client.js';
+import type { Config } from '../config.js';
+import type { BuiltInGroupIds } from '../auth/visitor.js';
+import { Access, type Visitor } from '../permissions/access.js';
+import type { PermissionCache } from '../permissions/load.js';
+import type { AuthCache } from '../auth/visitor.js';
+import type { Storage } from '../files/storage/index.js';
+import type { Reads } from '../db/reads.js';
+import type { Events } from '../events.js';
+import type { CursorSeal } from '../db/keyset.js';
+
+export interface Services {
+  prisma: PrismaClient;
+  /** Hand-written SQL for the hottest reads (src/db/reads.ts). */
+  reads: Reads;
+  config: Config;
+  groups: BuiltInGroupIds;
+  storage: Storage;
+  /** Permission tables shared by requests; invalidate() after writing categories or permissions. */
+  permissions: PermissionCache;
+  auth: AuthCache;
+  /** Subscription events (src/events.ts): publish after a write commits. */
+  events: Events;
+  /** Seals and opens connection cursors with the secret every instance shares (src/db/keyset.ts). */
+  cursors: CursorSeal;
+}
+
+export interface Context extends Services {
+  visitor: Visitor;
+  /** The visitor's permission checks, loaded once per request on first use. */
+  access(): Promise<Access>;
+  /**
+   * `check` applied to the visitor's permission checks: at once when they have loaded, else when they have. For the
+   * per-row fields (canView, canEdit…): a list of 100 rows asks hundreds of them, and a promise each cost time.
+   */
+  withAccess<T>(check: (access: Access) => T | Promise<T>): T | Promise<T>;
+  /** Removes blobs whose rows a hard delete removed (after the transaction committed). */
+  removeBlobs(keys: readonly string[]): Promise<void>;
+  /** Whether the visitor is on a download's team (one query per request, on first use). */
+  team: { isTeamMember(downloadId: number): Promise<boolean> };
+}
+
+export function createContext(services: Services, visitor: Visitor): Context {
+  let access: Promise<Access> | undefined;
+  let loaded: Access | undefined;
+  const load = () =>
+    (access ??= (
+      visitor.isSuper
+        ? Promise.resolve(new Access(visitor, null))
+        : services.permissions.resolverFor(visitor.groupIds).then((r) => new Access(visitor, r))
+    ).then((a) => (loaded = a)));
+  let teams: Promise<Set<number>> | undefined;
+  const team = {
+    async isTeamMember(downloadId: number) {
+      if (visitor.userId === 0) return false;
+      teams ??= services.prisma.teamMember
+        .findMany({ where: { userId: visitor.userId }, select: { downloadId: true } })
+        .then((rows) => new Set(rows.map((r) => r.downloadId)));
+      return (await teams).has(downloadId);
+    },
+  };
+  return {
+    ...services,
+    visitor,
+    team,
+    removeBlobs: (keys) => (keys.length ? services.storage.remove(keys) : Promise.resolve()),
+    access: load,
+    withAccess: (check) => (loaded ? check(loaded) : load().then(check)),
+  };
+}

@@ -1,0 +1,293 @@
+// Comment rules (spec "Comments", contract §3, §5, §6): lists, visibility, approval, flood control,
+// edit history, soft and hard delete with the moderator log.
+import { LIMITS } from '../../config.js';
+import type { Prisma, PrismaClient, Comment, Download, Category } from '../../generated/prisma/client.js';
+import type { Access } from '../../permissions/access.js';
+import { requireScopes } from '../../auth/scopes.js';
+import { ApiError, noPermission, notFound, requiredMissing } from '../../errors.js';
+import { pageWindow, paginationOf, type Direction, type Page, type PageRequest } from '../../db/lists.js';
+import { prismaAfter, prismaOrderBy, type KeysetSpec } from '../../db/keyset.js';
+import type { Reads } from '../../db/reads.js';
+import { commentDownloadOf, commentRelationsOf, type CommentFilter, type Slice } from '../../db/resource-reads.js';
+import { countComments } from '../../db/totals.js';
+
+export const COMMENT_ORDERS = { comment_date: 'commentDate', last_edit_date: 'lastEditDate' } as const;
+export type CommentOrder = keyof typeof COMMENT_ORDERS;
+
+/** An author editing later than this after posting leaves an edit-history row (contract §6). */
+export const EDIT_GRACE_MS = LIMITS.commentEditGraceMs;
+export const MAX_MESSAGE = LIMITS.maxCommentMessage;
+
+export interface CommentListArgs extends PageRequest {
+  downloadId?: number | null;
+  since?: Date | null;
+  order?: CommentOrder | null;
+  direction?: Direction | null;
+}
+
+type WithDownload = Comment & { download: Download };
+type Reading = { prisma: PrismaClient; reads: Reads };
+
+/** A download whose comments the visitor may read: 404 when it does not exist, 403 when they may not. */
+export async function viewableParent(
+  prisma: PrismaClient,
+  access: Access,
+  downloadId: number,
+): Promise<Download & { category: Category }> {
+  return mayViewComments(
+    access,
+    downloadId,
+    await prisma.download.findUnique({ where: { id: downloadId }, include: { category: true } }),
+  );
+}
+
+function mayViewComments<T extends Download>(access: Access, downloadId: number, d: T | null): T {
+  if (!d) throw notFound('download', downloadId);
+  if (!access.canViewComments(d)) throw noPermission("view this download's comments");
+  return d;
+}
+
+/** The order of a page-numbered comments list as a keyset spec (ties by id; never-edited comments are the nulls). */
+export function commentOrderSpec(
+  order: CommentOrder | null | undefined,
+  direction: Direction | null | undefined,
+): KeysetSpec {
+  const o = order ?? 'comment_date';
+  return {
+    list: 'comments',
+    order: o,
+    direction: direction ?? 'desc',
+    column: { name: COMMENT_ORDERS[o], kind: 'date', nullable: o === 'last_edit_date' },
+  };
+}
+
+/**
+ * The comments of a list (`slice` of them, with the list's total before the per-row permission check), each with its
+ * download, after the list's rules: downloadId is required except for super-user keys, the download must show its
+ * comments to the visitor, only super-user keys list comments in every state. `query` is what the operation asks to
+ * load with each comment: the common shapes are read with one hand-written statement (src/db/resource-reads.ts),
+ * others by Prisma.
+ */
+export async function commentSlice(
+  db: Reading,
+  access: Access,
+  args: Pick<CommentListArgs, 'downloadId' | 'since'>,
+  slice: Slice,
+  query: Omit<Prisma.CommentFindManyArgs, 'where' | 'orderBy' | 'skip' | 'take'> = {},
+): Promise<{ total: number; rows: WithDownload[] }> {
+  if (args.downloadId == null && !access.isSuper) throw requiredMissing(['download_id']);
+  const rel = commentRelationsOf(query as never);
+  if (rel) {
+    const filter: CommentFilter = {};
+    if (args.downloadId != null) filter.downloadId = args.downloadId;
+    if (!access.isSuper) filter.state = 'visible';
+    if (args.since) filter.since = args.since;
+    const page = await db.reads.commentPage(filter, slice, rel.user, commentDownloadOf(query as never));
+    if (args.downloadId != null) mayViewComments(access, args.downloadId, page.parent ?? null);
+    return page;
+  }
+  const where = await commentListWhere(db.prisma, access, args);
+  const w = slice.window ?? { size: slice.take, backward: false, cursor: null };
+  const withDownload = (query as { select?: object }).select
+    ? query
+    : { ...query, include: { ...(query as any).include, download: true } };
+  const [total, rows] = await Promise.all([
+    countComments(db.prisma, where),
+    db.prisma.comment.findMany({
+      ...withDownload,
+      where: { AND: [where, prismaAfter(slice.spec, w)] },
+      orderBy: prismaOrderBy(slice.spec, w) as never,
+      skip: slice.skip,
+      take: slice.take,
+    }) as unknown as Promise<WithDownload[]>,
+  ]);
+  return { total, rows };
+}
+
+/**
+ * The rows a comment list covers for this visitor: downloadId is required except for super-user keys, the download
+ * must show its comments to the visitor (else 403), and only super-user keys list comments in every state.
+ */
+export async function commentListWhere(
+  prisma: PrismaClient,
+  access: Access,
+  args: Pick<CommentListArgs, 'downloadId' | 'since'>,
+): Promise<Prisma.CommentWhereInput> {
+  if (args.downloadId == null && !access.isSuper) throw requiredMissing(['download_id']);
+  const where: Prisma.CommentWhereInput = {};
+  if (args.downloadId != null) {
+    await viewableParent(prisma, access, args.downloadId);
+    where.downloadId = args.downloadId;
+  }
+  if (!access.isSuper) where.state = 'visible';
+  if (args.since) where.commentDate = { gte: args.since };
+  return where;
+}
+
+export async function listComments(
+  db: Reading,
+  access: Access,
+  args: CommentListArgs,
+  query: Omit<Prisma.CommentFindManyArgs, 'where' | 'orderBy' | 'skip' | 'take'> = {},
+): Promise<Page<Comment>> {
+  const w = pageWindow(args);
+  const { total, rows } = await commentSlice(
+    db,
+    access,
+    args,
+    { spec: commentOrderSpec(args.order, args.direction), skip: w.skip, take: w.take },
+    query,
+  );
+  return { nodes: rows.filter((c) => access.canViewComment(c, c.download)), pagination: paginationOf(w, total) };
+}
+
+export async function viewableComment(
+  prisma: PrismaClient,
+  access: Access,
+  id: number,
+  extra: Omit<Prisma.CommentFindUniqueArgs, 'where'> = {},
+): Promise<WithDownload> {
+  const c = (await prisma.comment.findUnique({
+    ...extra,
+    where: { id },
+    include: { ...(extra as any).include, download: true },
+  })) as unknown as WithDownload | null;
+  return mayViewComment(access, id, c);
+}
+
+/** viewableComment for reads: the common shapes of `query` through one hand-written statement. */
+export async function readComment(
+  db: Reading,
+  access: Access,
+  id: number,
+  query: Omit<Prisma.CommentFindUniqueArgs, 'where'> = {},
+): Promise<WithDownload> {
+  const rel = commentRelationsOf(query as never);
+  return rel
+    ? mayViewComment(access, id, await db.reads.comment(id, rel.user))
+    : viewableComment(db.prisma, access, id, query);
+}
+
+function mayViewComment<T extends WithDownload>(access: Access, id: number, c: T | null): T {
+  if (!c) throw notFound('comment', id);
+  if (!access.canViewComment(c, c.download)) throw noPermission('view this comment');
+  return c;
+}
+
+function message(raw: string | null | undefined, onEmpty: () => ApiError): string {
+  const m = (raw ?? '').trim();
+  if (!m) throw onEmpty();
+  if (m.length > MAX_MESSAGE)
+    throw new ApiError('invalid_input', `message must be at most ${MAX_MESSAGE} characters.`, { field: 'message' });
+  return m;
+}
+
+export interface CreateCommentInput {
+  downloadId: number;
+  message: string;
+}
+
+export async function createComment(
+  prisma: PrismaClient,
+  access: Access,
+  floodSeconds: number,
+  input: CreateCommentInput,
+): Promise<Comment> {
+  const d = await viewableParent(prisma, access, input.downloadId);
+  if (!access.isSuper && !access.has('comment', d.categoryId)) throw noPermission('comment on this download');
+  const userId = access.visitor.userId;
+  if (userId === 0)
+    throw new ApiError(
+      'do_not_have_permission',
+      'Guests cannot post comments: act as a user (Forum-Api-User with a super-user key).',
+    );
+  const text = message(input.message, () => requiredMissing(['message']));
+  const state =
+    d.category.requireCommentApproval && !access.bypassesCommentApproval(d.categoryId) ? 'moderated' : 'visible';
+  const exempt = access.isModerator || floodSeconds === 0;
+  return prisma.$transaction(async (tx) => {
+    if (!exempt) {
+      // One writer per user at a time, so two simultaneous posts cannot both pass the flood check.
+      await tx.$executeRaw`SELECT pg_advisory_xact_lock(72640333, ${userId}::int)`;
+      const last = await tx.comment.findFirst({
+        where: { userId },
+        orderBy: { commentDate: 'desc' },
+        select: { commentDate: true },
+      });
+      const wait = last ? Math.ceil((last.commentDate.getTime() + floodSeconds * 1000 - Date.now()) / 1000) : 0;
+      if (wait > 0) {
+        throw new ApiError(
+          'mc_dm_api_error.rate_limited',
+          `You are posting too fast: wait ${wait} second(s) before commenting again.`,
+          { retry_after: wait },
+          { 'Retry-After': String(wait) },
+        );
+      }
+    }
+    return tx.comment.create({ data: { downloadId: d.id, userId, message: text, state }, include: { download: true } });
+  });
+}
+
+export interface UpdateCommentInput {
+  commentId: number;
+  message: string;
+}
+
+/** Every edit counts; a history row is written when the editor is not the author, or the author is late. */
+export async function updateComment(prisma: PrismaClient, access: Access, input: UpdateCommentInput): Promise<Comment> {
+  const c = await viewableComment(prisma, access, input.commentId);
+  if (!access.canEditComment(c, c.download)) throw noPermission('edit this comment');
+  const text = message(
+    input.message,
+    () => new ApiError('mc_dm_api_error.message_empty', 'The message cannot be empty.', { field: 'message' }),
+  );
+  if (text === c.message) return c;
+  const now = new Date();
+  const editor = access.visitor.userId;
+  const keepHistory = editor !== c.userId || now.getTime() - c.commentDate.getTime() > EDIT_GRACE_MS;
+  return prisma.$transaction(async (tx) => {
+    if (keepHistory)
+      await tx.commentEdit.create({
+        data: { commentId: c.id, oldMessage: c.message, editorId: editor, editDate: now },
+      });
+    return tx.comment.update({
+      where: { id: c.id },
+      data: { message: text, lastEditDate: now, editCount: { increment: 1 } },
+      include: { download: true },
+    });
+  });
+}
+
+export interface DeleteCommentInput {
+  commentId: number;
+  hard?: boolean | null;
+  reason?: string | null;
+}
+
+export async function deleteComment(prisma: PrismaClient, access: Access, input: DeleteCommentInput): Promise<void> {
+  const c = await viewableComment(prisma, access, input.commentId);
+  if (!access.canDeleteComment(c, c.download)) throw noPermission('delete this comment');
+  const reason = input.reason?.trim() ?? '';
+  const log = (action: string) => ({
+    action,
+    contentType: 'comment',
+    contentId: c.id,
+    userId: access.visitor.userId,
+    reason,
+  });
+  if (input.hard) {
+    requireScopes(access.visitor, ['mc_dm_download:delete_hard']);
+    await prisma.$transaction([
+      prisma.moderatorLog.create({ data: log('comment.hard_deleted') }),
+      prisma.comment.delete({ where: { id: c.id } }),
+    ]);
+    return;
+  }
+  await prisma.$transaction([
+    prisma.moderatorLog.create({ data: log('comment.soft_deleted') }),
+    prisma.comment.update({
+      where: { id: c.id },
+      data: { state: 'deleted', stateBeforeDelete: c.state === 'deleted' ? c.stateBeforeDelete : c.state },
+    }),
+  ]);
+}

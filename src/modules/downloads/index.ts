@@ -1,0 +1,4 @@
+// Downloads and their versions: what other modules and the app may use of this module.
+export * from './schema.js';
+export * from './rules.js';
+export * from './tags.js';

@@ -1,0 +1,436 @@
+// Download rules (spec "Downloads", contract §3, §5, §6): lists, visibility, create/update/delete/restore,
+// versions and team members. Plain functions over Prisma; resolvers stay short.
+import { LIMITS } from '../../config.js';
+import type { Prisma, PrismaClient, Download, Category } from '../../generated/prisma/client.js';
+import type { Access } from '../../permissions/access.js';
+import { requireScopes } from '../../auth/scopes.js';
+import { ApiError, invalidInput, noPermission, notFound, requiredMissing } from '../../errors.js';
+import { pageWindow, paginationOf, type Direction, type Page, type PageRequest } from '../../db/lists.js';
+import { refreshCategoryCounts } from '../categories/index.js';
+import { hardDeleteDownloads } from '../../db/purge.js';
+import { normalizeTags, setTags } from './tags.js';
+import { downloadRelationsOf, type DownloadFilter, type Reads } from '../../db/reads.js';
+import { downloadTotal } from '../../db/totals.js';
+
+export type DownloadState = Download['state'];
+
+export const DOWNLOAD_ORDERS = {
+  created_date: 'createdDate',
+  last_update: 'lastUpdate',
+  download_count: 'downloadCount',
+  view_count: 'viewCount',
+  title: 'title',
+} as const;
+export type DownloadOrder = keyof typeof DOWNLOAD_ORDERS;
+
+export interface DownloadListArgs extends PageRequest {
+  categoryId?: number | null;
+  prefixId?: number | null;
+  downloadState?: DownloadState | null;
+  since?: Date | null;
+  order?: DownloadOrder | null;
+  direction?: Direction | null;
+}
+
+/** What a visitor needs to know about their team memberships to answer canEdit. */
+export interface TeamLookup {
+  isTeamMember(downloadId: number): Promise<boolean>;
+}
+
+/** The rows a download list covers for this visitor: its filters, and the state rule for visitors who are not moderators. */
+export function downloadListFilter(
+  access: Access,
+  args: Omit<DownloadListArgs, 'page' | 'perPage' | 'order' | 'direction'>,
+): DownloadFilter {
+  const filter: DownloadFilter = {};
+  if (args.categoryId != null) filter.categoryId = args.categoryId;
+  if (args.prefixId != null) filter.prefixId = args.prefixId === 0 ? null : args.prefixId;
+  // Visitors who are not moderators (and keys that are not super-user keys) only ever list visible downloads.
+  if (!access.isModerator) filter.state = 'visible';
+  else if (args.downloadState) filter.state = args.downloadState;
+  if (args.since) filter.since = args.since;
+  return filter;
+}
+
+/** The same filter as a Prisma `where`. */
+export function downloadWhere(filter: DownloadFilter): Prisma.DownloadWhereInput {
+  return {
+    categoryId: filter.categoryId,
+    prefixId: filter.prefixId,
+    state: filter.state,
+    lastUpdate: filter.since ? { gte: filter.since } : undefined,
+  };
+}
+
+/**
+ * A page of downloads the visitor may view. `query` is what the operation asks to load with each row (Pothos's
+ * query argument): the common shapes are read with one hand-written statement (src/db/reads.ts), others by Prisma.
+ */
+export async function listDownloads(
+  db: { prisma: PrismaClient; reads: Reads },
+  access: Access,
+  args: DownloadListArgs,
+  query: Omit<Prisma.DownloadFindManyArgs, 'where' | 'orderBy' | 'skip' | 'take'> = {},
+): Promise<Page<Download>> {
+  const w = pageWindow(args);
+  const filter = downloadListFilter(access, args);
+  const column = DOWNLOAD_ORDERS[args.order ?? 'last_update'];
+  const direction = args.direction ?? 'desc';
+  const rel = downloadRelationsOf(query as never);
+  let total: number;
+  let rows: Download[];
+  if (rel) {
+    ({ total, rows } = await db.reads.downloadPage(filter, { column, direction }, w, rel));
+  } else {
+    const where = downloadWhere(filter);
+    [total, rows] = await Promise.all([
+      downloadTotal(db.prisma, filter),
+      db.prisma.download.findMany({
+        ...query,
+        where,
+        orderBy: [{ [column]: direction }, { id: direction }],
+        skip: w.skip,
+        take: w.take,
+      }),
+    ]);
+  }
+  return { nodes: rows.filter((d) => access.canViewDownload(d)), pagination: paginationOf(w, total) };
+}
+
+/** A download the visitor may view: 404 when it does not exist, 403 when hidden from them. */
+export async function viewableDownload(
+  prisma: PrismaClient,
+  access: Access,
+  id: number,
+  extra: Omit<Prisma.DownloadFindUniqueArgs, 'where'> = {},
+): Promise<Download> {
+  return mayView(access, id, await prisma.download.findUnique({ ...extra, where: { id } }));
+}
+
+/** viewableDownload for reads: the common shapes of `query` through one hand-written statement. */
+export async function readDownload(
+  db: { prisma: PrismaClient; reads: Reads },
+  access: Access,
+  id: number,
+  query: Omit<Prisma.DownloadFindUniqueArgs, 'where'> = {},
+): Promise<Download> {
+  const rel = downloadRelationsOf(query as never);
+  return rel ? mayView(access, id, await db.reads.download(id, rel)) : viewableDownload(db.prisma, access, id, query);
+}
+
+function mayView<T extends Download>(access: Access, id: number, d: T | null): T {
+  if (!d) throw notFound('download', id);
+  if (!access.canViewDownload(d)) throw noPermission('view this download');
+  return d;
+}
+
+const MAX_TITLE = LIMITS.maxTitle;
+const MAX_TAG_LINE = LIMITS.maxTagLine;
+
+function checkTitle(raw: string): string {
+  const t = raw.trim();
+  if (!t) throw invalidInput('title', 'title cannot be empty.');
+  if (t.length > MAX_TITLE) throw invalidInput('title', `title must be at most ${MAX_TITLE} characters.`);
+  return t;
+}
+
+function checkTagLine(raw: string): string {
+  const t = raw.trim();
+  if (t.length > MAX_TAG_LINE) throw invalidInput('tag_line', `tag_line must be at most ${MAX_TAG_LINE} characters.`);
+  return t;
+}
+
+/** prefix_id must name a prefix assigned to the category (0 or null: no prefix). */
+async function checkPrefix(
+  db: Prisma.TransactionClient | PrismaClient,
+  prefixId: number | null | undefined,
+  categoryId: number,
+): Promise<number | null> {
+  if (!prefixId) return null;
+  const prefix = await db.prefix.findUnique({
+    where: { id: prefixId },
+    include: { categories: { where: { categoryId } } },
+  });
+  if (!prefix) throw notFound('prefix', prefixId);
+  if (prefix.categories.length === 0) {
+    throw new ApiError(
+      'mc_dm_api_error.prefix_not_allowed',
+      `Prefix ${prefixId} is not available in category ${categoryId}.`,
+      { prefix_id: prefixId, category_id: categoryId },
+    );
+  }
+  return prefixId;
+}
+
+/** Today's UTC date as Y-m-d: the version string a versioning category defaults to. */
+export const todayVersionString = (now = new Date()) => now.toISOString().slice(0, 10);
+
+function versionStringFor(category: Category, raw: string | null | undefined, now: Date): string {
+  if (!category.enableVersioning) return '';
+  const v = raw?.trim() ?? '';
+  if (v.length > 50) throw invalidInput('version_string', 'version_string must be at most 50 characters.');
+  return v || todayVersionString(now);
+}
+
+export interface CreateDownloadInput {
+  categoryId: number;
+  title: string;
+  tagLine?: string | null;
+  description?: string | null;
+  prefixId?: number | null;
+  tags?: readonly string[] | null;
+  versionString?: string | null;
+}
+
+export async function createDownload(
+  prisma: PrismaClient,
+  access: Access,
+  input: CreateDownloadInput,
+): Promise<Download> {
+  if (!input.title.trim()) throw requiredMissing(['title']);
+  const category = await prisma.category.findUnique({ where: { id: input.categoryId } });
+  if (!category) throw notFound('category', input.categoryId);
+  if (!access.canAddDownload(category)) throw noPermission('add downloads to this category');
+  if (access.visitor.userId === 0) {
+    throw new ApiError(
+      'do_not_have_permission',
+      'Guests cannot own downloads: act as a user (Forum-Api-User with a super-user key).',
+    );
+  }
+  const title = checkTitle(input.title);
+  const tagLine = checkTagLine(input.tagLine ?? '');
+  const tags = normalizeTags(input.tags ?? []);
+  const prefixId = await checkPrefix(prisma, input.prefixId, category.id);
+  const now = new Date();
+  const versionString = versionStringFor(category, input.versionString, now);
+  const state: DownloadState =
+    category.requireApproval && !access.bypassesApproval(category.id) ? 'moderated' : 'visible';
+  return prisma.$transaction(async (tx) => {
+    const d = await tx.download.create({
+      data: {
+        categoryId: category.id,
+        userId: access.visitor.userId,
+        title,
+        tagLine,
+        description: input.description ?? '',
+        prefixId,
+        state,
+        lastUpdate: now,
+        createdDate: now,
+      },
+    });
+    const v = await tx.version.create({ data: { downloadId: d.id, versionString, releaseDate: now } });
+    await setTags(tx, d.id, tags);
+    if (state === 'visible') await refreshCategoryCounts(tx, [category.id]);
+    return tx.download.update({ where: { id: d.id }, data: { currentVersionId: v.id } });
+  });
+}
+
+export interface UpdateDownloadInput {
+  downloadId: number;
+  title?: string | null;
+  tagLine?: string | null;
+  description?: string | null;
+  prefixId?: number | null;
+  categoryId?: number | null;
+  tags?: readonly string[] | null;
+}
+
+export async function updateDownload(
+  prisma: PrismaClient,
+  access: Access,
+  team: TeamLookup,
+  input: UpdateDownloadInput,
+): Promise<Download> {
+  const d = await viewableDownload(prisma, access, input.downloadId);
+  if (!access.canEditDownload(d, await team.isTeamMember(d.id))) throw noPermission('edit this download');
+  const data: Prisma.DownloadUncheckedUpdateInput = {};
+  if (input.title != null && input.title.trim() !== d.title) data.title = checkTitle(input.title);
+  if (input.tagLine != null && input.tagLine.trim() !== d.tagLine) data.tagLine = checkTagLine(input.tagLine);
+  if (input.description != null && input.description !== d.description) data.description = input.description;
+  let categoryId = d.categoryId;
+  if (input.categoryId != null && input.categoryId !== d.categoryId) {
+    const target = await prisma.category.findUnique({ where: { id: input.categoryId } });
+    if (!target) throw notFound('category', input.categoryId);
+    if (!access.canMoveDownload(d)) throw noPermission('move this download');
+    // The mover must be able to add downloads to the target (view + add there), not merely see it.
+    if (!access.canAddDownload(target)) throw noPermission('move downloads into that category');
+    data.categoryId = categoryId = target.id;
+  }
+  if (input.prefixId != null) {
+    const prefixId = await checkPrefix(prisma, input.prefixId, categoryId);
+    if (prefixId !== d.prefixId) data.prefixId = prefixId;
+  } else if (data.categoryId !== undefined && d.prefixId !== null) {
+    // Moving to a category where the current prefix is not offered drops the prefix.
+    const kept = await prisma.categoryPrefix.findUnique({
+      where: { categoryId_prefixId: { categoryId, prefixId: d.prefixId } },
+    });
+    if (!kept) data.prefixId = null;
+  }
+  let tags: string[] | null = null;
+  if (input.tags != null) {
+    tags = normalizeTags(input.tags);
+    const current = (await prisma.downloadTag.findMany({ where: { downloadId: d.id }, include: { tag: true } }))
+      .map((t) => t.tag.name)
+      .sort();
+    if (JSON.stringify(current) === JSON.stringify([...tags].sort())) tags = null;
+  }
+  if (Object.keys(data).length === 0 && tags === null) return d;
+  return prisma.$transaction(async (tx) => {
+    // The row update comes first: its row lock makes concurrent updates of one download take turns, so two tag
+    // replacements cannot interleave into a union of both sets.
+    const updated = await tx.download.update({ where: { id: d.id }, data: { ...data, lastUpdate: new Date() } });
+    if (tags !== null) await setTags(tx, d.id, tags);
+    if (data.categoryId !== undefined) await refreshCategoryCounts(tx, [d.categoryId, categoryId]);
+    return updated;
+  });
+}
+
+export interface DeleteDownloadInput {
+  downloadId: number;
+  hard?: boolean | null;
+  reason?: string | null;
+}
+
+/** Soft delete keeps the row (state deleted, previous state kept); hard delete removes it. Both are audited. */
+export async function deleteDownload(
+  prisma: PrismaClient,
+  access: Access,
+  input: DeleteDownloadInput,
+): Promise<{ removedBlobs: string[] }> {
+  const d = await viewableDownload(prisma, access, input.downloadId);
+  if (!access.canDeleteDownload(d)) throw noPermission('delete this download');
+  const reason = input.reason?.trim() ?? '';
+  const actor = access.visitor.userId;
+  if (input.hard) {
+    requireScopes(access.visitor, ['mc_dm_download:delete_hard']);
+    if (!access.canHardDeleteDownload(d)) throw noPermission('permanently delete this download');
+    return prisma.$transaction(async (tx) => {
+      const removedBlobs = await hardDeleteDownloads(tx, [d.id], actor, reason);
+      await refreshCategoryCounts(tx, [d.categoryId]);
+      return { removedBlobs };
+    });
+  }
+  await prisma.$transaction(async (tx) => {
+    if (d.state !== 'deleted') {
+      await tx.download.update({
+        where: { id: d.id },
+        data: { state: 'deleted', stateBeforeDelete: d.state, deletedAt: new Date() },
+      });
+    }
+    await tx.auditLog.create({
+      data: { action: 'download.soft_deleted', contentType: 'download', contentId: d.id, userId: actor, reason },
+    });
+    await refreshCategoryCounts(tx, [d.categoryId]);
+  });
+  return { removedBlobs: [] };
+}
+
+/** Moderators bring a soft-deleted download back to the state it had. */
+export async function restoreDownload(prisma: PrismaClient, access: Access, downloadId: number): Promise<Download> {
+  const d = await viewableDownload(prisma, access, downloadId);
+  if (!access.isSuper && !(access.has('viewDeleted', d.categoryId) && access.has('deleteAny', d.categoryId))) {
+    throw noPermission('restore this download');
+  }
+  if (d.state !== 'deleted') {
+    throw new ApiError(
+      'mc_dm_api_error.download_not_deleted',
+      `Download ${d.id} is not deleted, so there is nothing to restore.`,
+      { download_id: d.id },
+    );
+  }
+  return prisma.$transaction(async (tx) => {
+    const restored = await tx.download.update({
+      where: { id: d.id },
+      data: { state: d.stateBeforeDelete ?? 'visible', stateBeforeDelete: null, deletedAt: null },
+    });
+    await tx.auditLog.create({
+      data: { action: 'download.restored', contentType: 'download', contentId: d.id, userId: access.visitor.userId },
+    });
+    await refreshCategoryCounts(tx, [d.categoryId]);
+    return restored;
+  });
+}
+
+export interface CreateVersionInput {
+  downloadId: number;
+  versionString?: string | null;
+}
+
+/** A new version becomes the download's current version; last_update moves. */
+export async function createVersion(prisma: PrismaClient, access: Access, team: TeamLookup, input: CreateVersionInput) {
+  const d = (await viewableDownload(prisma, access, input.downloadId, { include: { category: true } })) as Download & {
+    category: Category;
+  };
+  if (!access.canEditDownload(d, await team.isTeamMember(d.id))) throw noPermission('add versions to this download');
+  if (!d.category.enableVersioning) {
+    throw new ApiError(
+      'mc_dm_api_error.versioning_disabled',
+      `Category ${d.categoryId} does not use versioning: its downloads keep a single version.`,
+      { category_id: d.categoryId },
+    );
+  }
+  const now = new Date();
+  const versionString = versionStringFor(d.category, input.versionString, now);
+  return prisma.$transaction(async (tx) => {
+    // The download's row lock first: the new version's foreign key takes a share lock on the download, and setting
+    // currentVersionId (a unique column) needs the row exclusively, so two versions added at once to one download
+    // would each wait for the other (a deadlock) without it. With it they take turns.
+    await tx.$executeRaw`SELECT 1 FROM download WHERE id = ${d.id}::int FOR UPDATE`;
+    const version = await tx.version.create({ data: { downloadId: d.id, versionString, releaseDate: now } });
+    const download = await tx.download.update({
+      where: { id: d.id },
+      data: { currentVersionId: version.id, lastUpdate: now },
+    });
+    return { version, download };
+  });
+}
+
+function canManageTeam(access: Access, d: Download): boolean {
+  return (
+    access.isSuper ||
+    access.visitor.isAdmin ||
+    (access.visitor.userId !== 0 && d.userId === access.visitor.userId) ||
+    access.has('editAny', d.categoryId)
+  );
+}
+
+export async function addTeamMember(
+  prisma: PrismaClient,
+  access: Access,
+  downloadId: number,
+  userId: number,
+): Promise<void> {
+  const d = (await viewableDownload(prisma, access, downloadId, { include: { category: true } })) as Download & {
+    category: Category;
+  };
+  if (!canManageTeam(access, d)) throw noPermission('change the team of this download');
+  if (userId === d.userId) throw invalidInput('user_id', 'The owner of a download is not added to its team.');
+  if (!(await prisma.user.findUnique({ where: { id: userId }, select: { id: true } }))) throw notFound('user', userId);
+  await prisma.$transaction(async (tx) => {
+    // The download's row lock makes simultaneous adds take turns, so the count below sees every earlier add and the
+    // cap holds across instances. NO KEY UPDATE does not block readers or rows that reference the download.
+    await tx.$executeRaw`SELECT 1 FROM download WHERE id = ${downloadId}::int FOR NO KEY UPDATE`;
+    if (await tx.teamMember.findUnique({ where: { downloadId_userId: { downloadId, userId } } })) return;
+    const size = await tx.teamMember.count({ where: { downloadId } });
+    if (size >= d.category.maxTeamMembers) {
+      throw new ApiError(
+        'mc_dm_api_error.too_many_team_members',
+        `This download already has ${size} team member(s), the most its category allows.`,
+        { max_team_members: d.category.maxTeamMembers },
+      );
+    }
+    await tx.teamMember.create({ data: { downloadId, userId } });
+  });
+}
+
+export async function removeTeamMember(
+  prisma: PrismaClient,
+  access: Access,
+  downloadId: number,
+  userId: number,
+): Promise<void> {
+  const d = await viewableDownload(prisma, access, downloadId);
+  if (!canManageTeam(access, d)) throw noPermission('change the team of this download');
+  await prisma.teamMember.deleteMany({ where: { downloadId, userId } });
+}

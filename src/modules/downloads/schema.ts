@@ -1,0 +1,487 @@
+// Download and Version. Reads need mc_dm_download:read; writes mc_dm_download:write; a hard delete also
+// mc_dm_download:delete_hard (checked in the domain, since it depends on the `hard` input).
+import { LIMITS } from '../../config.js';
+import { queryFromInfo } from '@pothos/plugin-prisma';
+import type { Download, Version } from '../../generated/prisma/client.js';
+import { builder, unix } from '../../graphql/builder.js';
+import { notFound } from '../../errors.js';
+import { firstArg, firstOf, listOf, orderEnum, pageArgs } from '../../graphql/pagination.js';
+import { deletePayloadOf, okPayloadOf, payloadOf } from '../../graphql/payloads.js';
+import { NodeRef, registerNode, unlessUnseen } from '../../graphql/node.js';
+import { UserRef } from '../accounts/index.js';
+import * as downloads from './rules.js';
+
+const READ = ['mc_dm_download:read'];
+const WRITE = ['mc_dm_download:write'];
+
+export const DownloadStateEnum = builder.enumType('DownloadState', {
+  description:
+    'Where a download stands. Super-user keys see downloads in every state; anyone else also needs the view permission in its category.',
+  values: {
+    VISIBLE: { value: 'visible', description: 'Public: shown to everyone with the view permission.' },
+    MODERATED: {
+      value: 'moderated',
+      description:
+        'Awaiting approval (created where the category requires approval, by an owner without bypassApproval): shown only to its owner and to holders of viewModerated.',
+    },
+    DELETED: {
+      value: 'deleted',
+      description:
+        'Soft-deleted: shown only to holders of viewDeleted; restoreDownload brings it back, and it is purged for good after the retention window (30 days by default).',
+    },
+    DRAFT: { value: 'draft', description: 'Unpublished: shown only to its owner.' },
+  } as const,
+});
+const VersionStateEnum = builder.enumType('VersionState', {
+  description: 'Where a version stands.',
+  values: {
+    VISIBLE: { value: 'visible', description: 'A live version (every version created through this API).' },
+    DELETED: {
+      value: 'deleted',
+      description: 'Marked deleted. No mutation sets it yet; versions go away with their download.',
+    },
+  } as const,
+});
+
+export const VersionRef = builder.prismaObject('Version', {
+  interfaces: [NodeRef],
+  description: 'A release of a download; files attach to a version. Visible to whoever may view its download.',
+  fields: (t) => ({
+    versionId: t.exposeInt('id', {
+      description: "The numeric version id (the REST API's `version_id`, `current_version_id`).",
+    }),
+    downloadId: t.exposeInt('downloadId', { description: 'The download this version belongs to.' }),
+    versionString: t.exposeString('versionString', {
+      description:
+        'The version label, e.g. 1.2.0 (at most 50 characters); defaults to the UTC date of creation (2026-11-22). Empty in categories without versioning.',
+    }),
+    releaseDate: t.int({
+      description: 'When the version was created, in Unix seconds.',
+      resolve: (v) => unix(v.releaseDate),
+    }),
+    downloadCount: t.exposeInt('downloadCount', {
+      description: 'Times a file of this version was downloaded (requests from byte 0 count).',
+    }),
+    versionState: t.expose('state', { type: VersionStateEnum, description: 'VISIBLE or DELETED.' }),
+    download: t.relation('download', { description: 'The download this version belongs to.' }),
+  }),
+});
+
+export function downloadUrl(baseUrl: string, d: Pick<Download, 'id'>): string {
+  return `${baseUrl}/downloads/${d.id}/`;
+}
+
+export const DownloadRef = builder.prismaObject('Download', {
+  interfaces: [NodeRef],
+  description:
+    'The releasable unit: owns versions, files, comments and a team. Reading one needs mc_dm_download:read and the view permission in its category; moderated, deleted and draft downloads are shown as DownloadState says.',
+  fields: (t) => ({
+    downloadId: t.exposeInt('id', { description: "The numeric download id (the REST API's `download_id`)." }),
+    categoryId: t.exposeInt('categoryId', { description: 'The category it is listed in.' }),
+    userId: t.exposeInt('userId', { description: "The owner's user id." }),
+    title: t.exposeString('title', { description: 'The title (1 to 100 characters).' }),
+    tagLine: t.exposeString('tagLine', {
+      description: `A short tagline (at most ${LIMITS.maxTagLine} characters); empty when none.`,
+    }),
+    description: t.exposeString('description', {
+      description: 'The long description, as written (BB code permitted; not rendered).',
+    }),
+    viewUrl: t.string({
+      description: 'The public URL of the download page on the forum.',
+      resolve: (d, _a, ctx) => downloadUrl(ctx.config.baseUrl, d),
+    }),
+    iconUrl: t.exposeString('iconUrl', { description: "URL of the download's icon; empty when it has none." }),
+    coverUrl: t.exposeString('coverUrl', {
+      nullable: true,
+      description: 'URL of the cover image; null when it has none.',
+    }),
+    ratingAvg: t.exposeFloat('ratingAvg', {
+      description: 'The average rating; 0 when unrated. No mutation of this API changes it.',
+    }),
+    ratingCount: t.exposeInt('ratingCount', {
+      description: 'How many ratings ratingAvg is made of. No mutation of this API changes it.',
+    }),
+    reviewCount: t.exposeInt('reviewCount', {
+      description: 'How many written reviews it has. No mutation of this API changes it.',
+    }),
+    downloadCount: t.exposeInt('downloadCount', {
+      description:
+        'Times one of its files was downloaded (requests from byte 0 count; a link-only file counts its redirect).',
+    }),
+    viewCount: t.exposeInt('viewCount', {
+      description: 'Page views of the download. No mutation of this API changes it.',
+    }),
+    lastUpdate: t.int({
+      description: 'When it last changed (an edit, a new version or file), in Unix seconds.',
+      resolve: (d) => unix(d.lastUpdate),
+    }),
+    createdDate: t.int({ description: 'When it was created, in Unix seconds.', resolve: (d) => unix(d.createdDate) }),
+    downloadState: t.expose('state', {
+      type: DownloadStateEnum,
+      description: 'VISIBLE, MODERATED (awaiting approval), DELETED (soft-deleted) or DRAFT.',
+    }),
+    prefixId: t.int({ description: '0 when the download has no prefix.', resolve: (d) => d.prefixId ?? 0 }),
+    currentVersionId: t.int({
+      description: 'The id of the newest version (set on create and by createVersion); 0 when none.',
+      resolve: (d) => d.currentVersionId ?? 0,
+    }),
+    canView: t.boolean({
+      description: 'Whether the visitor may view it (true for any download returned to them).',
+      resolve: (d, _a, ctx) => ctx.withAccess((a) => a.canViewDownload(d)),
+    }),
+    canEdit: t.boolean({
+      description:
+        'Whether the visitor may edit it and manage its versions and files: editAny, or editOwn as its owner or a team member.',
+      resolve: (d, _a, ctx) =>
+        ctx.withAccess(
+          (a) =>
+            a.canEditDownload(d) ||
+            (a.canViewDownload(d) && ctx.team.isTeamMember(d.id).then((member) => a.canEditDownload(d, member))),
+        ),
+    }),
+    canDelete: t.boolean({
+      description: 'Whether the visitor may soft-delete it: deleteAny, or deleteOwn as its owner.',
+      resolve: (d, _a, ctx) => ctx.withAccess((a) => a.canDeleteDownload(d)),
+    }),
+    canHardDelete: t.boolean({
+      description:
+        'Whether the visitor may delete it permanently (hardDeleteAny); the key also needs mc_dm_download:delete_hard.',
+      resolve: (d, _a, ctx) => ctx.withAccess((a) => a.canHardDeleteDownload(d)),
+    }),
+    canDownload: t.boolean({
+      description: "Whether the visitor may fetch its files' bytes (File.dataUrl): the download permission.",
+      resolve: (d, _a, ctx) => ctx.withAccess((a) => a.canDownload(d)),
+    }),
+    isVisible: t.boolean({ description: 'True when downloadState is VISIBLE.', resolve: (d) => d.state === 'visible' }),
+    isPasswordProtected: t.exposeBoolean('isPasswordProtected', {
+      description: 'The download is password-protected on the forum. No mutation of this API changes it.',
+    }),
+    category: t.relation('category', { description: 'The category the download is listed in.' }),
+    owner: t.relation('user', { description: 'The user who owns the download (`userId`).' }),
+    prefix: t.relation('prefix', { nullable: true, description: 'The title prefix; null when the download has none.' }),
+    currentVersion: t.relation('currentVersion', {
+      nullable: true,
+      description: 'The newest version (`currentVersionId`); null when none.',
+    }),
+    versions: t.relation('versions', {
+      description: 'Its versions, newest first: the first `first` of them (versionsConnection pages through them all).',
+      args: { first: firstArg(t.arg, 'versions') },
+      query: (args) => ({
+        orderBy: [{ releaseDate: 'desc' as const }, { id: 'desc' as const }],
+        take: firstOf(args.first),
+      }),
+    }),
+    tags: t.stringList({
+      description: 'Its tags, lower case, sorted.',
+      select: { tags: { select: { tag: { select: { name: true } } } } },
+      resolve: (d) => d.tags.map((x) => x.tag.name).sort(),
+    }),
+  }),
+});
+
+registerNode('Download', READ, async (ctx, id) => downloads.readDownload(ctx, await ctx.access(), id));
+registerNode('Version', READ, async (ctx, id) => {
+  const v = await ctx.prisma.version.findUnique({ where: { id } });
+  if (!v) throw notFound('version', id);
+  await downloads.viewableDownload(ctx.prisma, await ctx.access(), v.downloadId);
+  return v;
+});
+
+export const DownloadOrderEnum = orderEnum('DownloadOrder', downloads.DOWNLOAD_ORDERS, {
+  description: 'How `downloads` is sorted; ties are broken by downloadId in the same direction.',
+  values: {
+    created_date: 'By createdDate.',
+    last_update: 'By lastUpdate (the default).',
+    download_count: 'By downloadCount.',
+    view_count: 'By viewCount.',
+    title: 'Alphabetically by title.',
+  },
+});
+
+const DownloadList = listOf<Download>('Download', DownloadRef);
+
+builder.queryFields((t) => ({
+  downloads: t.field({
+    nullable: true,
+    type: DownloadList,
+    description:
+      'Downloads the visitor may view, one page at a time, default order LAST_UPDATE, DESC. Needs mc_dm_download:read. Only moderators, administrators and super-user keys list downloads that are not VISIBLE (and may filter by downloadState); others fetch their own moderated or draft downloads with `download`.',
+    authScopes: { scope: READ },
+    args: {
+      ...pageArgs(t.arg),
+      order: t.arg({ type: DownloadOrderEnum, required: false, description: 'Sort field (default LAST_UPDATE).' }),
+      categoryId: t.arg.int({
+        required: false,
+        description: 'Only downloads directly in this category (not its subcategories).',
+      }),
+      prefixId: t.arg.int({ required: false, description: '0 lists downloads without a prefix.' }),
+      downloadState: t.arg({
+        type: DownloadStateEnum,
+        required: false,
+        description:
+          'Only downloads in this state. Moderators only: for anyone else the list is VISIBLE downloads whatever this says.',
+      }),
+      since: t.arg({
+        type: 'DateTime',
+        required: false,
+        description: 'Only downloads updated at or after this moment.',
+      }),
+    },
+    resolve: async (_r, args, ctx, info) =>
+      downloads.listDownloads(
+        ctx,
+        await ctx.access(),
+        args,
+        queryFromInfo({ context: ctx, info, typeName: 'Download', path: ['nodes'] }) as object,
+      ),
+  }),
+  download: t.prismaField({
+    type: 'Download',
+    nullable: true,
+    description:
+      'One download. Needs mc_dm_download:read. Unknown ids answer mc_dm_api_error.download_not_found; downloads the visitor may not view, do_not_have_permission.',
+    authScopes: { scope: READ },
+    args: { downloadId: t.arg.int({ required: true, description: 'The numeric download id.' }) },
+    resolve: async (query, _r, args, ctx) =>
+      downloads.readDownload(ctx, await ctx.access(), args.downloadId, query as object),
+  }),
+}));
+
+const CreateDownloadInput = builder.inputType('CreateDownloadInput', {
+  description: 'A new download, owned by the visitor, with its first version.',
+  fields: (t) => ({
+    categoryId: t.int({
+      required: true,
+      description: 'The category to list it in; the visitor needs the view and add permissions there.',
+    }),
+    title: t.string({ required: true, description: '1 to 100 characters.' }),
+    tagLine: t.string({ required: false, description: `A short tagline, at most ${LIMITS.maxTagLine} characters.` }),
+    description: t.string({ required: false, description: 'BB code permitted.' }),
+    prefixId: t.int({
+      required: false,
+      description:
+        'A prefix assigned to the category (else mc_dm_api_error.prefix_not_allowed); 0 or omitted for none.',
+    }),
+    tags: t.stringList({
+      required: false,
+      description: 'At most 20 tags of at most 50 characters; trimmed, lower-cased, duplicates dropped.',
+    }),
+    versionString: t.string({
+      required: false,
+      description: "On a versioning category it defaults to today's UTC date (Y-m-d).",
+    }),
+  }),
+});
+
+const UpdateDownloadInput = builder.inputType('UpdateDownloadInput', {
+  description: 'Omitted fields are untouched; an empty string clears a text field; prefixId 0 clears the prefix.',
+  fields: (t) => ({
+    downloadId: t.int({ required: true, description: 'The download to change.' }),
+    title: t.string({ required: false, description: '1 to 100 characters.' }),
+    tagLine: t.string({ required: false, description: 'At most 100 characters; empty clears it.' }),
+    description: t.string({
+      required: false,
+      description: 'The long description (BB code permitted); empty clears it.',
+    }),
+    prefixId: t.int({
+      required: false,
+      description:
+        'A prefix assigned to the (new) category, or 0 to clear it. When the download moves and this is omitted, a prefix the new category does not offer is dropped.',
+    }),
+    categoryId: t.int({
+      required: false,
+      description: 'Moves the download: needs moveAny in its current category, and view and add in the new one.',
+    }),
+    tags: t.stringList({
+      required: false,
+      description: 'Replaces the tags (at most 20, each at most 50 characters); an empty list removes them all.',
+    }),
+  }),
+});
+
+const DeleteDownloadInput = builder.inputType('DeleteDownloadInput', {
+  description: 'Which download to delete, and how.',
+  fields: (t) => ({
+    downloadId: t.int({ required: true, description: 'The download to delete.' }),
+    hard: t.boolean({
+      required: false,
+      description: 'true: remove irreversibly (needs mc_dm_download:delete_hard). Default: soft delete.',
+    }),
+    reason: t.string({ required: false, description: 'Why, written to the audit log with the deletion.' }),
+  }),
+});
+
+const DownloadIdInput = (name: string) =>
+  builder.inputType(name, {
+    description: 'Names one download.',
+    fields: (t) => ({ downloadId: t.int({ required: true, description: 'The numeric download id.' }) }),
+  });
+const RestoreDownloadInput = DownloadIdInput('RestoreDownloadInput');
+const CreateVersionInput = builder.inputType('CreateVersionInput', {
+  description: 'A new version of a download.',
+  fields: (t) => ({
+    downloadId: t.int({ required: true, description: 'The download that gets the version.' }),
+    versionString: t.string({
+      required: false,
+      description: "The version label, at most 50 characters; defaults to today's UTC date (Y-m-d).",
+    }),
+  }),
+});
+const TeamMemberInput = (name: string) =>
+  builder.inputType(name, {
+    description: 'A download and a user of its team.',
+    fields: (t) => ({
+      downloadId: t.int({ required: true, description: 'The download whose team changes.' }),
+      userId: t.int({ required: true, description: 'The user to add or remove; not the owner.' }),
+    }),
+  });
+const AddTeamMemberInput = TeamMemberInput('AddTeamMemberInput');
+const RemoveTeamMemberInput = TeamMemberInput('RemoveTeamMemberInput');
+
+const CreateDownloadPayload = payloadOf<Download>('CreateDownloadPayload', 'download', DownloadRef);
+const UpdateDownloadPayload = payloadOf<Download>('UpdateDownloadPayload', 'download', DownloadRef);
+const RestoreDownloadPayload = payloadOf<Download>('RestoreDownloadPayload', 'download', DownloadRef);
+const DeleteDownloadPayload = deletePayloadOf<Download>('DeleteDownloadPayload', 'download', DownloadRef);
+const teamPayload = (name: string) =>
+  okPayloadOf(name, {
+    download: { type: DownloadRef, description: 'The download whose team changed.' },
+    user: { type: UserRef, description: 'The user added to or removed from the team.' },
+  });
+const AddTeamMemberPayload = teamPayload('AddTeamMemberPayload');
+const RemoveTeamMemberPayload = teamPayload('RemoveTeamMemberPayload');
+const CreateVersionPayload = builder
+  .objectRef<{ version: Version; download: Download }>('CreateVersionPayload')
+  .implement({
+    description: 'What `createVersion` returns: the new version and its download.',
+    fields: (t) => ({
+      version: t.field({ type: VersionRef, description: 'The new version.', resolve: (p) => p.version }),
+      download: t.field({
+        type: DownloadRef,
+        description: 'The download, whose currentVersion is now the new version and whose lastUpdate moved.',
+        resolve: (p) => p.download,
+      }),
+    }),
+  });
+
+builder.mutationFields((t) => ({
+  createDownload: t.field({
+    nullable: true,
+    description:
+      'Creates a download owned by the visitor, with its first version (currentVersionId). Needs mc_dm_download:write and the view and add permissions in the category; guests cannot own downloads. It starts VISIBLE, or MODERATED when the category requires approval and the visitor lacks bypassApproval. Errors: required_input_missing (title), invalid_input, mc_dm_api_error.category_not_found, mc_dm_api_error.prefix_not_found, mc_dm_api_error.prefix_not_allowed, do_not_have_permission.',
+    type: CreateDownloadPayload,
+    authScopes: { scope: WRITE },
+    args: { input: t.arg({ type: CreateDownloadInput, required: true, description: 'The new download.' }) },
+    resolve: async (_r, { input }, ctx) => ({
+      download: ctx.events.downloadCreated(await downloads.createDownload(ctx.prisma, await ctx.access(), input)),
+    }),
+  }),
+  updateDownload: t.field({
+    nullable: true,
+    description:
+      'Changes a download; omitted fields are kept, and a change moves lastUpdate. Needs mc_dm_download:write and canEdit; moving it also needs moveAny here and view and add in the target. Errors: mc_dm_api_error.download_not_found, mc_dm_api_error.category_not_found, mc_dm_api_error.prefix_not_found, mc_dm_api_error.prefix_not_allowed, invalid_input, do_not_have_permission.',
+    type: UpdateDownloadPayload,
+    authScopes: { scope: WRITE },
+    args: {
+      input: t.arg({
+        type: UpdateDownloadInput,
+        required: true,
+        description: 'The download and the fields to change.',
+      }),
+    },
+    resolve: async (_r, { input }, ctx) => ({
+      download: await ctx.events.downloadUpdated(
+        Date.now(),
+        downloads.updateDownload(ctx.prisma, await ctx.access(), ctx.team, input),
+      ),
+    }),
+  }),
+  deleteDownload: t.field({
+    nullable: true,
+    description:
+      'Deletes a download. Soft by default: state DELETED, recoverable with restoreDownload until the retention window ends. With hard: true it is removed at once with its versions, files and comments, which also needs the mc_dm_download:delete_hard scope and hardDeleteAny. Needs mc_dm_download:write and canDelete; both kinds are written to the audit log with the reason. Errors: mc_dm_api_error.download_not_found, do_not_have_permission, api_scope_missing.',
+    type: DeleteDownloadPayload,
+    authScopes: { scope: WRITE },
+    args: {
+      input: t.arg({
+        type: DeleteDownloadInput,
+        required: true,
+        description: 'The download, hard or soft, and a reason.',
+      }),
+    },
+    resolve: async (_r, { input }, ctx) => {
+      const access = await ctx.access();
+      const { removedBlobs } = await downloads.deleteDownload(ctx.prisma, access, input);
+      ctx.events.downloadChanged({ id: input.downloadId });
+      await ctx.removeBlobs(removedBlobs);
+      const object = input.hard ? null : await unlessUnseen(downloads.readDownload(ctx, access, input.downloadId));
+      return { success: true as const, typeName: 'Download', id: input.downloadId, object };
+    },
+  }),
+  restoreDownload: t.field({
+    nullable: true,
+    description:
+      'Brings a soft-deleted download back to the state it had before. Needs mc_dm_download:write and the viewDeleted and deleteAny permissions (or a super-user key). Errors: mc_dm_api_error.download_not_deleted (it is not deleted), mc_dm_api_error.download_not_found, do_not_have_permission.',
+    type: RestoreDownloadPayload,
+    authScopes: { scope: WRITE },
+    args: { input: t.arg({ type: RestoreDownloadInput, required: true, description: 'The download to restore.' }) },
+    resolve: async (_r, { input }, ctx) => ({
+      download: ctx.events.downloadChanged(
+        await downloads.restoreDownload(ctx.prisma, await ctx.access(), input.downloadId),
+      ),
+    }),
+  }),
+  createVersion: t.field({
+    nullable: true,
+    description:
+      "Adds a version, which becomes the download's current version. Needs mc_dm_download:write and canEdit. Errors: mc_dm_api_error.versioning_disabled (the category does not use versioning), mc_dm_api_error.download_not_found, invalid_input, do_not_have_permission.",
+    type: CreateVersionPayload,
+    authScopes: { scope: WRITE },
+    args: {
+      input: t.arg({ type: CreateVersionInput, required: true, description: 'The download and the version label.' }),
+    },
+    resolve: async (_r, { input }, ctx) =>
+      ctx.events.versionCreated(await downloads.createVersion(ctx.prisma, await ctx.access(), ctx.team, input)),
+  }),
+  addTeamMember: t.field({
+    nullable: true,
+    description:
+      "Adds a user to a download's team; team members may edit the download with editOwn, as its owner does. Needs mc_dm_download:write, and to be the owner, an administrator, a super-user key or to hold editAny. Adding a member twice changes nothing. Errors: mc_dm_api_error.too_many_team_members (over the category's maxTeamMembers), invalid_input (the owner), mc_dm_api_error.user_not_found, mc_dm_api_error.download_not_found, do_not_have_permission.",
+    type: AddTeamMemberPayload,
+    authScopes: { scope: WRITE },
+    args: {
+      input: t.arg({ type: AddTeamMemberInput, required: true, description: 'The download and the user to add.' }),
+    },
+    resolve: async (_r, { input }, ctx) => {
+      const access = await ctx.access();
+      await downloads.addTeamMember(ctx.prisma, access, input.downloadId, input.userId);
+      const [download, user] = await Promise.all([
+        downloads.readDownload(ctx, access, input.downloadId),
+        ctx.prisma.user.findUniqueOrThrow({ where: { id: input.userId } }),
+      ]);
+      return { ok: true as const, download, user };
+    },
+  }),
+  removeTeamMember: t.field({
+    nullable: true,
+    description:
+      "Removes a user from a download's team (a user not on it changes nothing). Needs mc_dm_download:write, and to be the owner, an administrator, a super-user key or to hold editAny. Errors: mc_dm_api_error.download_not_found, do_not_have_permission.",
+    type: RemoveTeamMemberPayload,
+    authScopes: { scope: WRITE },
+    args: {
+      input: t.arg({
+        type: RemoveTeamMemberInput,
+        required: true,
+        description: 'The download and the user to remove.',
+      }),
+    },
+    resolve: async (_r, { input }, ctx) => {
+      const access = await ctx.access();
+      await downloads.removeTeamMember(ctx.prisma, access, input.downloadId, input.userId);
+      const [download, user] = await Promise.all([
+        downloads.readDownload(ctx, access, input.downloadId),
+        ctx.prisma.user.findUniqueOrThrow({ where: { id: input.userId } }),
+      ]);
+      return { ok: true as const, download, user };
+    },
+  }),
+}));

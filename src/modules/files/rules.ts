@@ -1,0 +1,600 @@
+// File rules (spec "Files", contract §6): create from an upload or an external URL through the processors,
+// list/get visibility, metadata updates with one primary per version, soft and hard delete.
+import { LIMITS } from '../../config.js';
+import crypto from 'node:crypto';
+import fs from 'node:fs/promises';
+import type { Prisma, PrismaClient, File, Version, Download, Category } from '../../generated/prisma/client.js';
+import type { Access } from '../../permissions/access.js';
+import type { Config } from '../../config.js';
+import type { Storage } from '../../files/storage/index.js';
+import { requireScopes } from '../../auth/scopes.js';
+import { ApiError, invalidInput, noPermission, notFound, requiredMissing } from '../../errors.js';
+import { pageWindow, paginationOf, type Direction, type Page, type PageRequest } from '../../db/lists.js';
+import { ingest, type Ingested } from '../../files/ingest.js';
+import { runProcessors, type Rejection } from '../../files/processors.js';
+import { adapterFor, ExternalUrlError, filenameFromUrl, parseExternalUrl } from '../../files/external/index.js';
+import { checkProbeAllowance, recordFailedProbe } from '../../files/external/probe-limit.js';
+import mime from 'mime-types';
+import { isWholeNumberIn, wholeNumberRange } from '../../input/numbers.js';
+import { prismaAfter, prismaOrderBy, type KeysetSpec } from '../../db/keyset.js';
+import type { Reads } from '../../db/reads.js';
+import { fileQueryCovered, type Slice } from '../../db/resource-reads.js';
+import { countFiles } from '../../db/totals.js';
+
+export const FILE_ORDERS = {
+  display_order: 'displayOrder',
+  file_size: 'fileSize',
+  download_count: 'downloadCount',
+} as const;
+export type FileOrder = keyof typeof FILE_ORDERS;
+
+type VersionWithParents = Version & { download: Download & { category: Category } };
+type FileWithParents = File & { version: VersionWithParents };
+
+export interface FileDeps {
+  prisma: PrismaClient;
+  access: Access;
+  storage: Storage;
+  config: Config;
+  isTeamMember(downloadId: number): Promise<boolean>;
+}
+
+/** An uploaded file on its way in: REST has already streamed it to a temporary file, GraphQL streams it here. */
+export interface IncomingFile {
+  filename: string;
+  ingest(tmpDir: string, maxBytes: number): Promise<Ingested>;
+}
+
+const MAX_LABEL = LIMITS.maxFileLabel;
+const MAX_FILENAME = LIMITS.maxFilename;
+
+async function versionFor(prisma: PrismaClient, id: number): Promise<VersionWithParents> {
+  const v = await prisma.version.findUnique({ where: { id }, include: { download: { include: { category: true } } } });
+  if (!v) throw notFound('version', id);
+  return v;
+}
+
+async function canManage(deps: FileDeps, d: Download): Promise<boolean> {
+  // Team membership only matters when the visitor may not manage the files without it (it may cost a query).
+  return deps.access.canManageFiles(d, false) || deps.access.canManageFiles(d, await deps.isTeamMember(d.id));
+}
+
+/** Failed (quarantined) and soft-deleted rows are shown only to visitors who may manage the download's files. */
+export async function fileVisibleTo(deps: FileDeps, f: File, d: Download): Promise<boolean> {
+  if (!deps.access.canViewDownload(d)) return false;
+  if (f.isDeleted || f.validationStatus === 'failed') return canManage(deps, d);
+  return true;
+}
+
+export interface FileListArgs extends PageRequest {
+  versionId?: number | null;
+  order?: FileOrder | null;
+  direction?: Direction | null;
+}
+
+/**
+ * The rows a file list covers: versionId is required except for super-user keys, the version's download must be
+ * viewable (else 403), and soft-deleted files are never listed.
+ */
+export async function fileListWhere(
+  deps: FileDeps,
+  args: Pick<FileListArgs, 'versionId'>,
+): Promise<Prisma.FileWhereInput> {
+  if (args.versionId == null && !deps.access.isSuper) throw requiredMissing(['version_id']);
+  const where: Prisma.FileWhereInput = { isDeleted: false };
+  if (args.versionId != null) {
+    const v = await versionFor(deps.prisma, args.versionId);
+    if (!deps.access.canViewDownload(v.download)) throw noPermission("view this download's files");
+    where.versionId = v.id;
+  }
+  return where;
+}
+
+/** The order of a page-numbered files list as a keyset spec (ties by id). */
+export function fileOrderSpec(
+  order: FileOrder | null | undefined,
+  direction: Direction | null | undefined,
+): KeysetSpec {
+  const o = order ?? 'display_order';
+  return {
+    list: 'files',
+    order: o,
+    direction: direction ?? 'desc',
+    column: { name: FILE_ORDERS[o], kind: o === 'file_size' ? 'bigint' : 'int' },
+  };
+}
+
+type FileRows = { total: number; rows: (File & { version: Version & { download: Download } })[]; deps: FileDeps };
+
+/**
+ * The files of a list (`slice` of them, with the list's total), each with its version and download, after the list's
+ * rules (fileListWhere). `deps` comes back knowing the visitor's team membership where the read learnt it: pass it
+ * to fileVisibleTo. `query` is what the operation asks to load with each file: the common shapes are read with one
+ * hand-written statement (src/db/resource-reads.ts), others by Prisma.
+ */
+export async function fileSlice(
+  deps: FileDeps & { reads: Reads },
+  args: Pick<FileListArgs, 'versionId'>,
+  slice: Slice,
+  query: Omit<Prisma.FileFindManyArgs, 'where' | 'orderBy' | 'skip' | 'take'> = {},
+): Promise<FileRows> {
+  if (args.versionId == null && !deps.access.isSuper) throw requiredMissing(['version_id']);
+  if (fileQueryCovered(query as never)) {
+    const page = await deps.reads.filePage(
+      args.versionId != null ? { versionId: args.versionId } : {},
+      slice,
+      deps.access.visitor.userId,
+    );
+    if (args.versionId == null) return { ...page, deps };
+    if (!page.parent) throw notFound('version', args.versionId);
+    if (!deps.access.canViewDownload(page.parent.download)) throw noPermission("view this download's files");
+    const downloadId = page.parent.downloadId;
+    const isTeamMember = (id: number) =>
+      id === downloadId ? Promise.resolve(page.isTeamMember) : deps.isTeamMember(id);
+    return { total: page.total, rows: page.rows, deps: { ...deps, isTeamMember } };
+  }
+  const where = await fileListWhere(deps, args);
+  const w = slice.window ?? { size: slice.take, backward: false, cursor: null };
+  const withParents = (query as { select?: object }).select
+    ? query
+    : { ...query, include: { ...(query as any).include, version: { include: { download: true } } } };
+  const [total, rows] = await Promise.all([
+    countFiles(deps.prisma, where),
+    deps.prisma.file.findMany({
+      ...withParents,
+      where: { AND: [where, prismaAfter(slice.spec, w)] },
+      orderBy: prismaOrderBy(slice.spec, w) as never,
+      skip: slice.skip,
+      take: slice.take,
+    }) as unknown as Promise<(File & { version: Version & { download: Download } })[]>,
+  ]);
+  return { total, rows, deps };
+}
+
+export async function listFiles(
+  deps: FileDeps & { reads: Reads },
+  args: FileListArgs,
+  extra: Omit<Prisma.FileFindManyArgs, 'where' | 'orderBy' | 'skip' | 'take'> = {},
+): Promise<Page<File>> {
+  const w = pageWindow(args);
+  const {
+    total,
+    rows,
+    deps: seen,
+  } = await fileSlice(
+    deps,
+    args,
+    { spec: fileOrderSpec(args.order, args.direction), skip: w.skip, take: w.take },
+    extra,
+  );
+  const nodes: File[] = [];
+  for (const f of rows) if (await fileVisibleTo(seen, f, f.version.download)) nodes.push(f);
+  return { nodes, pagination: paginationOf(w, total) };
+}
+
+export async function viewableFile(
+  deps: FileDeps,
+  id: number,
+  extra: Omit<Prisma.FileFindUniqueArgs, 'where'> = {},
+): Promise<FileWithParents> {
+  const f = (await deps.prisma.file.findUnique({
+    ...extra,
+    where: { id },
+    include: { ...(extra as any).include, version: { include: { download: { include: { category: true } } } } },
+  })) as unknown as FileWithParents | null;
+  return mayViewFile(deps, id, f);
+}
+
+/** viewableFile for reads: the common shapes of `query` through one hand-written statement. */
+export async function readFile(
+  deps: FileDeps & { reads: Reads },
+  id: number,
+  query: Omit<Prisma.FileFindUniqueArgs, 'where'> = {},
+): Promise<FileWithParents> {
+  if (!fileQueryCovered(query as never)) return viewableFile(deps, id, query);
+  const read = await deps.reads.file(id, deps.access.visitor.userId);
+  if (!read) throw notFound('file', id);
+  const downloadId = read.file.version.downloadId;
+  return mayViewFile(
+    { ...deps, isTeamMember: (d) => (d === downloadId ? Promise.resolve(read.isTeamMember) : deps.isTeamMember(d)) },
+    id,
+    read.file,
+  );
+}
+
+async function mayViewFile(deps: FileDeps, id: number, f: FileWithParents | null): Promise<FileWithParents> {
+  if (!f) throw notFound('file', id);
+  if (!deps.access.canViewDownload(f.version.download)) throw noPermission('view this file');
+  if (!(await fileVisibleTo(deps, f, f.version.download))) throw notFound('file', id);
+  return f;
+}
+
+export interface CreateFileInput {
+  versionId: number;
+  file?: IncomingFile | null;
+  externalUrl?: string | null;
+  linkOnly?: boolean | null;
+  displayLabel?: string | null;
+  isPrimary?: boolean | null;
+  displayOrder?: number | null;
+  /** With externalUrl: keep a `failed` row when the probe fails (default: no row). */
+  keepFailed?: boolean | null;
+}
+
+function label(raw: string | null | undefined): string {
+  const l = (raw ?? '').trim();
+  if (l.length > MAX_LABEL)
+    throw invalidInput('display_label', `display_label must be at most ${MAX_LABEL} characters.`);
+  return l;
+}
+
+function uint(field: string, v: number | null | undefined): number {
+  if (v == null) return 0;
+  if (!isWholeNumberIn(v, 0)) throw invalidInput(field, `${field} must be ${wholeNumberRange(0)}, got ${v}.`);
+  return v;
+}
+
+const lockVersion = (tx: Prisma.TransactionClient, versionId: number) =>
+  tx.$executeRaw`SELECT pg_advisory_xact_lock(72640334, ${versionId}::int)`;
+/**
+ * The download's row lock: every file added to any version of the download takes it, so the download-wide byte cap
+ * is counted by one writer at a time (a version's lock alone would let two versions' uploads pass together). NO KEY
+ * UPDATE blocks neither readers nor rows that reference the download. Taken before the version's lock, always.
+ */
+async function lockDownload(tx: Prisma.TransactionClient, downloadId: number): Promise<void> {
+  const rows = await tx.$queryRaw<unknown[]>`SELECT id FROM download WHERE id = ${downloadId}::int FOR NO KEY UPDATE`;
+  // A hard delete of the download committed while this upload ran: there is nothing left to add the file to.
+  if (rows.length === 0) throw notFound('download', downloadId);
+}
+
+async function checkFileCount(db: Prisma.TransactionClient | PrismaClient, v: VersionWithParents): Promise<void> {
+  // Rows that failed validation wait in quarantine for moderators; they do not take a place.
+  const n = await db.file.count({ where: { versionId: v.id, isDeleted: false, validationStatus: { not: 'failed' } } });
+  const max = v.download.category.allowMultiFile ? v.download.category.maxFilesPerVersion : 1;
+  if (n >= max) {
+    throw new ApiError(
+      'mc_dm_api_error.too_many_files',
+      v.download.category.allowMultiFile
+        ? `This version already holds ${n} file(s), the most its category allows (${max}).`
+        : 'This category allows one file per version, and this version has it.',
+      { max_files_per_version: max },
+    );
+  }
+}
+
+/** Puts the first file of a version forward as primary; `isPrimary` demotes the previous one. */
+async function settlePrimary(
+  tx: Prisma.TransactionClient,
+  versionId: number,
+  fileId: number,
+  requested: boolean | null | undefined,
+): Promise<void> {
+  const current = await tx.file.findFirst({
+    where: { versionId, isPrimary: true, isDeleted: false, id: { not: fileId } },
+  });
+  if (requested || (!current && requested !== false)) {
+    if (current)
+      await tx.file.updateMany({
+        where: { versionId, isPrimary: true, id: { not: fileId } },
+        data: { isPrimary: false },
+      });
+    await tx.file.update({ where: { id: fileId }, data: { isPrimary: true } });
+  }
+}
+
+async function storedBytes(
+  db: Prisma.TransactionClient | PrismaClient,
+  v: VersionWithParents,
+): Promise<{ version: bigint; download: bigint }> {
+  // One statement after another (not Promise.all): inside a transaction they share one connection anyway.
+  const inVersion = await db.file.aggregate({
+    where: { versionId: v.id, isDeleted: false, validationStatus: { not: 'failed' } },
+    _sum: { fileSize: true },
+  });
+  const inDownload = await db.file.aggregate({
+    where: { version: { downloadId: v.downloadId }, isDeleted: false, validationStatus: { not: 'failed' } },
+    _sum: { fileSize: true },
+  });
+  return { version: inVersion._sum.fileSize ?? 0n, download: inDownload._sum.fileSize ?? 0n };
+}
+
+/**
+ * The version and download byte caps, counted again under the download's lock: the processors counted before the
+ * bytes arrived, and an upload that finished meanwhile may have taken the room. Refused with nothing kept.
+ */
+async function checkRoom(tx: Prisma.TransactionClient, v: VersionWithParents, size: bigint): Promise<void> {
+  const used = await storedBytes(tx, v);
+  const { maxVersionSize, maxDownloadSize } = v.download.category;
+  const reason =
+    used.version + size > maxVersionSize
+      ? `The version would hold ${used.version + size} bytes; this category allows at most ${maxVersionSize} bytes per version.`
+      : used.download + size > maxDownloadSize
+        ? `The download would hold ${used.download + size} bytes; this category allows at most ${maxDownloadSize} bytes per download.`
+        : null;
+  if (reason)
+    throw new ApiError('mc_dm_api_error.processor_rejected', `The file was rejected by the size check: ${reason}`, {
+      processor: 'size',
+      reason,
+    });
+}
+
+/**
+ * The checks an upload must pass before a byte of it is stored: the version exists, the visitor may manage its
+ * files, and the version has room for one more. createFile runs them again (and the count and the byte caps once
+ * more under the download's lock); the REST adapter runs them as soon as the fields before the file part have arrived.
+ */
+export async function checkUploadTarget(deps: FileDeps, versionId: number): Promise<VersionWithParents> {
+  const v = await versionFor(deps.prisma, versionId);
+  if (!deps.access.canViewDownload(v.download) || !(await canManage(deps, v.download)))
+    throw noPermission('manage the files of this download');
+  await checkFileCount(deps.prisma, v);
+  return v;
+}
+
+/**
+ * Creates a file: checks, then streams the bytes (upload or probed URL) through the processors into storage.
+ * A processor's rejection keeps a `failed` row with its blob in quarantine and answers 422 processor_rejected.
+ */
+export async function createFile(deps: FileDeps, input: CreateFileInput): Promise<File> {
+  const { prisma, storage, config } = deps;
+  const v = await versionFor(prisma, input.versionId);
+  if (!deps.access.canViewDownload(v.download) || !(await canManage(deps, v.download)))
+    throw noPermission('manage the files of this download');
+  const url = input.externalUrl?.trim() ? input.externalUrl.trim() : null;
+  if (input.file && url)
+    throw new ApiError('mc_dm_api_error.upload_exclusive', 'Send either a file or an external_url, not both.');
+  if (!input.file && !url)
+    throw new ApiError('mc_dm_api_error.upload_required', 'Send a file (multipart) or an external_url.');
+  const meta = { displayLabel: label(input.displayLabel), displayOrder: uint('display_order', input.displayOrder) };
+  await checkFileCount(prisma, v);
+
+  if (url && input.linkOnly) {
+    const parsed = parseOrForbid(url);
+    return insertFile(deps, v, input.isPrimary, {
+      ...meta,
+      filename: safeFilename(filenameFromUrl(parsed)),
+      externalUrl: parsed.toString(),
+      isExternallyLinked: true,
+      isLinkOnly: true,
+      externalSourceType: adapterFor(parsed).id,
+      validationStatus: 'skipped',
+      mimeType: mime.lookup(parsed.pathname) || 'application/octet-stream',
+    });
+  }
+
+  let filename: string;
+  let ingested: Ingested;
+  let external: Partial<Prisma.FileUncheckedCreateInput> = {};
+  if (url) {
+    const parsed = parseOrForbid(url);
+    const adapter = adapterFor(parsed);
+    const keyId = deps.access.visitor.apiKeyId;
+    await checkProbeAllowance(config, keyId);
+    external = {
+      externalUrl: parsed.toString(),
+      isExternallyLinked: true,
+      externalSourceType: adapter.id,
+      validationAttempts: 1,
+      lastAttemptDate: new Date(),
+    };
+    try {
+      const fetched = await adapter.fetch(parsed, {
+        allowPrivate: config.externalUrlAllowPrivate,
+        timeoutMs: 10_000,
+        maxRedirects: 5,
+        idleMs: config.externalUrlIdleSeconds * 1000,
+        deadlineMs: config.externalUrlDeadlineSeconds * 1000,
+      });
+      filename = safeFilename(fetched.filename);
+      ingested = await ingest(fetched.body, storage.tmpDir, config.maxUploadBytes, 'external_url');
+    } catch (err) {
+      if (err instanceof ExternalUrlError && err.kind === 'forbidden') throw forbidden(err.message);
+      if (err instanceof ApiError) throw err; // over the server limit
+      const reason = err instanceof Error ? err.message : String(err);
+      await recordFailedProbe(config, keyId);
+      // A failed probe leaves nothing behind unless the caller asks for the row (to see it re-checked later).
+      if (input.keepFailed) {
+        await insertFile(deps, v, false, {
+          ...meta,
+          ...external,
+          filename: safeFilename(filenameFromUrl(parsed)),
+          validationStatus: 'failed',
+          validationError: reason,
+          isAvailable: false,
+        });
+      }
+      throw new ApiError('mc_dm_api_error.external_url_unreachable', `The URL could not be fetched: ${reason}`, {
+        url: parsed.toString(),
+        reason,
+      });
+    }
+  } else {
+    filename = safeFilename(input.file!.filename);
+    ingested = await input.file!.ingest(storage.tmpDir, config.maxUploadBytes);
+  }
+
+  try {
+    const used = await storedBytes(prisma, v);
+    const outcome = await runProcessors({
+      filename,
+      ingested,
+      limits: v.download.category,
+      versionBytes: used.version,
+      downloadBytes: used.download,
+    });
+    const common = {
+      ...meta,
+      validationAttempts: 1,
+      lastAttemptDate: new Date(),
+      ...external,
+      filename,
+      fileSize: BigInt(ingested.size),
+      fileHash: ingested.hash,
+      mimeType: outcome.mimeType,
+    };
+    if (outcome.rejection) return await reject(deps, v, ingested, common, outcome.rejection);
+    const key = `blobs/${v.downloadId}/${v.id}/${crypto.randomUUID()}`;
+    await storage.put(key, ingested.tmpPath);
+    try {
+      return await insertFile(deps, v, input.isPrimary, { ...common, storageKey: key, validationStatus: 'passed' });
+    } catch (err) {
+      await storage.remove([key]);
+      throw err;
+    }
+  } finally {
+    await fs.rm(ingested.tmpPath, { force: true });
+  }
+}
+
+function parseOrForbid(url: string): URL {
+  try {
+    return parseExternalUrl(url);
+  } catch (err) {
+    throw forbidden((err as Error).message);
+  }
+}
+
+const forbidden = (reason: string) =>
+  new ApiError('mc_dm_api_error.external_url_forbidden', `This URL cannot be used: ${reason}`, { reason });
+
+/** A name safe to store and to send back in Content-Disposition. */
+export function safeFilename(raw: string): string {
+  const base = raw.split(/[\\/]/).pop() ?? '';
+  let clean = base.replace(/[\0-\x1f\x7f"]/g, '').trim();
+  if (clean.length > MAX_FILENAME) {
+    const ext = /\.[^.]{1,16}$/.exec(clean)?.[0] ?? '';
+    clean = clean.slice(0, MAX_FILENAME - ext.length) + ext;
+  }
+  return clean || 'file';
+}
+
+async function reject(
+  deps: FileDeps,
+  v: VersionWithParents,
+  ingested: Ingested,
+  common: Partial<Prisma.FileUncheckedCreateInput>,
+  r: Rejection,
+): Promise<never> {
+  const key = `quarantine/${v.downloadId}/${v.id}/${crypto.randomUUID()}`;
+  await deps.storage.put(key, ingested.tmpPath);
+  let row: File;
+  try {
+    row = await insertFile(deps, v, false, {
+      ...common,
+      filename: common.filename!,
+      storageKey: key,
+      isQuarantined: true,
+      isAvailable: false,
+      validationStatus: 'failed',
+      validationError: `${r.processor}: ${r.reason}`,
+      validationAttempts: (common.validationAttempts as number | undefined) ?? 1,
+      lastAttemptDate: new Date(),
+    });
+  } catch (err) {
+    await deps.storage.remove([key]); // no row (the download went meanwhile): no quarantined blob either
+    throw err;
+  }
+  throw new ApiError(
+    'mc_dm_api_error.processor_rejected',
+    `The file was rejected by the ${r.processor} check: ${r.reason}`,
+    { processor: r.processor, reason: r.reason, file_id: row.id },
+  );
+}
+
+async function insertFile(
+  deps: FileDeps,
+  v: VersionWithParents,
+  isPrimary: boolean | null | undefined,
+  data: Omit<Prisma.FileUncheckedCreateInput, 'versionId'>,
+): Promise<File> {
+  return deps.prisma.$transaction(async (tx) => {
+    // The caps are decided here, after the locks and before the row is committed; a refusal rolls back, and
+    // createFile removes the blob it stored and the temporary file. Failed rows take no room and skip them.
+    await lockDownload(tx, v.downloadId);
+    await lockVersion(tx, v.id);
+    if (data.validationStatus !== 'failed') {
+      await checkFileCount(tx, v);
+      if (data.fileSize != null) await checkRoom(tx, v, BigInt(data.fileSize));
+    }
+    const f = await tx.file.create({ data: { ...data, versionId: v.id, isPrimary: false } });
+    if (data.validationStatus !== 'failed') {
+      await settlePrimary(tx, v.id, f.id, isPrimary);
+      await tx.download.update({ where: { id: v.downloadId }, data: { lastUpdate: new Date() } });
+    }
+    return tx.file.findUniqueOrThrow({ where: { id: f.id } });
+  });
+}
+
+export interface UpdateFileInput {
+  fileId: number;
+  displayLabel?: string | null;
+  isPrimary?: boolean | null;
+  displayOrder?: number | null;
+}
+
+export async function updateFile(deps: FileDeps, input: UpdateFileInput): Promise<File> {
+  const f = await viewableFile(deps, input.fileId);
+  if (!(await canManage(deps, f.version.download))) throw noPermission('manage the files of this download');
+  if (f.isDeleted) throw notFound('file', f.id);
+  const data: Prisma.FileUpdateInput = {};
+  if (input.displayLabel != null) data.displayLabel = label(input.displayLabel);
+  if (input.displayOrder != null) data.displayOrder = uint('display_order', input.displayOrder);
+  if (input.isPrimary != null && input.isPrimary !== f.isPrimary) {
+    if (input.isPrimary && f.validationStatus === 'failed')
+      throw invalidInput('is_primary', 'A file that failed validation cannot be the primary file.');
+    if (!input.isPrimary) data.isPrimary = false;
+  }
+  return deps.prisma.$transaction(async (tx) => {
+    await lockVersion(tx, f.versionId);
+    // A hard delete may have won the lock first: the file is gone, not a server error.
+    const current = await tx.file.findUnique({ where: { id: f.id } });
+    if (!current || current.isDeleted) throw notFound('file', f.id);
+    if (Object.keys(data).length) await tx.file.update({ where: { id: f.id }, data });
+    if (input.isPrimary && !current.isPrimary) {
+      await tx.file.updateMany({
+        where: { versionId: f.versionId, isPrimary: true, id: { not: f.id } },
+        data: { isPrimary: false },
+      });
+      await tx.file.update({ where: { id: f.id }, data: { isPrimary: true } });
+    }
+    return tx.file.findUniqueOrThrow({ where: { id: f.id } });
+  });
+}
+
+export interface DeleteFileInput {
+  fileId: number;
+  hard?: boolean | null;
+}
+
+/** Soft: is_deleted=1, blob kept, no re-promotion. Hard: row and blob gone; the next file by display_order becomes primary. */
+export async function deleteFile(deps: FileDeps, input: DeleteFileInput): Promise<{ removedBlobs: string[] }> {
+  const f = await viewableFile(deps, input.fileId);
+  const d = f.version.download;
+  if (!(await canManage(deps, d))) throw noPermission('manage the files of this download');
+  if (!input.hard) {
+    // updateMany: a hard delete that got there first leaves nothing to mark, and that is no error.
+    if (!f.isDeleted)
+      await deps.prisma.file.updateMany({
+        where: { id: f.id, isDeleted: false },
+        data: { isDeleted: true, deletedAt: new Date() },
+      });
+    return { removedBlobs: [] };
+  }
+  requireScopes(deps.access.visitor, ['mc_dm_download:delete_hard']);
+  if (!deps.access.canHardDeleteDownload(d)) throw noPermission('permanently delete files of this download');
+  await deps.prisma.$transaction(async (tx) => {
+    await lockVersion(tx, f.versionId);
+    // Two deletes at once: the second finds the row gone under the lock and answers 404, not a server error.
+    const current = await tx.file.findUnique({ where: { id: f.id } });
+    if (!current) throw notFound('file', f.id);
+    await tx.file.delete({ where: { id: f.id } });
+    if (current.isPrimary && !current.isDeleted) {
+      const next = await tx.file.findFirst({
+        where: { versionId: f.versionId, isDeleted: false, validationStatus: { not: 'failed' } },
+        orderBy: [{ displayOrder: 'asc' }, { id: 'asc' }],
+      });
+      if (next) await tx.file.update({ where: { id: next.id }, data: { isPrimary: true } });
+    }
+  });
+  return { removedBlobs: f.storageKey ? [f.storageKey] : [] };
+}
