@@ -29,6 +29,7 @@ import { statusOf } from '../src/errors.js';
 import { MAX_INT } from '../src/input/numbers.js';
 import { toSnake } from './inputs.js';
 import type { Route } from './routes.js';
+import { requirementsOf } from '../src/graphql/requirements.js';
 
 type Json = Record<string, unknown>;
 
@@ -151,12 +152,6 @@ function rootFieldOf(schema: GraphQLSchema, operation: OperationDefinitionNode) 
   const sel = operation.selectionSet.selections[0];
   if (!sel || sel.kind !== Kind.FIELD) throw new Error(`${operation.name?.value}: no root field`);
   return { sel, field: root.getFields()[sel.name.value]! };
-}
-
-/** Scopes named in the root field's "Needs …" sentence. */
-function scopesOf(description: string | null | undefined): string[] {
-  const needs = /Needs ([^.]*)\./.exec(description ?? '')?.[1] ?? '';
-  return [...needs.replace(/\([^)]*\)/g, '').matchAll(/mc_dm_\w+:\w+/g)].map((m) => m[0]);
 }
 
 function errorResponses(): Json {
@@ -328,7 +323,7 @@ export function buildOpenApi({ schema, routes, serverUrl, version = '1.0.0' }: O
     ]
       .filter(Boolean)
       .join('\n\n');
-    const scopes = route.scopes ?? scopesOf(field.description);
+    const scopes = route.scopes ?? requirementsOf(field).scopes;
     const responses: Json = {
       200: { description: 'Success.', content: { 'application/json': { schema: envelopeSchema } } },
     };

@@ -6,9 +6,11 @@ import { schema } from '../src/modules/index.js';
 import { routes } from '../rest-adapter/routes.js';
 import { statusOf } from '../src/errors.js';
 import { toGlobalId } from '../src/graphql/node.js';
+import { requirementsOf } from '../src/graphql/requirements.js';
 import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
 import {
   ACTORS,
+  ANY_WRITE,
   SCOPE_SETS,
   expected,
   fields,
@@ -61,6 +63,31 @@ describe('the authorization table covers the whole surface', () => {
       'rows for routes that no longer exist',
     ).toEqual([]);
     for (const k of routeKeys()) expect(restRoutes[k], k).toBe(fieldOfRoute(k));
+  });
+  it("every row's scopes are the scopes the field declares as data (which the OpenAPI document reads)", () => {
+    const disagree: string[] = [];
+    for (const [name, field] of rootFields()) {
+      const row = fields[name];
+      // node and nodes need the read scope of the type each id names, checked as the object is fetched.
+      if (!row || name === 'node' || name === 'nodes') continue;
+      const declared = requirementsOf(field);
+      const table = row.scopes === ANY_WRITE ? 'any write scope' : [...row.scopes].sort().join(' ');
+      const data = declared.anyWrite ? 'any write scope' : [...declared.scopes].sort().join(' ');
+      if (table !== data) disagree.push(`${name}: table "${table}", declared "${data}"`);
+    }
+    expect(disagree).toEqual([]);
+  });
+  it("a description that names scopes names exactly the declared ones, so the prose cannot drift from the data", () => {
+    const drift: string[] = [];
+    for (const [name, field] of rootFields()) {
+      const needs = /Needs ([^.]*)\./.exec(field.description ?? '')?.[1];
+      if (needs === undefined) continue;
+      const named = [...needs.replace(/\([^)]*\)/g, '').matchAll(/mc_dm_\w+:\w+/g)].map((m) => m[0]).sort();
+      const declared = requirementsOf(field);
+      if (named.join(' ') !== [...declared.scopes].sort().join(' ')) drift.push(`${name}: "${needs}"`);
+      if (declared.anyWrite && !/any write scope/.test(needs)) drift.push(`${name}: "${needs}" omits any write scope`);
+    }
+    expect(drift).toEqual([]);
   });
 });
 
