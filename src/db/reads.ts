@@ -33,7 +33,13 @@ export function downloadRelationsOf(
 }
 
 export { DOWNLOAD_ORDER_COLUMNS, type DownloadFilter, type DownloadOrderColumn } from './filters.js';
-import { DOWNLOAD_ORDER_COLUMNS, type DownloadFilter, type DownloadOrderColumn } from './filters.js';
+import {
+  DOWNLOAD_FILTER,
+  DOWNLOAD_ORDER_COLUMNS,
+  filterSql,
+  type DownloadFilter,
+  type DownloadOrderColumn,
+} from './filters.js';
 
 /** The downloads' reads here; those of categories, comments and files in src/db/resource-reads.ts. */
 export class Reads extends ResourceReads {
@@ -91,16 +97,9 @@ function downloadRow(r: Record<string, any>, rel: DownloadRelations): DownloadRo
 }
 
 function whereOf(f: DownloadFilter, params: unknown[]): string {
-  const terms: string[] = [];
-  const param = (v: unknown) => {
+  const terms = filterSql(DOWNLOAD_FILTER, f, 'd', (v) => {
     params.push(v);
     return `$${params.length}`;
-  };
-  if (f.categoryId !== undefined) terms.push(`d."categoryId" = ${param(f.categoryId)}`);
-  if (f.prefixId === null) terms.push(`d."prefixId" IS NULL`);
-  else if (f.prefixId !== undefined) terms.push(`d."prefixId" = ${param(f.prefixId)}`);
-  if (f.state !== undefined) terms.push(`d.state = ${param(f.state)}::"DownloadState"`);
-  // Timestamps are stored as UTC without a zone; an ISO string is read the same way.
-  if (f.since !== undefined) terms.push(`d."lastUpdate" >= ${param(f.since.toISOString())}::timestamp`);
+  });
   return terms.length ? `WHERE ${terms.join(' AND ')}` : '';
 }

@@ -11,6 +11,7 @@ import type { Database } from './client.js';
 import { columnsOf, jsonOf, revive } from './rows.js';
 import { sqlAfter, sqlOrderBy, type KeysetSpec, type Window } from './keyset.js';
 import { childPages, type ChildPage, type ChildSource } from './child-pages.js';
+import { COMMENT_FILTER, filterSql, type CommentFilter } from './filters.js';
 import { categoryTotalSql, commentTotalSql, fileTotalSql } from './totals.js';
 
 type Param = (v: unknown) => string;
@@ -47,22 +48,10 @@ const int = (v: unknown) => Number(v);
 
 // ───────────── filters (their totals come from src/db/totals.ts: categoryTotalSql, commentTotalSql, fileTotalSql)
 
-export interface CommentFilter {
-  /** Comments of this download only; every download's when absent. */
-  downloadId?: number;
-  /** Comments in this state only; every state when absent. */
-  state?: Comment['state'];
-  /** Comments posted at or after this moment. */
-  since?: Date;
-}
+export type { CommentFilter } from './filters.js';
 
 function commentWhere(f: CommentFilter, t: string, param: Param): string[] {
-  const terms = ['TRUE'];
-  if (f.downloadId !== undefined) terms.push(`${t}."downloadId" = ${param(f.downloadId)}::int`);
-  if (f.state !== undefined) terms.push(`${t}.state = ${param(f.state)}::"CommentState"`);
-  // Timestamps are stored as UTC without a zone; an ISO string is read the same way.
-  if (f.since !== undefined) terms.push(`${t}."commentDate" >= ${param(f.since.toISOString())}::timestamp`);
-  return terms;
+  return ['TRUE', ...filterSql(COMMENT_FILTER, f, t, param)];
 }
 
 export interface FileFilter {

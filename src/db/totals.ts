@@ -7,14 +7,18 @@
 // number (a statement of its own). Values are bound through `bind`, which answers a placeholder (`$n`); a `SqlRef`
 // instead names a column of the enclosing statement (a parent id in src/db/child-pages.ts).
 import type { Prisma } from '../generated/prisma/client.js';
-import type { DownloadFilter } from './filters.js';
+import {
+  COMMENT_FILTER,
+  DOWNLOAD_FILTER,
+  filterOfWhere,
+  filterSql,
+  SqlRef,
+  type Bind,
+  type CommentFilter,
+  type DownloadFilter,
+} from './filters.js';
 
-export type Bind = (v: unknown) => string;
-/** A column or expression of the enclosing statement, used as a filter value instead of a bound parameter. */
-export class SqlRef {
-  constructor(readonly sql: string) {}
-}
-export const sqlRef = (sql: string) => new SqlRef(sql);
+export { sqlRef, SqlRef, type Bind } from './filters.js';
 
 type Key = number | SqlRef;
 const val = (v: Key, bind: Bind, cast: string) => (v instanceof SqlRef ? v.sql : `${bind(v)}::${cast}`);
@@ -45,14 +49,9 @@ export interface DownloadTotalFilter extends Omit<DownloadFilter, 'categoryId'> 
 
 /** Downloads matching a download list's filter: from download_total, or a count(*) when `since` is set. */
 export function downloadTotalSql(f: DownloadTotalFilter, bind: Bind): string {
-  if (f.since !== undefined) {
-    const terms: string[] = [`x."lastUpdate" >= ${bind(f.since.toISOString())}::timestamp`];
-    if (f.categoryId !== undefined) terms.push(`x."categoryId" = ${val(f.categoryId, bind, 'int')}`);
-    if (f.prefixId === null) terms.push(`x."prefixId" IS NULL`);
-    else if (f.prefixId !== undefined) terms.push(`x."prefixId" = ${bind(f.prefixId)}::int`);
-    if (f.state !== undefined) terms.push(`x.state = ${bind(f.state)}::"DownloadState"`);
-    return `(SELECT count(*) FROM download x WHERE ${terms.join(' AND ')})`;
-  }
+  // The counters hold no dates: a `since` filter counts the matching rows.
+  if (f.since !== undefined)
+    return `(SELECT count(*) FROM download x WHERE ${filterSql(DOWNLOAD_FILTER, f, 'x', bind).join(' AND ')})`;
   const terms: string[] = [];
   if (f.categoryId !== undefined) terms.push(`x."categoryId" = ${val(f.categoryId, bind, 'int')}`);
   if (f.prefixId !== undefined) terms.push(`x."prefixKey" = ${bind(f.prefixId ?? 0)}::int`);
@@ -64,22 +63,15 @@ export const downloadTotal = (db: Runner, f: DownloadTotalFilter) => scalar(db, 
 
 // ───────────── comments
 
-export interface CommentTotalFilter {
+export interface CommentTotalFilter extends Omit<CommentFilter, 'downloadId'> {
   downloadId?: Key;
-  /** Undefined: every state. */
-  state?: 'visible' | 'moderated' | 'deleted';
-  since?: Date;
 }
 
 /** Comments matching a comment list's filter: from comment_total(_all), or a count(*) when `since` is set. */
 export function commentTotalSql(f: CommentTotalFilter, bind: Bind): string {
-  const terms: string[] = [];
-  if (f.downloadId !== undefined) terms.push(`x."downloadId" = ${val(f.downloadId, bind, 'int')}`);
-  if (f.state !== undefined) terms.push(`x.state = ${bind(f.state)}::"CommentState"`);
-  if (f.since !== undefined) {
-    terms.push(`x."commentDate" >= ${bind(f.since.toISOString())}::timestamp`);
-    return `(SELECT count(*) FROM comment x WHERE ${terms.join(' AND ')})`;
-  }
+  const terms = filterSql(COMMENT_FILTER, f, 'x', bind);
+  // The counters hold no dates: a `since` filter counts the matching rows.
+  if (f.since !== undefined) return `(SELECT count(*) FROM comment x WHERE ${terms.join(' AND ')})`;
   const table = f.downloadId !== undefined ? 'comment_total' : 'comment_total_all';
   return `(SELECT coalesce(sum(x.n), 0)::bigint FROM ${table} x${terms.length ? ` WHERE ${terms.join(' AND ')}` : ''})`;
 }
@@ -91,22 +83,7 @@ export const commentTotal = (db: Runner, f: CommentTotalFilter) => scalar(db, (b
  * condition the counters do not know (then the caller counts with Prisma).
  */
 export function commentFilterOf(where: Prisma.CommentWhereInput): CommentTotalFilter | null {
-  const f: CommentTotalFilter = {};
-  for (const [k, v] of Object.entries(where)) {
-    if (v === undefined) continue;
-    if (k === 'downloadId' && typeof v === 'number') f.downloadId = v;
-    else if (k === 'state' && (v === 'visible' || v === 'moderated' || v === 'deleted')) f.state = v;
-    else if (
-      k === 'commentDate' &&
-      v &&
-      typeof v === 'object' &&
-      Object.keys(v).length === 1 &&
-      (v as { gte?: unknown }).gte instanceof Date
-    )
-      f.since = (v as { gte: Date }).gte;
-    else return null;
-  }
-  return f;
+  return filterOfWhere(COMMENT_FILTER, where);
 }
 
 /** comment.count({ where }), from the counters when they cover the filter. */

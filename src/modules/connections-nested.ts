@@ -31,6 +31,7 @@ import { downloadListFilter, type DownloadListArgs } from './downloads/index.js'
 import { fileVisibleTo } from './files/index.js';
 import type { ChildPage, ChildSource } from '../db/child-pages.js';
 import { commentTotalSql, downloadTotalSql, fileTotalSql, sqlRef } from '../db/totals.js';
+import { DOWNLOAD_FILTER, filterSql } from '../db/filters.js';
 
 const CATEGORY_READ = ['mc_dm_category:read'];
 const DOWNLOAD_READ = ['mc_dm_download:read'];
@@ -92,16 +93,10 @@ function downloadById(ctx: Context, id: number): Promise<Download | null> {
   ).load(id);
 }
 
-/** A download list's filter (src/modules/downloads/rules.ts) as SQL over `t`. */
+/** A download list's filter as SQL over `t`: the parent's category comes from the connection's own term. */
 function downloadFilterSql(filter: ReturnType<typeof downloadListFilter>) {
-  return (param: (v: unknown) => string) => {
-    const terms: string[] = [];
-    if (filter.prefixId === null) terms.push(`t."prefixId" IS NULL`);
-    else if (filter.prefixId !== undefined) terms.push(`t."prefixId" = ${param(filter.prefixId)}::int`);
-    if (filter.state !== undefined) terms.push(`t.state = ${param(filter.state)}::"DownloadState"`);
-    if (filter.since !== undefined) terms.push(`t."lastUpdate" >= ${param(filter.since.toISOString())}::timestamp`);
-    return terms;
-  };
+  return (param: (v: unknown) => string) =>
+    filterSql(DOWNLOAD_FILTER, { ...filter, categoryId: undefined }, 't', param);
 }
 
 // ───────────── types only nested lists return

@@ -8,6 +8,7 @@ import { ApiError, noPermission, notFound, requiredMissing } from '../../errors.
 import { pageWindow, paginationOf, type Direction, type Page, type PageRequest } from '../../db/lists.js';
 import { prismaAfter, prismaOrderBy, type KeysetSpec } from '../../db/keyset.js';
 import type { Reads } from '../../db/reads.js';
+import { COMMENT_FILTER, filterWhere } from '../../db/filters.js';
 import { commentDownloadOf, commentRelationsOf, type CommentFilter, type Slice } from '../../db/resource-reads.js';
 import { countComments } from '../../db/totals.js';
 
@@ -114,14 +115,14 @@ export async function commentListWhere(
   args: Pick<CommentListArgs, 'downloadId' | 'since'>,
 ): Promise<Prisma.CommentWhereInput> {
   if (args.downloadId == null && !access.isSuper) throw requiredMissing(['download_id']);
-  const where: Prisma.CommentWhereInput = {};
+  const filter: CommentFilter = {};
   if (args.downloadId != null) {
     await viewableParent(prisma, access, args.downloadId);
-    where.downloadId = args.downloadId;
+    filter.downloadId = args.downloadId;
   }
-  if (!access.isSuper) where.state = 'visible';
-  if (args.since) where.commentDate = { gte: args.since };
-  return where;
+  if (!access.isSuper) filter.state = 'visible';
+  if (args.since) filter.since = args.since;
+  return filterWhere(COMMENT_FILTER, filter);
 }
 
 export async function listComments(

@@ -10,6 +10,7 @@ import { refreshCategoryCounts } from '../categories/index.js';
 import { hardDeleteDownloads } from '../../db/purge.js';
 import { normalizeTags, setTags } from './tags.js';
 import { downloadRelationsOf, type DownloadFilter, type Reads } from '../../db/reads.js';
+import { DOWNLOAD_FILTER, filterWhere } from '../../db/filters.js';
 import { downloadTotal } from '../../db/totals.js';
 
 export type DownloadState = Download['state'];
@@ -54,12 +55,7 @@ export function downloadListFilter(
 
 /** The same filter as a Prisma `where`. */
 export function downloadWhere(filter: DownloadFilter): Prisma.DownloadWhereInput {
-  return {
-    categoryId: filter.categoryId,
-    prefixId: filter.prefixId,
-    state: filter.state,
-    lastUpdate: filter.since ? { gte: filter.since } : undefined,
-  };
+  return filterWhere(DOWNLOAD_FILTER, filter);
 }
 
 /**
