@@ -7,6 +7,7 @@ import type { Plugin } from 'graphql-yoga';
 import type { Context } from '../../graphql/context.js';
 import { requireScopes } from '../../auth/scopes.js';
 import { ApiError, noPermission, notFound, statusOfError, toErrorItem, headersOf } from '../../errors.js';
+import { countFileDownload, fileToServe } from './rules.js';
 import { MAX_INT, wholeNumberRange } from '../../input/numbers.js';
 
 /** A file's bytes are never run as a page: no script, no plugin, no framing, whatever their type claims. */
@@ -85,28 +86,8 @@ export function fileDataPlugin(
       });
     }
     const id = Number(rawId);
-    const access = await ctx.access();
-    const f = await ctx.prisma.file.findUnique({
-      where: { id },
-      include: { version: { include: { download: true } } },
-    });
-    if (!f || f.isDeleted) throw notFound('file', id);
-    const d = f.version.download;
-    if (!access.canViewDownload(d)) throw noPermission('view this file');
-    if (!access.canDownload(d)) throw noPermission('download this file');
-    if (f.validationStatus === 'failed' || f.isQuarantined) {
-      throw new ApiError(
-        'mc_dm_api_error.file_not_available',
-        'This file failed validation and is held for moderators.',
-        { file_id: id },
-      );
-    }
-    const count = () =>
-      ctx.prisma.$transaction([
-        ctx.prisma.file.update({ where: { id }, data: { downloadCount: { increment: 1 } } }),
-        ctx.prisma.version.update({ where: { id: f.versionId }, data: { downloadCount: { increment: 1 } } }),
-        ctx.prisma.download.update({ where: { id: d.id }, data: { downloadCount: { increment: 1 } } }),
-      ]);
+    const f = await fileToServe(ctx.prisma, await ctx.access(), id);
+    const count = () => countFileDownload(ctx.prisma, f);
     const counts = request.method === 'GET';
     if (f.isLinkOnly || !f.storageKey) {
       if (!f.externalUrl) throw notFound('file', id);

@@ -598,3 +598,37 @@ export async function deleteFile(deps: FileDeps, input: DeleteFileInput): Promis
   });
   return { removedBlobs: f.storageKey ? [f.storageKey] : [] };
 }
+
+/**
+ * The file whose bytes (or link) a visitor asks for, once every rule that lets them have it holds: the file exists and
+ * is not deleted, the visitor may view its download and download from it, and it passed validation.
+ */
+export async function fileToServe(prisma: PrismaClient, access: Access, id: number) {
+  const f = await prisma.file.findUnique({ where: { id }, include: { version: { include: { download: true } } } });
+  if (!f || f.isDeleted) throw notFound('file', id);
+  const d = f.version.download;
+  if (!access.canViewDownload(d)) throw noPermission('view this file');
+  if (!access.canDownload(d)) throw noPermission('download this file');
+  if (f.validationStatus === 'failed' || f.isQuarantined) {
+    throw new ApiError(
+      'mc_dm_api_error.file_not_available',
+      'This file failed validation and is held for moderators.',
+      {
+        file_id: id,
+      },
+    );
+  }
+  return f;
+}
+
+/** One download of a file, counted on the file, its version and its download together. */
+export async function countFileDownload(
+  prisma: PrismaClient,
+  f: { id: number; versionId: number; version: { downloadId: number } },
+): Promise<void> {
+  await prisma.$transaction([
+    prisma.file.update({ where: { id: f.id }, data: { downloadCount: { increment: 1 } } }),
+    prisma.version.update({ where: { id: f.versionId }, data: { downloadCount: { increment: 1 } } }),
+    prisma.download.update({ where: { id: f.version.downloadId }, data: { downloadCount: { increment: 1 } } }),
+  ]);
+}
