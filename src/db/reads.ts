@@ -5,7 +5,6 @@
 // model shape (src/db/rows.ts), relations under Prisma's relation names, so Pothos resolves them as if Prisma had
 // loaded them.
 import type { Category, Download, Version } from '../generated/prisma/client.js';
-import type { Database } from './client.js';
 import { jsonOf, revive } from './rows.js';
 import { ResourceReads } from './resource-reads.js';
 import { downloadTotal, downloadTotalSql } from './totals.js';
