@@ -8,7 +8,10 @@ const snakeNames = new Map<string, string>();
 /** camelCase → snake_case, memoised: responses repeat the same few dozen keys thousands of times. */
 function snakeName(key: string): string {
   let name = snakeNames.get(key);
-  if (name === undefined) snakeNames.set(key, (name = toSnake(key)));
+  if (name === undefined) {
+    name = toSnake(key);
+    snakeNames.set(key, name);
+  }
   return name;
 }
 

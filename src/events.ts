@@ -85,7 +85,8 @@ export class PublishBuffer {
   publish(channel: string, message: string): void {
     if (this.client.status === 'ready') {
       this.flush(); // any kept before (normally sent at 'ready' already)
-      return this.send(channel, message);
+      this.send(channel, message);
+      return;
     }
     if (this.pending.length === 0)
       this.log.warn({ status: this.client.status }, 'events: Redis not connected; publications are kept until it is');

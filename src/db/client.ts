@@ -94,7 +94,10 @@ function lockDirectory(dir: string): () => void {
       const owner = Number(fs.readFileSync(lock, 'utf8'));
       let alive = false;
       try {
-        alive = owner > 0 && owner !== process.pid && (process.kill(owner, 0), true);
+        if (owner > 0 && owner !== process.pid) {
+          process.kill(owner, 0);
+          alive = true;
+        }
       } catch {
         alive = false;
       }

@@ -47,7 +47,10 @@ function loader<V>(
   empty: V,
 ): DataLoader<number, V> {
   let byKey = loaders.get(ctx);
-  if (!byKey) loaders.set(ctx, (byKey = new Map()));
+  if (!byKey) {
+    byKey = new Map();
+    loaders.set(ctx, byKey);
+  }
   let l = byKey.get(key) as DataLoader<number, V> | undefined;
   if (!l) {
     l = new DataLoader<number, V>(

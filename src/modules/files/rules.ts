@@ -460,6 +460,7 @@ const forbidden = (reason: string) =>
 /** A name safe to store and to send back in Content-Disposition. */
 export function safeFilename(raw: string): string {
   const base = raw.split(/[\\/]/).pop() ?? '';
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what is stripped from filenames
   let clean = base.replace(/[\0-\x1f\x7f"]/g, '').trim();
   if (clean.length > MAX_FILENAME) {
     const ext = /\.[^.]{1,16}$/.exec(clean)?.[0] ?? '';
