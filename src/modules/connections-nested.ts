@@ -112,12 +112,17 @@ function downloadFilterSql(filter: ReturnType<typeof downloadListFilter>) {
 export const VersionConnection = connectionOf<Version>('Version', VersionRef, 'version');
 
 type TeamMemberRow = User & { addedAt: Date };
-export const DownloadTeamConnection = connectionOf<TeamMemberRow>('DownloadTeam', UserRef, 'team member', (t) => ({
-  addedAt: t.int({
-    description: 'When the user joined the team (Unix seconds).',
-    resolve: (e) => unix((e.node as TeamMemberRow).addedAt),
+export const DownloadTeamConnection = connectionOf<TeamMemberRow, User>(
+  'DownloadTeam',
+  UserRef,
+  'team member',
+  (t) => ({
+    addedAt: t.int({
+      description: 'When the user joined the team (Unix seconds).',
+      resolve: (e) => unix((e.node as TeamMemberRow).addedAt),
+    }),
   }),
-}));
+);
 
 const VersionOrderEnum = builder.enumType('VersionOrder', {
   description: "The orders of a download's versions.",

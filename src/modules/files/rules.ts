@@ -137,7 +137,7 @@ export async function fileSlice(
   const w = slice.window ?? { size: slice.take, backward: false, cursor: null };
   const withParents = (query as { select?: object }).select
     ? query
-    : { ...query, include: { ...(query as any).include, version: { include: { download: true } } } };
+    : { ...query, include: { ...(query as { include?: object }).include, version: { include: { download: true } } } };
   const [total, rows] = await Promise.all([
     countFiles(deps.prisma, where),
     deps.prisma.file.findMany({
@@ -180,7 +180,10 @@ export async function viewableFile(
   const f = (await deps.prisma.file.findUnique({
     ...extra,
     where: { id },
-    include: { ...(extra as any).include, version: { include: { download: { include: { category: true } } } } },
+    include: {
+      ...(extra as { include?: object }).include,
+      version: { include: { download: { include: { category: true } } } },
+    },
   })) as unknown as FileWithParents | null;
   return mayViewFile(deps, id, f);
 }
