@@ -1,7 +1,7 @@
 // Prisma CLI configuration: the WebAssembly schema engine over an embedded PGlite directory,
 // so `prisma migrate dev` / `prisma migrate diff` work offline. The service itself applies
 // migrations with src/db/migrate.ts; this file is only for authoring them.
-import { defineConfig } from 'prisma/config';
+import { defineConfig, type PrismaConfig } from 'prisma/config';
 import { PGlite } from '@electric-sql/pglite';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 
@@ -11,5 +11,8 @@ export default defineConfig({
   schema: 'prisma/schema.prisma',
   migrations: { path: 'prisma/migrations' },
   // (cast: the adapter pins an older @prisma/driver-adapter-utils whose types differ, not its behaviour)
-  adapter: async () => new PrismaPGlite(new PGlite(process.env.PRISMA_DEV_DB_DIR ?? '.prisma-dev-db')) as any,
+  adapter: async () =>
+    new PrismaPGlite(new PGlite(process.env.PRISMA_DEV_DB_DIR ?? '.prisma-dev-db')) as unknown as Awaited<
+      ReturnType<Extract<PrismaConfig, { adapter: unknown }>['adapter']>
+    >,
 });

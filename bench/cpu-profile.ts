@@ -25,7 +25,7 @@ export function packageOf(url: string): string {
   const own = /\/(src\/[^/]+|rest-adapter|bench)\//.exec(url);
   if (m) return m[1]!;
   if (own) return own[1]!;
-  if (url.startsWith('node:')) return 'node:' + url.slice(5).split('/')[0];
+  if (url.startsWith('node:')) return `node:${url.slice(5).split('/')[0]}`;
   if (url.startsWith('wasm')) return 'wasm';
   return url || '(native)';
 }

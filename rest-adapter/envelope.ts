@@ -8,7 +8,10 @@ const snakeNames = new Map<string, string>();
 /** camelCase → snake_case, memoised: responses repeat the same few dozen keys thousands of times. */
 function snakeName(key: string): string {
   let name = snakeNames.get(key);
-  if (name === undefined) snakeNames.set(key, (name = toSnake(key)));
+  if (name === undefined) {
+    name = toSnake(key);
+    snakeNames.set(key, name);
+  }
   return name;
 }
 
@@ -33,7 +36,8 @@ export function envelope(key: string, rootValue: unknown): Record<string, unknow
   let value = rootValue as Record<string, unknown> | null;
   if (value && typeof value === 'object' && key in value && !Array.isArray(value))
     value = value[key] as Record<string, unknown>;
-  if (key === 'success') return { success: (value as unknown) === true || (value as any)?.success === true };
+  if (key === 'success')
+    return { success: (value as unknown) === true || (value as { success?: unknown } | null)?.success === true };
   if (value && typeof value === 'object' && 'nodes' in value && 'pagination' in value) {
     return { [key]: snakeKeys(value.nodes), pagination: snakeKeys(value.pagination) };
   }

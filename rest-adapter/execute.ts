@@ -28,5 +28,8 @@ export function routeOperation(
     // async: a synchronous throw becomes a rejection, like the interpreting executor's.
     return async (variableValues, contextValue) => query(undefined, contextValue, variableValues);
   };
-  return (variableValues, contextValue, signal) => (run ??= compile())(variableValues, contextValue, signal);
+  return (variableValues, contextValue, signal) => {
+    run ??= compile();
+    return run(variableValues, contextValue, signal);
+  };
 }

@@ -144,7 +144,7 @@ export function toVariables(
   const missing: string[] = [];
   for (const def of operation.variableDefinitions ?? []) {
     const name = def.variable.name.value;
-    const type = typeFromAST(schema, def.type as any) as GraphQLInputType | undefined;
+    const type = typeFromAST(schema, def.type) as GraphQLInputType | undefined;
     if (!type) throw new ApiError('server_error', `Operation variable $${name} has an unknown type.`);
     if (name === 'full') {
       variables.full = raw.get('with') === 'full';

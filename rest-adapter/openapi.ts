@@ -329,7 +329,9 @@ export function buildOpenApi({ schema, routes, serverUrl, version = '1.0.0' }: O
     };
     for (const status of errorStatuses) responses[String(status)] = { $ref: `#/components/responses/Error${status}` };
 
-    const p = (paths[openApiPath(route.path)] ??= {});
+    const pathKey = openApiPath(route.path);
+    const p = paths[pathKey] ?? {};
+    paths[pathKey] = p;
     p[route.method.toLowerCase()] = {
       operationId: operation.name?.value,
       summary: `${route.method} ${route.path.replace(/:([a-z_]+)/g, '<$1>')}`,

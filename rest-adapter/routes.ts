@@ -11,7 +11,7 @@ export interface Route {
   method: Method;
   /** Spec path; `:name` segments become the field `name`. The trailing slash is optional on requests. */
   path: string;
-  document: TypedDocumentNode<any, any>;
+  document: TypedDocumentNode<unknown, never>;
   /**
    * Envelope key: a list result (`{ nodes, pagination }`) answers `{ <key>: [...], pagination }`,
    * a `{ success }` payload answers `{ success: true }`, anything else `{ <key>: {...} }`.

@@ -113,7 +113,7 @@ export async function startApp(
   };
   let db: Database | undefined = opts.db;
   // What the service opened, closed in reverse order on close() or on a failed start.
-  const closers: (() => Promise<unknown> | void)[] = [];
+  const closers: (() => unknown)[] = [];
   const closeAll = async () => {
     for (const c of closers.splice(0).reverse()) await Promise.resolve(c()).catch(() => {});
   };

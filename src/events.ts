@@ -85,7 +85,8 @@ export class PublishBuffer {
   publish(channel: string, message: string): void {
     if (this.client.status === 'ready') {
       this.flush(); // any kept before (normally sent at 'ready' already)
-      return this.send(channel, message);
+      this.send(channel, message);
+      return;
     }
     if (this.pending.length === 0)
       this.log.warn({ status: this.client.status }, 'events: Redis not connected; publications are kept until it is');
@@ -173,7 +174,7 @@ function redisTarget(url: string, prefix: string, log: Logger): { target: Target
   const buffer = new PublishBuffer(pub, log);
   const publishClient = { publish: (channel: string, message: string) => buffer.publish(channel, message) };
   const subscribeClient = {
-    on: (event: string, listener: (...args: any[]) => void) => sub.on(event, listener),
+    on: (event: string, listener: (...args: unknown[]) => void) => sub.on(event, listener),
     subscribe: (channel: string) => sub.subscribe(channel).catch(failed('subscribe')),
     unsubscribe: (channel: string) => sub.unsubscribe(channel).catch(failed('unsubscribe')),
   };
@@ -236,7 +237,9 @@ export class Events {
   subscribe<K extends keyof Topics>(
     ...args: Topics[K] extends [number, unknown] ? [K, number] : [K]
   ): Repeater<Topics[K] extends [number, infer P] ? P : Topics[K][0]> {
-    const source = (this.pubsub.subscribe as (...a: unknown[]) => Repeater<any>)(...args);
+    const source = (
+      this.pubsub.subscribe as (...a: unknown[]) => Repeater<Topics[K] extends [number, infer P] ? P : Topics[K][0]>
+    )(...args);
     return new Repeater(async (push, stop) => {
       stop.then(() => source.return());
       for await (const payload of source) void push(payload);

@@ -1,8 +1,8 @@
 // `npm start`: configuration from the environment, then the service until SIGINT/SIGTERM.
 // A fatal error (an exception or a rejection nothing handled) is logged as one line and ends the process with
 // status 1, so that a supervisor restarts it (docs/deploy.md) instead of it running on in an unknown state.
-import { loadConfig, ConfigError } from './config.js';
-import { startApp } from './app.js';
+import { loadConfig, ConfigError, type Config } from './config.js';
+import { startApp, type App } from './app.js';
 import { StartError } from './errors.js';
 
 function fatal(kind: string) {
@@ -20,7 +20,7 @@ process.on('unhandledRejection', fatal('unhandled rejection: exiting'));
 async function main() {
   // The modules above are loaded by now: the first figure of the start-up timings logged with "listening".
   const loadedAt = performance.now();
-  let config;
+  let config: Config;
   try {
     config = loadConfig();
   } catch (err) {
@@ -30,7 +30,7 @@ async function main() {
     }
     throw err;
   }
-  let app;
+  let app: App;
   try {
     app = await startApp(config, { loadedAt });
   } catch (err) {

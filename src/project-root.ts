@@ -14,5 +14,6 @@ export function projectRoot(): string {
     if (up === dir) throw new Error(`No package.json above ${fileURLToPath(import.meta.url)}`);
     dir = up;
   }
-  return (root = dir);
+  root = dir;
+  return root;
 }

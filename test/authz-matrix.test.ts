@@ -316,8 +316,9 @@ async function runRest(
   });
   const params = new URLSearchParams();
   for (const [k, v] of values) {
-    if (Array.isArray(v)) v.forEach((x) => params.append(`${k}[]`, String(x)));
-    else params.append(k, typeof v === 'boolean' ? (v ? '1' : '0') : String(v));
+    if (Array.isArray(v)) {
+      for (const x of v) params.append(`${k}[]`, String(x));
+    } else params.append(k, typeof v === 'boolean' ? (v ? '1' : '0') : String(v));
   }
   const url = new URL(path, t.url);
   const init: RequestInit = { method, redirect: 'manual', headers: { 'Forum-Api-Key': key, ...headers } };

@@ -96,7 +96,7 @@ forEachDatabase((kind) => {
       const before = await rowCount();
       const head = field('operations', createFile(versionId)) + field('map', '{"0":["variables.f"]}');
       const cut = `--${B}\r\nContent-Disposition: form-data; name="0"; filename="a.txt"\r\n\r\n${'x'.repeat(100_000)}`;
-      const thenBad = filePart('0', 'abc') + `--${B}\r\nno colon\r\n\r\n`;
+      const thenBad = `${filePart('0', 'abc')}--${B}\r\nno colon\r\n\r\n`;
       for (const tail of [cut, thenBad]) {
         const g = await post(`${t.url}/graphql`, SUPER_KEY, CT, head + tail);
         expect(g.status, JSON.stringify(g.body)).toBe(400);
@@ -225,7 +225,7 @@ describe('fuzz: mutated bodies never end the process and never answer 5xx', () =
         `--${B}--\r\n`,
     ),
     restMultipart: Buffer.from(
-      field('version_id', String(versionId)) + filePart('file', 'hello world') + `--${B}--\r\n`,
+      `${field('version_id', String(versionId))}${filePart('file', 'hello world')}--${B}--\r\n`,
     ),
     json: Buffer.from(
       JSON.stringify({ query: 'query($d: Int!) { download(downloadId: $d) { title } }', variables: { d: 1 } }),

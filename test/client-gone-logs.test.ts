@@ -7,7 +7,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import pg from 'pg';
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/client.js';
 import { startApp, type App } from '../src/app.js';
@@ -175,7 +175,7 @@ forEachDatabase((kind) => {
           if (pushed === 0) {
             const head =
               face === 'graphql'
-                ? `--B\r\nContent-Disposition: form-data; name="operations"\r\n\r\n${JSON.stringify({ query: 'mutation($f: Upload!) { createFile(input: { versionId: ' + versionId + ', file: $f }) { file { fileId } } }', variables: { f: null } })}\r\n` +
+                ? `--B\r\nContent-Disposition: form-data; name="operations"\r\n\r\n${JSON.stringify({ query: `mutation($f: Upload!) { createFile(input: { versionId: ${versionId}, file: $f }) { file { fileId } } }`, variables: { f: null } })}\r\n` +
                   `--B\r\nContent-Disposition: form-data; name="map"\r\n\r\n{"0":["variables.f"]}\r\n--B\r\nContent-Disposition: form-data; name="0"; filename="a.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`
                 : `--B\r\nContent-Disposition: form-data; name="version_id"\r\n\r\n${versionId}\r\n--B\r\nContent-Disposition: form-data; name="file"; filename="a.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`;
             c.enqueue(new TextEncoder().encode(head));

@@ -77,7 +77,10 @@ forEachDatabase((kind) => {
       // Nothing denormalised: every entity inside another is a reference.
       const embedded: string[] = [];
       const walk = (v: unknown, at: string, top: boolean) => {
-        if (Array.isArray(v)) v.forEach((x, i) => walk(x, `${at}[${i}]`, false));
+        if (Array.isArray(v))
+          v.forEach((x, i) => {
+            walk(x, `${at}[${i}]`, false);
+          });
         else if (v && typeof v === 'object') {
           if (!top && typeof (v as any).__typename === 'string' && typenames.has((v as any).__typename))
             embedded.push(at);

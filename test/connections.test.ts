@@ -179,7 +179,6 @@ forEachDatabase((kind) => {
   let downloadIds: number[];
   let dl: number;
   let version: number;
-  let commentIds: number[];
 
   const at = (minute: number) => new Date(Date.UTC(2026, 0, 1, 0, minute));
 
@@ -233,7 +232,7 @@ forEachDatabase((kind) => {
         isDeleted: i === 5,
       })),
     });
-    const comments = await t.prisma.comment.createManyAndReturn({
+    await t.prisma.comment.createManyAndReturn({
       data: Array.from({ length: 12 }, (_, i) => ({
         downloadId: dl,
         userId: i % 2 ? reader.userId : owner.userId,
@@ -243,7 +242,6 @@ forEachDatabase((kind) => {
         state: i === 11 ? ('moderated' as const) : ('visible' as const),
       })),
     });
-    commentIds = comments.map((c) => c.id);
     await t.gqlOk(`mutation($d: Int!, $u: Int!) { addTeamMember(input: { downloadId: $d, userId: $u }) { ok } }`, {
       d: dl,
       u: member.userId,

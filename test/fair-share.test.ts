@@ -214,7 +214,7 @@ describe('FairShare', () => {
     const share = new FairShare(0);
     const releases = await Promise.all(Array.from({ length: 100 }, () => share.acquire('a')));
     expect(share.queued).toBe(0);
-    releases.forEach((r) => r());
+    for (const r of releases) r();
   });
 });
 

@@ -143,10 +143,11 @@ const text = (v: unknown) => (typeof v === 'string' ? v : (JSON.stringify(v) ?? 
 function formOf(values: Record<string, unknown>): string {
   const pairs: string[] = [];
   for (const [k, v] of Object.entries(values)) {
-    if (Array.isArray(v)) v.forEach((x) => pairs.push(`${enc(k)}[]=${enc(text(x))}`));
-    else if (v && typeof v === 'object')
-      Object.entries(v).forEach(([kk, x]) => pairs.push(`${enc(k)}[${enc(kk)}]=${enc(text(x))}`));
-    else pairs.push(`${enc(k)}=${enc(v === null ? '' : text(v))}`);
+    if (Array.isArray(v)) {
+      for (const x of v) pairs.push(`${enc(k)}[]=${enc(text(x))}`);
+    } else if (v && typeof v === 'object') {
+      for (const [kk, x] of Object.entries(v)) pairs.push(`${enc(k)}[${enc(kk)}]=${enc(text(x))}`);
+    } else pairs.push(`${enc(k)}=${enc(v === null ? '' : text(v))}`);
   }
   return pairs.join('&');
 }

@@ -1,6 +1,5 @@
 // The HTTP policy: CORS off unless configured (never with credentials), security headers on every response, a
 // strict CSP for GraphiQL that lets only its own scripts (files from this origin) run, and served files that a browser cannot render.
-import crypto from 'node:crypto';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDatabase, startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';

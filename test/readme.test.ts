@@ -43,7 +43,7 @@ interface Block {
 }
 
 /** The shell blocks of a Markdown text, each split into segments that end where the README shows their output. */
-export function shellBlocks(text: string): Block[] {
+function shellBlocks(text: string): Block[] {
   const lines = text.split('\n');
   const blocks: Block[] = [];
   for (let i = 0; i < lines.length; i++) {
@@ -72,9 +72,13 @@ export function shellBlocks(text: string): Block[] {
       const out = EXPECTED.exec(l);
       if (out) {
         if (!current) throw new Error(`README.md:${line}: output shown before any command`);
-        (current.expected ??= []).push(out[1] ?? '');
+        current.expected ??= [];
+        current.expected.push(out[1] ?? '');
       } else {
-        if (!current || current.expected) segments.push((current = { line, code: '' }));
+        if (!current || current.expected) {
+          current = { line, code: '' };
+          segments.push(current);
+        }
         current.code += `${l}\n`;
       }
     }
@@ -84,7 +88,7 @@ export function shellBlocks(text: string): Block[] {
 }
 
 /** Whether `actual` is what `expected` shows: line for line (trailing blanks aside), `…` matching any text. */
-export function matchesShown(actual: string, expected: string[]): boolean {
+function matchesShown(actual: string, expected: string[]): boolean {
   const tidy = (s: string) =>
     s
       .split('\n')
@@ -234,7 +238,7 @@ function runScript(text: string, cwd: string, timeoutMs: number): Promise<Run> {
         outputs.set(last.id, output.slice(from, to));
         seconds.set(last.id, at - last.at);
       };
-      for (let m; (m = marker.exec(output)); ) {
+      for (let m = marker.exec(output); m; m = marker.exec(output)) {
         const at = Number(m[4]);
         close(m.index, at);
         if (m[3] !== undefined) {

@@ -124,7 +124,7 @@ forEachDatabase((kind) => {
   async function slices(
     spec: KeysetSpec,
     rowsInOrder: { id: number }[],
-    valueOf: (r: any) => unknown,
+    sortValue: (r: any) => unknown,
   ): Promise<Slice[]> {
     const at = (i: number) => rowsInOrder[Math.min(i, rowsInOrder.length - 1)] as any;
     const out: Slice[] = [
@@ -138,7 +138,7 @@ forEachDatabase((kind) => {
         [5, true, 2],
         [0, false, 50],
       ] as const) {
-        const cursor = { value: valueOf(at(i)) as never, id: at(i).id };
+        const cursor = { value: sortValue(at(i)) as never, id: at(i).id };
         out.push({ spec, window: { size, backward, cursor }, take: size + 1 });
       }
     }

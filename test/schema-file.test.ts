@@ -50,7 +50,7 @@ describe('schema.graphql', () => {
   const committed = fs.readFileSync(committedPath, 'utf8');
 
   it('equals the schema the code builds (run `npm run schema` after changing the schema)', () => {
-    expect(committed).toBe(printSchema(schema) + '\n');
+    expect(committed).toBe(`${printSchema(schema)}\n`);
   });
 
   const previous = previousSchema(committed);

@@ -221,12 +221,11 @@ forEachDatabase((kind) => {
       const reader_ = res.body!.getReader();
       let text = '';
       while (!text.includes('event: next')) text += new TextDecoder().decode((await reader_.read()).value);
-      await until(
-        'the whole event',
-        async () =>
-          text.includes('\n\n', text.indexOf('event: next')) ||
-          ((text += new TextDecoder().decode((await reader_.read()).value)), false),
-      );
+      await until('the whole event', async () => {
+        if (text.includes('\n\n', text.indexOf('event: next'))) return true;
+        text += new TextDecoder().decode((await reader_.read()).value);
+        return false;
+      });
       const data = JSON.parse(/event: next\ndata: (.*)\n/.exec(text)![1]!);
       expect(data).toEqual({ data: { commentPosted: { commentId: c.comment_id, message: 'over GET' } } });
       abort.abort();

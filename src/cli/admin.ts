@@ -4,7 +4,7 @@
 // reads them), or, with --url and --key, through a running server's GraphQL admin API.
 // Exit status: 0 done, 1 refused or failed (one line on stderr), 2 usage error.
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { loadConfig, ConfigError } from '../config.js';
+import { loadConfig, ConfigError, type Config } from '../config.js';
 import { openRemote } from './remote.js';
 import { CliError, type Operator } from './operator.js';
 import * as out from './output.js';
@@ -35,7 +35,7 @@ async function operator(opts: GlobalOptions): Promise<Operator> {
       throw new UsageError('--url and --key go together: the server to act through and the API key to act with.');
     return openRemote(opts.url, opts.key);
   }
-  let config;
+  let config: Config;
   try {
     config = loadConfig();
   } catch (err) {

@@ -10,5 +10,5 @@ import { schema } from '../modules/index.js';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const out = path.resolve(root, process.argv[2] ?? 'rest-adapter/generated/schema.graphql');
 fs.mkdirSync(path.dirname(out), { recursive: true });
-fs.writeFileSync(out, printSchema(schema) + '\n');
+fs.writeFileSync(out, `${printSchema(schema)}\n`);
 console.log(`schema written to ${path.relative(process.cwd(), out)}`);

@@ -17,6 +17,7 @@ const KEY = 'apiKeyId type userId title scopes isActive createdAt lastUsedAt';
 const PREFIX = 'prefixId title categoryIds(first: 100)';
 const RULE = 'groupId groupName level categoryId value';
 
+// biome-ignore lint/suspicious/noExplicitAny: GraphQL response data from the server, read field by field as the queries above ask
 type Json = any;
 
 const userRow = (u: Json): UserRow => ({

@@ -70,7 +70,10 @@ export async function childPages<T>(
   for (const r of rows) {
     const parent = Number(r.parent);
     let page = pages.get(parent);
-    if (!page) pages.set(parent, (page = { total: Number(r.total), rows: [] }));
+    if (!page) {
+      page = { total: Number(r.total), rows: [] };
+      pages.set(parent, page);
+    }
     if (r.x === null) continue;
     const row = revive<Record<string, unknown>>(source.model, r.x);
     for (const f of source.dates ?? []) if (typeof row[f] === 'string') row[f] = new Date(`${row[f]}Z`);

@@ -54,7 +54,7 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
     exec: async (sql) => {
       await lite.exec(sql);
     },
-    query: async <R>(sql: string, params?: unknown[]) => (await lite.query<R>(sql, params as any[])).rows,
+    query: async <R>(sql: string, params?: unknown[]) => (await lite.query<R>(sql, params)).rows,
   };
   return {
     kind: 'pglite',
@@ -94,7 +94,10 @@ function lockDirectory(dir: string): () => void {
       const owner = Number(fs.readFileSync(lock, 'utf8'));
       let alive = false;
       try {
-        alive = owner > 0 && owner !== process.pid && (process.kill(owner, 0), true);
+        if (owner > 0 && owner !== process.pid) {
+          process.kill(owner, 0);
+          alive = true;
+        }
       } catch {
         alive = false;
       }
@@ -121,7 +124,7 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
     const query = client.query.bind(client);
     client.query = ((...args: unknown[]) => {
       if ((args[0] as { name?: string } | undefined)?.name !== SNAPSHOT_NAME) statements++;
-      return (query as any)(...args);
+      return (query as (...a: unknown[]) => unknown)(...args);
     }) as typeof client.query;
   });
   const prisma = new PrismaClient({ adapter: withReleasedTransactions(new PrismaPg(pool), { destroy, cancel }) });

@@ -82,7 +82,7 @@ export function openPool(url: string, size: number, onConnect: (client: pg.PoolC
     destroy,
     cancel: cancelStatement,
     end(deadlineMs) {
-      return (ending ??= (async () => {
+      ending ??= (async () => {
         const ended = pool.end();
         let timer: NodeJS.Timeout | undefined;
         const late = new Promise<boolean>((resolve) => {
@@ -94,7 +94,8 @@ export function openPool(url: string, size: number, onConnect: (client: pg.PoolC
         }
         for (const client of [...out]) destroy(client, new Error('The database connection was closed at shutdown.'));
         // pg-pool resolves end() once those sockets have closed; nothing of them keeps the process alive meanwhile.
-      })());
+      })();
+      return ending;
     },
   };
 }
@@ -117,7 +118,8 @@ const inFlight = new WeakMap<AbortSignal, Map<pg.PoolClient, { close: Close; sta
 function statementOf(signal: AbortSignal, client: pg.PoolClient, close: Close): () => void {
   let clients = inFlight.get(signal);
   if (!clients) {
-    const running = (clients = new Map());
+    const running: Map<pg.PoolClient, { close: Close; statements: number }> = new Map();
+    clients = running;
     inFlight.set(signal, running);
     signal.addEventListener(
       'abort',

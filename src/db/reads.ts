@@ -5,8 +5,7 @@
 // model shape (src/db/rows.ts), relations under Prisma's relation names, so Pothos resolves them as if Prisma had
 // loaded them.
 import type { Category, Download, Version } from '../generated/prisma/client.js';
-import type { Database } from './client.js';
-import { jsonOf, revive } from './rows.js';
+import { jsonOf, revive, type JsonRow } from './rows.js';
 import { ResourceReads } from './resource-reads.js';
 import { downloadTotal, downloadTotalSql } from './totals.js';
 
@@ -44,7 +43,7 @@ import {
 /** The downloads' reads here; those of categories, comments and files in src/db/resource-reads.ts. */
 export class Reads extends ResourceReads {
   async download(id: number, rel: DownloadRelations): Promise<DownloadRow | null> {
-    const rows = await this.db.query<Record<string, any>>(
+    const rows = await this.db.query<JsonRow>(
       `SELECT ${jsonOf('Download', 'd')} AS d${relationColumns(rel)} FROM download d WHERE d.id = $1`,
       [id],
     );
@@ -68,7 +67,7 @@ export class Reads extends ResourceReads {
       return `$${params.length}`;
     });
     params.push(window.take, window.skip);
-    const rows = await this.db.query<Record<string, any>>(
+    const rows = await this.db.query<JsonRow>(
       `SELECT ${jsonOf('Download', 'd')} AS d${relationColumns(rel)}, ${total} AS total
        FROM download d ${where} ORDER BY d."${order.column}" ${dir}, d.id ${dir} LIMIT $${params.length - 1} OFFSET $${params.length}`,
       params,
@@ -89,7 +88,7 @@ function relationColumns(rel: DownloadRelations): string {
   );
 }
 
-function downloadRow(r: Record<string, any>, rel: DownloadRelations): DownloadRow {
+function downloadRow(r: JsonRow, rel: DownloadRelations): DownloadRow {
   const d = revive<DownloadRow>('Download', r.d);
   if (rel.category) d.category = revive<Category>('Category', r.c);
   if (rel.currentVersion) d.currentVersion = revive<Version | null>('Version', r.v ?? null);

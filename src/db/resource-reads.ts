@@ -8,7 +8,7 @@
 // a scalar subquery, which the statement carries beside the page.
 import type { Category, Comment, Download, File, User, Version } from '../generated/prisma/client.js';
 import type { Database } from './client.js';
-import { columnsOf, jsonOf, revive } from './rows.js';
+import { columnsOf, jsonOf, revive, type JsonRow } from './rows.js';
 import { sqlAfter, sqlOrderBy, type KeysetSpec, type Window } from './keyset.js';
 import { childPages, type ChildPage, type ChildSource } from './child-pages.js';
 import { COMMENT_FILTER, filterSql, type CommentFilter } from './filters.js';
@@ -174,7 +174,7 @@ const categoryJson = (t: string, parent: boolean, columns?: readonly string[]) =
     ? `json_build_object('c', ${jsonOf('Category', t, columns)}, 'p', (SELECT ${jsonOf('Category', 'p')} FROM category p WHERE p.id = ${t}."parentId"))`
     : jsonOf('Category', t, columns);
 
-function categoryRow(r: Record<string, any>, parent: boolean): CategoryRow {
+function categoryRow(r: JsonRow, parent: boolean): CategoryRow {
   if (!parent) return revive<Category>('Category', r);
   return Object.assign(revive<Category>('Category', r.c), { parent: revive<Category | null>('Category', r.p ?? null) });
 }
@@ -186,7 +186,7 @@ const userSql = (user: CommentUser, t: string): string => {
   return 'NULL';
 };
 
-function commentRow(r: Record<string, any>, user: CommentUser, download: Download | undefined): CommentRow {
+function commentRow(r: JsonRow, user: CommentUser, download: Download | undefined): CommentRow {
   const c = revive<CommentRow>('Comment', r.c);
   c.download = download ?? revive<Download>('Download', r.d);
   if (user === 'row') c.user = revive<User>('User', r.u);
@@ -210,8 +210,8 @@ export interface ListRead<T, P> {
 export class ResourceReads {
   constructor(protected readonly db: Pick<Database, 'query'>) {}
 
-  private async one(sql: string, params: unknown[]): Promise<Record<string, any> | null> {
-    const rows = await this.db.query<Record<string, any>>(sql, params);
+  private async one(sql: string, params: unknown[]): Promise<JsonRow | null> {
+    const rows = await this.db.query<JsonRow>(sql, params);
     return rows[0] ?? null;
   }
 
@@ -301,7 +301,7 @@ export class ResourceReads {
       params,
     ))!;
     const parentRow = byParent ? revive<Download | null>('Download', r.parent ?? null) : undefined;
-    const rows = (r.rows as Record<string, any>[]).map((x) => commentRow(x, user, parentRow ?? undefined));
+    const rows = (r.rows as JsonRow[]).map((x) => commentRow(x, user, parentRow ?? undefined));
     return { ...(byParent ? { parent: parentRow } : {}), total: int(r.total), rows };
   }
 
@@ -361,7 +361,7 @@ export class ResourceReads {
     const versionOf = (x: { v: unknown; d: unknown }) =>
       Object.assign(revive<Version>('Version', x.v as never), { download: revive<Download>('Download', x.d as never) });
     const parentRow = byParent && r.parent ? versionOf(r.parent) : null;
-    const rows = (r.rows as Record<string, any>[]).map((x) =>
+    const rows = (r.rows as JsonRow[]).map((x) =>
       Object.assign(revive<File>('File', x.f), { version: parentRow ?? versionOf(x.v) }),
     );
     return {

@@ -3,6 +3,10 @@
 // only table names), so nothing else changes, and the schema resolves these rows like rows Prisma read.
 import { getDatamodel } from '../generated/pothos-types.js';
 
+/** A row of json_build_object columns, read by column name and turned into model rows by revive(). */
+// biome-ignore lint/suspicious/noExplicitAny: its columns are JSON built in SQL, each read as the statement shaped it
+export type JsonRow = Record<string, any>;
+
 type Revive = { dates: string[]; bigints: string[]; columns: string[] };
 const models = new Map<string, Revive>();
 for (const [name, model] of Object.entries(getDatamodel().datamodel.models)) {

@@ -67,7 +67,7 @@ export async function ensureTemplate(dir = TEMPLATE_DIR): Promise<{ file: string
       exec: async (sql: string) => {
         await lite.exec(sql);
       },
-      query: async <R>(sql: string, params?: unknown[]) => (await lite.query<R>(sql, params as any[])).rows,
+      query: async <R>(sql: string, params?: unknown[]) => (await lite.query<R>(sql, params)).rows,
     };
     await migrate({ session: (fn) => fn(session) } as Pick<Database, 'session'> as Database, migrations);
     await lite.exec(`UPDATE pg_database SET datistemplate = false WHERE datname IN ('template0', 'template1')`);

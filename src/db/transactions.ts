@@ -99,10 +99,12 @@ class ReleasedTransaction implements Transaction {
     return this.track(this.tx.executeRaw(query));
   }
   commit() {
-    return (this.ended ??= this.end('COMMIT'));
+    this.ended ??= this.end('COMMIT');
+    return this.ended;
   }
   rollback() {
-    return (this.ended ??= this.running > 0 ? this.cut() : this.end('ROLLBACK'));
+    this.ended ??= this.running > 0 ? this.cut() : this.end('ROLLBACK');
+    return this.ended;
   }
 
   /**

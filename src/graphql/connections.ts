@@ -2,7 +2,7 @@
 // and `<Name>Connection { totalCount edges { cursor node } nodes pageInfo }` types. The keyset rules (cursors,
 // windows, page boundaries) live in src/db/keyset.ts; the lists themselves in connections-root.ts and
 // connections-nested.ts.
-import type { ArgBuilder } from '@pothos/core';
+import type { ArgBuilder, FieldRef, OutputRef } from '@pothos/core';
 import { builder, type Types } from './builder.js';
 import {
   DEFAULT_PAGE_SIZE,
@@ -86,19 +86,25 @@ export async function connectionFrom<T extends { id: number }>(
   return { totalCount, edges: page.edges.filter((_e, i) => seen[i]), pageInfo: page.pageInfo };
 }
 
-type EdgeFields = (t: PothosSchemaTypes.ObjectFieldBuilder<Types, Edge<any>>) => Record<string, any>;
+type EdgeFields<T> = (t: PothosSchemaTypes.ObjectFieldBuilder<Types, Edge<T>>) => Record<string, FieldRef<Types>>;
 
 /**
  * `<name>Connection` and `<name>Edge` over the object type `node`. `edgeFields` adds fields to the edge (facts
  * about the node's place in this list, such as when a member joined a team).
  */
-export function connectionOf<T>(name: string, node: any, what: string, edgeFields?: EdgeFields) {
+export function connectionOf<T extends N, N = T>(
+  name: string,
+  node: OutputRef<N>,
+  what: string,
+  edgeFields?: EdgeFields<T>,
+) {
   const EdgeRef = builder.objectRef<Edge<T>>(`${name}Edge`).implement({
     description: `One ${what} in a page of a ${name}Connection, with its cursor.`,
     fields: (t) => ({
       cursor: t.exposeString('cursor', {
         description: "This row's position in the list: pass it as `after` or `before` to page from here.",
       }),
+      // biome-ignore lint/suspicious/noExplicitAny: Pothos cannot resolve a field's shape from a generic ref (OutputRef<T>) inside this helper
       node: t.field({ type: node, description: `The ${what}.`, resolve: (e) => e.node as any }),
       ...(edgeFields ? edgeFields(t as never) : {}),
     }),
@@ -118,6 +124,7 @@ export function connectionOf<T>(name: string, node: any, what: string, edgeField
       nodes: t.field({
         type: [node],
         description: 'The rows of this page without cursors (the same rows as `edges`).',
+        // biome-ignore lint/suspicious/noExplicitAny: Pothos cannot resolve a field's shape from a generic ref (OutputRef<T>) inside this helper
         resolve: (c) => c.edges.map((e) => e.node) as any,
       }),
       pageInfo: t.field({

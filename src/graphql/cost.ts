@@ -87,15 +87,15 @@ export function operationCost(
     if (v.defaultValue) defaults.set(v.variable.name.value, v.defaultValue);
 
   /** A value sent for an argument: the literal, or the variable's value (or its default in the operation). */
-  const valueOf = (node: ValueNode): unknown => {
+  const argumentValue = (node: ValueNode): unknown => {
     if (node.kind === Kind.VARIABLE) {
       const name = node.name.value;
       if (variables && name in variables) return variables[name];
       const fallback = defaults.get(name);
-      return fallback ? valueOf(fallback) : undefined;
+      return fallback ? argumentValue(fallback) : undefined;
     }
     if (node.kind === Kind.INT) return Number(node.value);
-    if (node.kind === Kind.LIST) return node.values.map(valueOf);
+    if (node.kind === Kind.LIST) return node.values.map(argumentValue);
     return undefined;
   };
 
@@ -109,7 +109,7 @@ export function operationCost(
       if (!arg) continue;
       declared = true;
       const sent = argument(field, name);
-      const value = sent ? valueOf(sent.value) : arg.defaultValue;
+      const value = sent ? argumentValue(sent.value) : arg.defaultValue;
       if (typeof value === 'number' && Number.isInteger(value) && value >= 0) return Math.min(value, MAX_PAGE_SIZE);
     }
     return declared ? DEFAULT_PAGE_SIZE : undefined;
@@ -123,7 +123,7 @@ export function operationCost(
   ): number => {
     if (def.args.some((a) => a.name === IDS_ARG)) {
       const sent = argument(field, IDS_ARG);
-      const ids = sent ? valueOf(sent.value) : undefined;
+      const ids = sent ? argumentValue(sent.value) : undefined;
       if (Array.isArray(ids)) return ids.length;
       if (ids !== undefined && ids !== null) return 1; // a single id is coerced to a list of one
     }

@@ -272,7 +272,7 @@ export function operationLimitsPlugin(limits: GraphqlLimits): Plugin {
         // operation is stopped as the deadline stops it, answering 400 operation_too_expensive (response_size).
         if (limits.maxResponseBytes)
           startResponseBudget(execArgs.contextValue, limits.maxResponseBytes, (refusal) => limit.abort(refusal));
-        let work;
+        let work: Promise<Awaited<ReturnType<typeof executeFn>>>;
         try {
           // Its statements are bound to the deadline: cancelled in the server when it passes (src/db/operation-scope.ts).
           work = Promise.resolve(

@@ -1,6 +1,6 @@
 // The list shape shared by every collection: { nodes, pagination { page perPage total lastPage } }.
 import { LIMITS } from '../config.js';
-import type { ArgBuilder } from '@pothos/core';
+import type { ArgBuilder, OutputRef } from '@pothos/core';
 import { builder, type Types } from './builder.js';
 import { DEFAULT_PER_PAGE, MAX_PER_PAGE, type Page, type Pagination } from '../db/lists.js';
 import { invalidInput } from '../errors.js';
@@ -35,7 +35,7 @@ export const DirectionEnum = builder.enumType('Direction', {
 });
 
 /** `<Name>List { nodes: [Name!]! pagination: Pagination! }` */
-export function listOf<T>(name: string, item: any) {
+export function listOf<T>(name: string, item: OutputRef<T>) {
   return builder.objectRef<Page<T>>(`${name}List`).implement({
     description: `One page of ${name} objects and where it sits in the whole list.`,
     fields: (t) => ({

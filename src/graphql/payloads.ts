@@ -1,10 +1,11 @@
 // Mutation payload objects: `{ <key>: <Type> }`, named after what the mutation returns. Every payload hands back
 // the object it changed, so a client cache updates itself; delete payloads also carry the deleted object's global
 // `deletedId`, so a client can evict it.
+import type { OutputRef } from '@pothos/core';
 import { builder } from './builder.js';
 import { toGlobalId } from './node.js';
 
-export function payloadOf<T>(name: string, key: string, type: any, description?: string) {
+export function payloadOf<T>(name: string, key: string, type: OutputRef<T>, description?: string) {
   const mutation = name.replace(/Payload$/, '').replace(/^./, (c) => c.toLowerCase());
   return builder.objectRef<Record<string, T>>(name).implement({
     description: description ?? `What \`${mutation}\` returns: the ${key}, as it is after the change.`,
@@ -12,6 +13,7 @@ export function payloadOf<T>(name: string, key: string, type: any, description?:
       [key]: t.field({
         type,
         description: 'The object as it is after the change.',
+        // biome-ignore lint/suspicious/noExplicitAny: Pothos cannot resolve a field's shape from a generic ref (OutputRef<T>) inside this helper
         resolve: (p: Record<string, T>) => p[key] as any,
       }),
     }),
@@ -26,7 +28,7 @@ export interface DeleteResult<T> {
   object: T | null;
 }
 
-export function deletePayloadOf<T>(name: string, key: string, type: any) {
+export function deletePayloadOf<T>(name: string, key: string, type: OutputRef<T>) {
   return builder.objectRef<DeleteResult<T>>(name).implement({
     description: `The result of a delete: \`deletedId\` names what was deleted; \`${key}\` is the object after a soft delete when the visitor may still see it, null after a hard delete.`,
     fields: (t) => ({
@@ -43,6 +45,7 @@ export function deletePayloadOf<T>(name: string, key: string, type: any) {
         nullable: true,
         description:
           'The object after a soft delete (state DELETED); null after a hard delete or when the visitor may no longer see it.',
+        // biome-ignore lint/suspicious/noExplicitAny: Pothos cannot resolve a field's shape from a generic ref (OutputRef<T>) inside this helper
         resolve: (p: DeleteResult<T>) => p.object as any,
       }),
     }),
@@ -50,7 +53,11 @@ export function deletePayloadOf<T>(name: string, key: string, type: any) {
 }
 
 /** `{ ok, <key>: <Type> }`: a change to a relation (a team, a prefix assignment, a permission) and the object it changed. */
-export function okPayloadOf<T>(name: string, objects: Record<string, { type: any; description: string }>) {
+export function okPayloadOf<T>(
+  name: string,
+  // biome-ignore lint/suspicious/noExplicitAny: the objects are of different types (a download and a user, a prefix and a category): no one T fits them
+  objects: Record<string, { type: any; description: string }>,
+) {
   return builder.objectRef<{ ok: true } & Record<string, T>>(name).implement({
     description: 'The result of a change, with the objects it changed.',
     fields: (t) => ({
@@ -58,6 +65,7 @@ export function okPayloadOf<T>(name: string, objects: Record<string, { type: any
       ...Object.fromEntries(
         Object.entries(objects).map(([key, o]) => [
           key,
+          // biome-ignore lint/suspicious/noExplicitAny: the field's shape is that of o.type, which is any (above)
           t.field({ type: o.type, description: o.description, resolve: (p: Record<string, T>) => p[key] as any }),
         ]),
       ),

@@ -20,7 +20,7 @@ function projectRoot(): string {
   while (!fs.existsSync(path.join(dir, 'package.json')) || !fs.existsSync(path.join(dir, 'public'))) {
     const up = path.dirname(dir);
     if (up === dir)
-      throw new Error("The service's public/ folder was not found above " + fileURLToPath(import.meta.url));
+      throw new Error(`The service's public/ folder was not found above ${fileURLToPath(import.meta.url)}`);
     dir = up;
   }
   return dir;

@@ -26,10 +26,7 @@ export class RateLimits {
   private readonly redis: Redis | null;
   private readonly headersFor = new WeakMap<Request, Record<string, string>>();
 
-  constructor(
-    private readonly s: RateLimitSettings,
-    log: Logger,
-  ) {
+  constructor(s: RateLimitSettings, log: Logger) {
     // ioredis is loaded only when REDIS_URL is set: a start without Redis does not pay for it.
     this.redis =
       s.redisUrl && (s.perMinute || s.superPerMinute)

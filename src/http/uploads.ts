@@ -6,7 +6,7 @@ import fs from 'node:fs/promises';
 import { createReadStream } from 'node:fs';
 import type { Readable } from 'node:stream';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Plugin } from 'graphql-yoga';
+import type { GraphQLParams, Plugin } from 'graphql-yoga';
 import { processRequest, Upload, type FileUpload } from 'graphql-upload-minimal';
 import { ingest } from '../files/ingest.js';
 import type { Storage } from '../files/storage/index.js';
@@ -156,7 +156,7 @@ export function graphqlUploadPlugin(opts: GraphqlUploadOptions): Plugin {
         // The rest of the body must parse too (a malformed part after the files, no closing boundary).
         const failed = await parser.ended;
         if (failed) throw malformed(failed);
-        return operations as any;
+        return operations as GraphQLParams | GraphQLParams[];
       });
     },
     async onResponse({ request, serverContext }) {

@@ -74,7 +74,10 @@ export function textInputPlugin(): Plugin {
   const documents = new WeakMap<DocumentNode, { path: string; why: string } | null>();
   const inDocument = (doc: DocumentNode) => {
     let hit = documents.get(doc);
-    if (hit === undefined) documents.set(doc, (hit = findInDocument(doc)));
+    if (hit === undefined) {
+      hit = findInDocument(doc);
+      documents.set(doc, hit);
+    }
     return hit;
   };
   return {

@@ -48,7 +48,10 @@ function loader<V>(
   empty: V,
 ): DataLoader<number, V> {
   let byKey = loaders.get(ctx);
-  if (!byKey) loaders.set(ctx, (byKey = new Map()));
+  if (!byKey) {
+    byKey = new Map();
+    loaders.set(ctx, byKey);
+  }
   let l = byKey.get(key) as DataLoader<number, V> | undefined;
   if (!l) {
     l = new DataLoader<number, V>(
@@ -104,12 +107,17 @@ function downloadFilterSql(filter: ReturnType<typeof downloadListFilter>) {
 export const VersionConnection = connectionOf<Version>('Version', VersionRef, 'version');
 
 type TeamMemberRow = User & { addedAt: Date };
-export const DownloadTeamConnection = connectionOf<TeamMemberRow>('DownloadTeam', UserRef, 'team member', (t) => ({
-  addedAt: t.int({
-    description: 'When the user joined the team (Unix seconds).',
-    resolve: (e) => unix((e.node as TeamMemberRow).addedAt),
+export const DownloadTeamConnection = connectionOf<TeamMemberRow, User>(
+  'DownloadTeam',
+  UserRef,
+  'team member',
+  (t) => ({
+    addedAt: t.int({
+      description: 'When the user joined the team (Unix seconds).',
+      resolve: (e) => unix((e.node as TeamMemberRow).addedAt),
+    }),
   }),
-}));
+);
 
 const VersionOrderEnum = builder.enumType('VersionOrder', {
   description: "The orders of a download's versions.",

@@ -4,7 +4,7 @@
 // before the per-row permission check, and rows the visitor may not see are dropped after paging.
 import { queryFromInfo } from '@pothos/plugin-prisma';
 import type { GraphQLResolveInfo } from 'graphql';
-import type { Category, Comment, Download, File, Version } from '../generated/prisma/client.js';
+import type { Category, Comment, Download, File } from '../generated/prisma/client.js';
 import { builder } from '../graphql/builder.js';
 import { connectionArgs, connectionFrom, connectionOf } from '../graphql/connections.js';
 import { DirectionEnum } from '../graphql/pagination.js';

@@ -15,14 +15,23 @@ export async function loadPermissionData(prisma: PrismaClient): Promise<Permissi
   const data: PermissionData = { grants: new Map(), overrides: new Map(), parents: new Map() };
   for (const g of grants) {
     let set = data.grants.get(g.groupId);
-    if (!set) data.grants.set(g.groupId, (set = new Set()));
+    if (!set) {
+      set = new Set();
+      data.grants.set(g.groupId, set);
+    }
     set.add(g.permission);
   }
   for (const o of overrides) {
     let byGroup = data.overrides.get(o.categoryId);
-    if (!byGroup) data.overrides.set(o.categoryId, (byGroup = new Map()));
+    if (!byGroup) {
+      byGroup = new Map();
+      data.overrides.set(o.categoryId, byGroup);
+    }
     let byPerm = byGroup.get(o.groupId);
-    if (!byPerm) byGroup.set(o.groupId, (byPerm = new Map()));
+    if (!byPerm) {
+      byPerm = new Map();
+      byGroup.set(o.groupId, byPerm);
+    }
     byPerm.set(o.permission, o.value);
   }
   for (const c of categories) data.parents.set(c.id, c.parentId);

@@ -80,8 +80,9 @@ export class TestApp {
     if (opts.form) {
       const p = new URLSearchParams();
       for (const [k, v] of Object.entries(opts.form)) {
-        if (Array.isArray(v)) v.forEach((item) => p.append(`${k}[]`, String(item)));
-        else p.append(k, typeof v === 'boolean' ? (v ? '1' : '0') : String(v));
+        if (Array.isArray(v)) {
+          for (const item of v) p.append(`${k}[]`, String(item));
+        } else p.append(k, typeof v === 'boolean' ? (v ? '1' : '0') : String(v));
       }
       body = p.toString();
       headers['content-type'] = 'application/x-www-form-urlencoded';

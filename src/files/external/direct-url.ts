@@ -34,7 +34,8 @@ function safeLookup(allowPrivate: boolean): LookupFunction {
             return callback(Object.assign(new Error(`${hostname} resolves to ${why}.`), { code: 'EFORBIDDEN' }), '', 4);
         }
       }
-      if ((options as { all?: boolean }).all) return (callback as any)(null, list);
+      if ((options as { all?: boolean }).all)
+        return (callback as (err: null, addresses: dns.LookupAddress[]) => void)(null, list);
       callback(null, list[0]!.address, list[0]!.family);
     });
   };

@@ -25,7 +25,7 @@ export function assertCanMintKey(
   boundUser: { id: number; isAdmin: boolean } | null,
 ): void {
   if (type === 'super' && !minter.isSuper) throw onlySuper('create super-user keys');
-  if (boundUser && boundUser.isAdmin && boundUser.id !== minter.userId && !minter.isSuper) {
+  if (boundUser?.isAdmin && boundUser.id !== minter.userId && !minter.isSuper) {
     throw onlySuper('create keys for another administrator');
   }
   const missing = missingScopes(minter, scopes);

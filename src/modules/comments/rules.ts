@@ -91,7 +91,7 @@ export async function commentSlice(
   const w = slice.window ?? { size: slice.take, backward: false, cursor: null };
   const withDownload = (query as { select?: object }).select
     ? query
-    : { ...query, include: { ...(query as any).include, download: true } };
+    : { ...query, include: { ...(query as { include?: object }).include, download: true } };
   const [total, rows] = await Promise.all([
     countComments(db.prisma, where),
     db.prisma.comment.findMany({
@@ -151,7 +151,7 @@ export async function viewableComment(
   const c = (await prisma.comment.findUnique({
     ...extra,
     where: { id },
-    include: { ...(extra as any).include, download: true },
+    include: { ...(extra as { include?: object }).include, download: true },
   })) as unknown as WithDownload | null;
   return mayViewComment(access, id, c);
 }

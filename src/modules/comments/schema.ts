@@ -9,7 +9,7 @@ import { NodeRef, registerNode, unlessUnseen } from '../../graphql/node.js';
 import { noPermission } from '../../errors.js';
 import * as comments from './rules.js';
 import type { Context } from '../../graphql/context.js';
-import type { Access } from '../../permissions/access.js';
+import type { Access, CommentRow, DownloadRow } from '../../permissions/access.js';
 
 const READ = ['mc_dm_download:read'];
 const WRITE = ['mc_dm_download:write'];
@@ -42,12 +42,18 @@ builder.prismaObject('CommentEdit', {
  * A permission check on a comment and its download: at once when both are at hand (the lists load the download),
  * else once the download is read.
  */
-const onComment = (c: Comment & { download?: any }, ctx: Context, check: (a: Access, c: any, d: any) => boolean) =>
-  c.download
-    ? ctx.withAccess((a) => check(a, c, c.download))
+const onComment = (
+  c: Comment & { download?: DownloadRow },
+  ctx: Context,
+  check: (a: Access, c: CommentRow, d: DownloadRow) => boolean,
+) => {
+  const download = c.download;
+  return download
+    ? ctx.withAccess((a) => check(a, c, download))
     : ctx.prisma.download
         .findUniqueOrThrow({ where: { id: c.downloadId } })
         .then((d) => ctx.withAccess((a) => check(a, c, d)));
+};
 
 export const CommentRef = builder.prismaObject('Comment', {
   description:

@@ -137,7 +137,7 @@ export async function fileSlice(
   const w = slice.window ?? { size: slice.take, backward: false, cursor: null };
   const withParents = (query as { select?: object }).select
     ? query
-    : { ...query, include: { ...(query as any).include, version: { include: { download: true } } } };
+    : { ...query, include: { ...(query as { include?: object }).include, version: { include: { download: true } } } };
   const [total, rows] = await Promise.all([
     countFiles(deps.prisma, where),
     deps.prisma.file.findMany({
@@ -180,7 +180,10 @@ export async function viewableFile(
   const f = (await deps.prisma.file.findUnique({
     ...extra,
     where: { id },
-    include: { ...(extra as any).include, version: { include: { download: { include: { category: true } } } } },
+    include: {
+      ...(extra as { include?: object }).include,
+      version: { include: { download: { include: { category: true } } } },
+    },
   })) as unknown as FileWithParents | null;
   return mayViewFile(deps, id, f);
 }
@@ -460,6 +463,7 @@ const forbidden = (reason: string) =>
 /** A name safe to store and to send back in Content-Disposition. */
 export function safeFilename(raw: string): string {
   const base = raw.split(/[\\/]/).pop() ?? '';
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what is stripped from filenames
   let clean = base.replace(/[\0-\x1f\x7f"]/g, '').trim();
   if (clean.length > MAX_FILENAME) {
     const ext = /\.[^.]{1,16}$/.exec(clean)?.[0] ?? '';

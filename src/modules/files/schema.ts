@@ -283,7 +283,7 @@ builder.mutationFields((t) => ({
       }),
     },
     resolve: async (_r, { input }, ctx) => {
-      const file = input.file ? await incoming(input.file as any) : null;
+      const file = input.file ? await incoming(input.file as Parameters<typeof incoming>[0]) : null;
       return { file: await files.createFile(deps(ctx, await ctx.access()), { ...input, file }) };
     },
   }),
