@@ -77,7 +77,7 @@ describe('the authorization table covers the whole surface', () => {
     }
     expect(disagree).toEqual([]);
   });
-  it("a description that names scopes names exactly the declared ones, so the prose cannot drift from the data", () => {
+  it('a description that names scopes names exactly the declared ones, so the prose cannot drift from the data', () => {
     const drift: string[] = [];
     for (const [name, field] of rootFields()) {
       const needs = /Needs ([^.]*)\./.exec(field.description ?? '')?.[1];

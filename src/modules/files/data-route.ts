@@ -6,7 +6,7 @@
 import type { Plugin } from 'graphql-yoga';
 import type { Context } from '../../graphql/context.js';
 import { requireScopes } from '../../auth/scopes.js';
-import { ApiError, noPermission, notFound, statusOfError, toErrorItem, headersOf } from '../../errors.js';
+import { ApiError, notFound, statusOfError, toErrorItem, headersOf } from '../../errors.js';
 import { countFileDownload, fileToServe } from './rules.js';
 import { MAX_INT, wholeNumberRange } from '../../input/numbers.js';
 
