@@ -12,7 +12,8 @@ import { connectionArgs, connectionFrom, connectionOf } from '../graphql/connect
 import { CategoryConnection, CommentConnection, DownloadConnection, FileConnection } from './connections-root.js';
 import { DirectionEnum } from '../graphql/pagination.js';
 import { CategoryOrderEnum, CategoryRef } from './categories/index.js';
-import { DownloadOrderEnum, DownloadRef, DownloadStateEnum, VersionRef } from './downloads/index.js';
+import { DownloadOrderEnum, DownloadRef, DownloadStateEnum } from './downloads/index.js';
+import { VersionRef } from './versions/index.js';
 import { CommentOrderEnum } from './comments/index.js';
 import { FileOrderEnum, deps } from './files/index.js';
 import { UserRef } from './accounts/index.js';

@@ -5,6 +5,7 @@ import '../graphql/pagination.js';
 import '../graphql/node.js';
 import './accounts/index.js';
 import './downloads/index.js';
+import './versions/index.js';
 import './comments/index.js';
 import './files/index.js';
 import './connections-root.js';
