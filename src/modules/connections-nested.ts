@@ -115,7 +115,7 @@ export const DownloadTeamConnection = connectionOf<TeamMemberRow, User>(
   (t) => ({
     addedAt: t.int({
       description: 'When the user joined the team (Unix seconds).',
-      resolve: (e) => unix((e.node as TeamMemberRow).addedAt),
+      resolve: (e) => unix(e.node.addedAt),
     }),
   }),
 );
