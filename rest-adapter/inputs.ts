@@ -22,10 +22,18 @@ export class Opaque {
   constructor(readonly value: unknown) {}
 }
 
-export type Raw = string | number | boolean | null | Opaque | Raw[] | { [k: string]: Raw };
+export type Raw = string | number | boolean | null | Opaque | Repeated | Raw[] | { [k: string]: Raw };
 export type RawFields = Map<string, Raw>;
 
 export const toSnake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+/**
+ * A field sent more than once without `[]` (`hash=a&hash=b`): a list variable takes every value, any other the last
+ * one (as PHP reads such a query string).
+ */
+export class Repeated {
+  constructor(readonly values: string[]) {}
+}
 
 /** Adds URL-encoded pairs (query string or form body); `tags[]=a&tags[]=b` becomes the list `tags`. */
 export function addPairs(into: RawFields, pairs: Iterable<[string, string]>): void {
@@ -35,7 +43,10 @@ export function addPairs(into: RawFields, pairs: Iterable<[string, string]>): vo
       const prev = into.get(name);
       into.set(name, Array.isArray(prev) ? [...prev, value] : [value]);
     } else {
-      into.set(key, value);
+      const prev = into.get(key);
+      if (prev instanceof Repeated) into.set(key, new Repeated([...prev.values, value]));
+      else if (typeof prev === 'string') into.set(key, new Repeated([prev, value]));
+      else into.set(key, value);
     }
   }
 }
@@ -61,6 +72,15 @@ function coerce(
   }
   if (raw === null) return null;
   if (raw instanceof Opaque) return raw.value;
+  if (raw instanceof Repeated) {
+    return coerce(
+      type,
+      type instanceof GraphQLList ? raw.values : raw.values[raw.values.length - 1]!,
+      field,
+      missing,
+      min,
+    );
+  }
   if (typeof raw === 'string') {
     const why = badText(raw);
     if (why) throw invalidInput(field, `${field} ${why}.`);

@@ -24,6 +24,7 @@ import type { S3Storage } from './files/storage/s3.js';
 import { schedulePurge } from './jobs/purge.js';
 import { scheduleRevalidation } from './jobs/revalidate.js';
 import { scheduleReclaim } from './jobs/reclaim.js';
+import { scheduleHashBackfill } from './jobs/file-hashes.js';
 import { PermissionCache } from './permissions/load.js';
 import { AuthCache } from './auth/visitor.js';
 import { LocalChangeFeed, PostgresChangeFeed, type ChangeFeed } from './db/changes.js';
@@ -190,6 +191,7 @@ export async function startApp(
     const stopPurge = schedulePurge(db.prisma, storage, config.softDeleteRetentionDays, log);
     const stopRevalidation = scheduleRevalidation(db.prisma, storage, config.externalUrlAllowPrivate, log);
     const stopReclaim = scheduleReclaim(db.prisma, storage, log);
+    const stopHashBackfill = scheduleHashBackfill(db.prisma, storage, log);
     const stopIdleRelease = releaseMemoryWhenIdle(server, {
       idleMs: config.memoryReleaseIdleSeconds * 1000,
       onRelease: (before, after) =>
@@ -211,6 +213,7 @@ export async function startApp(
         stopPurge();
         stopRevalidation();
         stopReclaim();
+        stopHashBackfill();
         stopIdleRelease();
         const drained = new Promise<void>((resolve) => server.close(() => resolve()));
         // Keep-alive connections become idle as their last request ends: close them as they do.

@@ -23,6 +23,8 @@ export const LIMITS = {
   maxFilename: 200,
   /** Characters in a comment. */
   maxCommentMessage: 50_000,
+  /** Hashes one lookup by hash takes, and the most files it answers. */
+  maxHashes: 100,
   /** How long a comment's author may edit it without the edit being recorded. */
   commentEditGraceMs: 5 * 60 * 1000,
 } as const;

@@ -23,6 +23,7 @@ const FIXED_BOUNDS = {
   'ApiKey.scopes': 6, // a subset of the six, without repeats (normalizeScopes)
   'Group.permissions': 19, // the permission names, each at most once per group (primary key)
   'Query.effectivePermissions': 19, // one per permission name
+  'Query.filesByHash': 100, // at most 100 files answered, whatever the hashes match
 };
 const PAGE_SIZE_ARGS = ['first', 'last', 'perPage'];
 

@@ -1,4 +1,4 @@
-// Streams incoming bytes to a temporary file while counting, hashing (SHA-256) and keeping the first bytes for
+// Streams incoming bytes to a temporary file while counting, hashing (SHA-256, SHA-1 and SHA-512 in one pass) and keeping the first bytes for
 // MIME sniffing. Over the server limit it stops reading, removes the temporary file and answers
 // 422 upload_exceeds_php_limit. Nothing is ever buffered whole.
 import crypto from 'node:crypto';
@@ -16,6 +16,9 @@ export interface Ingested {
   size: number;
   /** `sha256:<hex>` */
   hash: string;
+  /** `sha1:<hex>` and `sha512:<hex>`, from the same pass. */
+  sha1: string;
+  sha512: string;
   head: Buffer;
 }
 
@@ -40,6 +43,8 @@ export async function ingest(
 ): Promise<Ingested> {
   const tmpPath = path.join(tmpDir, temporaryFileName());
   const hash = crypto.createHash('sha256');
+  const sha1 = crypto.createHash('sha1');
+  const sha512 = crypto.createHash('sha512');
   let size = 0;
   const headChunks: Buffer[] = [];
   let headLength = 0;
@@ -49,6 +54,8 @@ export async function ingest(
       ingestedBytes[from] += chunk.length;
       if (size > maxBytes) return done(tooLarge(maxBytes));
       hash.update(chunk);
+      sha1.update(chunk);
+      sha512.update(chunk);
       if (headLength < HEAD_BYTES) {
         headChunks.push(chunk.subarray(0, HEAD_BYTES - headLength));
         headLength += Math.min(chunk.length, HEAD_BYTES - headLength);
@@ -67,5 +74,12 @@ export async function ingest(
     source.destroy();
     throw err;
   }
-  return { tmpPath, size, hash: `sha256:${hash.digest('hex')}`, head: Buffer.concat(headChunks) };
+  return {
+    tmpPath,
+    size,
+    hash: `sha256:${hash.digest('hex')}`,
+    sha1: `sha1:${sha1.digest('hex')}`,
+    sha512: `sha512:${sha512.digest('hex')}`,
+    head: Buffer.concat(headChunks),
+  };
 }

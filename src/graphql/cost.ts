@@ -56,6 +56,7 @@ export const LIST_BOUNDS: Readonly<Record<string, number>> = {
   'ApiKey.scopes': SCOPES.length,
   'Group.permissions': PERMISSIONS.length,
   'Query.effectivePermissions': PERMISSIONS.length,
+  'Query.filesByHash': LIMITS.maxHashes,
 };
 
 export function operationOf(

@@ -227,6 +227,8 @@ export const fields: Record<string, Row> = {
   comment: { scopes: DR, target: 'comment', expect: (w, s) => check([rules.canViewComment(w, s), DENY]) },
   files: { scopes: DR, target: 'file', expect: (w, s) => (rules.canViewDownload(w, s) ? 'listed' : DENY) },
   file: { scopes: DR, target: 'file', expect: (w, s) => check([rules.canViewDownload(w, s), DENY]) },
+  // A lookup, not a read of one object: files the visitor may not view are simply absent.
+  filesByHash: { scopes: DR, target: 'file', expect: (w, s) => list(rules.canViewDownload(w, s)) },
   categoriesConnection: { scopes: CR, target: 'category', expect: (w, c) => list(rules.canViewCategory(w, c)) },
   downloadsConnection: { scopes: DR, target: 'download', expect: (w, s) => list(rules.listsDownload(w, s)) },
   commentsConnection: {

@@ -433,6 +433,8 @@ export async function createFile(deps: FileDeps, input: CreateFileInput): Promis
       filename,
       fileSize: BigInt(ingested.size),
       fileHash: ingested.hash,
+      sha1: ingested.sha1,
+      sha512: ingested.sha512,
       mimeType: outcome.mimeType,
     };
     if (outcome.rejection) return await reject(deps, v, ingested, common, outcome.rejection);
@@ -635,4 +637,69 @@ export async function countFileDownload(
     prisma.version.update({ where: { id: f.versionId }, data: { downloadCount: { increment: 1 } } }),
     prisma.download.update({ where: { id: f.version.downloadId }, data: { downloadCount: { increment: 1 } } }),
   ]);
+}
+
+// ───────────── lookup by hash
+
+const HASH_LENGTHS = { sha1: 40, sha256: 64, sha512: 128 } as const;
+type HashAlgorithm = keyof typeof HASH_LENGTHS;
+
+/** `<algo>:<hex>` checked and lower-cased; anything else answers invalid_input naming the value. */
+export function parseFileHash(raw: string, field = 'hash'): { algorithm: HashAlgorithm; value: string } {
+  const m = /^(sha1|sha256|sha512):([0-9a-fA-F]+)$/.exec(raw.trim());
+  const algorithm = m?.[1] as HashAlgorithm | undefined;
+  if (!m || !algorithm || m[2]!.length !== HASH_LENGTHS[algorithm]) {
+    throw invalidInput(
+      field,
+      `${field} must be sha1:<40 hex digits>, sha256:<64 hex digits> or sha512:<128 hex digits>, got "${raw.slice(0, 140)}".`,
+    );
+  }
+  return { algorithm, value: `${algorithm}:${m[2]!.toLowerCase()}` };
+}
+
+/**
+ * The files whose SHA-1, SHA-256 or SHA-512 is one of `hashes` and that the visitor may view, each with its version
+ * and download, newest first; at most LIMITS.maxHashes of them. Unknown hashes are simply absent.
+ */
+export async function filesByHash(
+  deps: FileDeps,
+  hashes: readonly string[],
+  extra: Omit<Prisma.FileFindManyArgs, 'where' | 'orderBy' | 'take'> = {},
+): Promise<FileWithParents[]> {
+  if (hashes.length === 0) throw requiredMissing(['hash']);
+  if (hashes.length > LIMITS.maxHashes) {
+    throw invalidInput('hash', `At most ${LIMITS.maxHashes} hashes per lookup, got ${hashes.length}.`);
+  }
+  const wanted: Record<HashAlgorithm, string[]> = { sha1: [], sha256: [], sha512: [] };
+  for (const raw of hashes) {
+    const h = parseFileHash(raw);
+    wanted[h.algorithm].push(h.value);
+  }
+  const or: Prisma.FileWhereInput[] = [];
+  if (wanted.sha1.length) or.push({ sha1: { in: wanted.sha1 } });
+  if (wanted.sha256.length) or.push({ fileHash: { in: wanted.sha256 } });
+  if (wanted.sha512.length) or.push({ sha512: { in: wanted.sha512 } });
+  const rows = (await deps.prisma.file.findMany({
+    ...extra,
+    where: { isDeleted: false, OR: or },
+    include: {
+      ...(extra as { include?: object }).include,
+      version: { include: { download: { include: { category: true } } } },
+    },
+    orderBy: { id: 'desc' },
+    // Files the visitor may not view are dropped after the read: read a margin more, so they rarely shorten the answer.
+    take: LIMITS.maxHashes * 2,
+  })) as unknown as FileWithParents[];
+  const visible: FileWithParents[] = [];
+  for (const f of rows) {
+    if (visible.length === LIMITS.maxHashes) break;
+    if (await fileVisibleTo(deps, f, f.version.download)) visible.push(f);
+  }
+  return visible;
+}
+
+/** One page (`page`, `perPage`) of rows already read whole, such as the answer of a lookup by hash. */
+export function pageOf<T>(rows: T[], args: PageRequest): Page<T> {
+  const w = pageWindow(args);
+  return { nodes: rows.slice(w.skip, w.skip + w.take), pagination: paginationOf(w, rows.length) };
 }

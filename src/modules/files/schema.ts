@@ -66,6 +66,14 @@ export const FileRef = builder.prismaObject('File', {
     }),
     fileSize: t.expose('fileSize', { type: 'Long', description: 'Size in bytes; 0 for link-only files.' }),
     fileHash: t.exposeString('fileHash', { description: '`sha256:<hex>`; empty for link-only files.' }),
+    sha1: t.exposeString('sha1', {
+      description:
+        '`sha1:<hex>`, computed with fileHash; empty for link-only files (and older files until the backfill reaches them).',
+    }),
+    sha512: t.exposeString('sha512', {
+      description:
+        '`sha512:<hex>`, computed with fileHash; empty for link-only files (and older files until the backfill reaches them).',
+    }),
     mimeType: t.exposeString('mimeType', {
       description:
         'The media type, detected from the bytes or else from the extension; application/octet-stream when unknown.',
@@ -159,13 +167,29 @@ builder.queryFields((t) => ({
         description:
           'The version whose files to list; required except with super-user keys. Unknown: mc_dm_api_error.version_not_found.',
       }),
+      hash: t.arg.stringList({
+        required: false,
+        description: `Instead of versionId: the files with any of these hashes (as \`filesByHash\`, up to ${LIMITS.maxHashes}), paged.`,
+      }),
     },
-    resolve: async (_r, args, ctx, info) =>
-      files.listFiles(
-        deps(ctx, await ctx.access()),
-        args,
-        queryFromInfo({ context: ctx, info, typeName: 'File', path: ['nodes'] }) as object,
-      ),
+    resolve: async (_r, args, ctx, info) => {
+      const query = queryFromInfo({ context: ctx, info, typeName: 'File', path: ['nodes'] }) as object;
+      if (args.hash == null) return files.listFiles(deps(ctx, await ctx.access()), args, query);
+      return files.pageOf(await files.filesByHash(deps(ctx, await ctx.access()), args.hash, query), args);
+    },
+  }),
+  filesByHash: t.prismaField({
+    type: ['File'],
+    description: `The files with any of these hashes that the visitor may view, newest first: launchers identify installed files this way. Each hash is \`sha1:<hex>\`, \`sha256:<hex>\` (as \`fileHash\`) or \`sha512:<hex>\`; unknown hashes are simply absent. At most ${LIMITS.maxHashes} hashes, and ${LIMITS.maxHashes} files answered. Needs mc_dm_download:read. Errors: invalid_input (a malformed hash, named; more than ${LIMITS.maxHashes}), required_input_missing (no hash).`,
+    authScopes: { scope: READ },
+    args: {
+      hashes: t.arg.stringList({
+        required: true,
+        description: 'sha1:, sha256: or sha512: followed by the hex digest.',
+      }),
+    },
+    resolve: async (query, _r, args, ctx) =>
+      files.filesByHash(deps(ctx, await ctx.access()), args.hashes, query as object),
   }),
   file: t.prismaField({
     type: 'File',
