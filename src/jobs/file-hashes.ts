@@ -66,7 +66,7 @@ export async function backfillFileHashes(prisma: PrismaClient, storage: Storage)
   }
 }
 
-/** Runs the backfill a minute after start and then hourly (a no-op once every file has its hashes). */
+/** Runs the backfill ten minutes after start (once the start-up traffic has passed) and then hourly (a no-op once every file has its hashes). */
 export function scheduleHashBackfill(prisma: PrismaClient, storage: Storage, log: Logger): () => void {
   return schedule(
     'file hash backfill',
@@ -74,7 +74,7 @@ export function scheduleHashBackfill(prisma: PrismaClient, storage: Storage, log
       const r = await backfillFileHashes(prisma, storage);
       if (r.hashed || r.missing) log.info(r, `file hash backfill: ${r.hashed} hashed, ${r.missing} blobs missing`);
     },
-    { firstMs: 60_000, everyMs: 3_600_000 },
+    { firstMs: 10 * 60_000, everyMs: 3_600_000 },
     log,
   );
 }
