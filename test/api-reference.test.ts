@@ -198,6 +198,7 @@ forEachDatabase((kind) => {
         'can_download',
         'is_visible',
         'is_password_protected',
+        'tags',
         'Category',
         'CurrentVersion',
       ]) {

@@ -33,6 +33,7 @@ const FULL = [
   'can_download',
   'is_visible',
   'is_password_protected',
+  'tags',
   'Category',
   'CurrentVersion',
 ];

@@ -10,10 +10,21 @@ describe('downloadRelationsOf', () => {
   it('takes the shapes the reads load and refuses the rest', () => {
     expect(downloadRelationsOf(undefined)).toEqual({ category: false, currentVersion: false });
     expect(downloadRelationsOf({})).toEqual({ category: false, currentVersion: false });
-    expect(downloadRelationsOf({ include: { category: true } })).toEqual({ category: true, currentVersion: false });
+    expect(downloadRelationsOf({ include: { category: true } })).toEqual({
+      category: true,
+      currentVersion: false,
+      tags: false,
+    });
     expect(downloadRelationsOf({ include: { category: true, currentVersion: true } })).toEqual({
       category: true,
       currentVersion: true,
+      tags: false,
+    });
+    // The tag names, as Download.tags selects them, are read too; any other shape of tags is Prisma's.
+    expect(downloadRelationsOf({ include: { tags: { select: { tag: { select: { name: true } } } } } })).toEqual({
+      category: false,
+      currentVersion: false,
+      tags: true,
     });
     expect(downloadRelationsOf({ include: { tags: { select: { tag: true } } } })).toBeNull();
     expect(downloadRelationsOf({ include: { category: { include: { parent: true } } } })).toBeNull();
@@ -204,7 +215,7 @@ forEachDatabase((kind) => {
     expect(page.body.pagination.total).toBe(30); // a super-user key lists every state
     expect(t.app.db.statements() - before).toBe(2); // an empty page past the end counts separately
 
-    // Tags are not in the hand-written reads: Prisma answers, with the same rows.
+    // Tags are read by the hand-written statement too (their names, sorted), with the rows Prisma would answer.
     await t.prisma.tag.create({ data: { name: 'alpha', downloads: { create: { downloadId: visible.id } } } });
     const gql = await t.gqlOk(
       `query($id: Int!) { download(downloadId: $id) { title tags category { title } currentVersion { versionString } }

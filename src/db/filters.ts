@@ -14,7 +14,7 @@ export class SqlRef {
 export const sqlRef = (sql: string) => new SqlRef(sql);
 
 /** One filter key: the column it compares, the column's SQL type, and the comparison. */
-export interface FilterTerm<F> {
+export interface ColumnTerm<F> {
   key: keyof F & string;
   /** The column's name, which is also the Prisma field's. */
   column: string;
@@ -23,6 +23,17 @@ export interface FilterTerm<F> {
   /** `equals`: the column equals the value, or IS NULL for a null value; `atLeast`: the column >= the value. */
   op: 'equals' | 'atLeast';
 }
+
+/** A filter key that is no comparison of a column (rows related through another table): its SQL and its Prisma where. */
+export interface CustomTerm<F, V = never> {
+  key: keyof F & string;
+  sql(t: string, value: V, bind: Bind): string;
+  where(value: V): object;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: each custom term states its own value type; the spec holds any of them
+export type FilterTerm<F> = ColumnTerm<F> | CustomTerm<F, any>;
+const isCustom = <F>(t: FilterTerm<F>): t is CustomTerm<F, unknown> => 'sql' in t;
 
 export type FilterSpec<F> = readonly FilterTerm<F>[];
 
@@ -42,6 +53,10 @@ export function filterSql<F extends object>(
   for (const term of spec) {
     const v = f[term.key] as unknown;
     if (v === undefined) continue;
+    if (isCustom(term)) {
+      terms.push(term.sql(t, v, bind));
+      continue;
+    }
     const column = `${t}."${term.column}"`;
     // Timestamps are stored as UTC without a zone; an ISO string is read the same way.
     const op = term.op === 'atLeast' ? '>=' : '=';
@@ -58,7 +73,8 @@ export function filterWhere<F extends object, W>(spec: FilterSpec<F>, f: F): W {
   for (const term of spec) {
     const v = f[term.key] as unknown;
     if (v === undefined) continue;
-    where[term.column] = term.op === 'atLeast' && v !== null ? { gte: v } : v;
+    if (isCustom(term)) Object.assign(where, term.where(v));
+    else where[term.column] = term.op === 'atLeast' && v !== null ? { gte: v } : v;
   }
   return where as W;
 }
@@ -71,7 +87,7 @@ export function filterOfWhere<F extends object>(spec: FilterSpec<F>, where: obje
   const f: Record<string, unknown> = {};
   for (const [column, v] of Object.entries(where)) {
     if (v === undefined) continue;
-    const term = spec.find((t) => t.column === column);
+    const term = spec.find((t) => !isCustom(t) && t.column === column) as ColumnTerm<F> | undefined;
     if (!term) return null;
     if (term.op === 'atLeast') {
       if (!v || typeof v !== 'object' || Object.keys(v).length !== 1 || !((v as { gte?: unknown }).gte instanceof Date))
@@ -92,13 +108,32 @@ export interface DownloadFilter {
   state?: Download['state'];
   /** Downloads updated at or after this moment. */
   since?: Date;
+  /** Downloads owned by this user. */
+  userId?: number;
+  /** Downloads carrying every one of these tags (normalized names). */
+  tags?: string[];
 }
+
+/** Downloads carrying every tag of `names`: one EXISTS per tag, each answered by the (tagId) index. */
+const ALL_TAGS: CustomTerm<DownloadFilter, string[]> = {
+  key: 'tags',
+  sql: (t, names, bind) =>
+    names
+      .map(
+        (name) =>
+          `EXISTS (SELECT 1 FROM download_tag ${t}_dt JOIN tag ${t}_tg ON ${t}_tg.id = ${t}_dt."tagId" WHERE ${t}_dt."downloadId" = ${t}.id AND ${t}_tg.name = ${bind(name)}::text)`,
+      )
+      .join(' AND ') || 'TRUE',
+  where: (names) => ({ AND: names.map((name) => ({ tags: { some: { tag: { name } } } })) }),
+};
 
 export const DOWNLOAD_FILTER: FilterSpec<DownloadFilter> = [
   { key: 'categoryId', column: 'categoryId', type: 'int', op: 'equals' },
   { key: 'prefixId', column: 'prefixId', type: 'int', op: 'equals' },
   { key: 'state', column: 'state', type: '"DownloadState"', op: 'equals' },
   { key: 'since', column: 'lastUpdate', type: 'timestamp', op: 'atLeast' },
+  { key: 'userId', column: 'userId', type: 'int', op: 'equals' },
+  ALL_TAGS,
 ];
 
 export const DOWNLOAD_ORDER_COLUMNS = ['createdDate', 'lastUpdate', 'downloadCount', 'viewCount', 'title'] as const;

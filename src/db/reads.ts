@@ -13,8 +13,17 @@ import { downloadTotal, downloadTotalSql } from './totals.js';
 export interface DownloadRelations {
   category: boolean;
   currentVersion: boolean;
+  /** The tag names (as `Download.tags` selects them: `{ tag: { name } }` per tag). */
+  tags?: boolean;
 }
-export type DownloadRow = Download & { category?: Category; currentVersion?: Version | null };
+export type DownloadRow = Download & {
+  category?: Category;
+  currentVersion?: Version | null;
+  tags?: { tag: { name: string } }[];
+};
+
+/** The query argument `Download.tags` adds: the tag names only. */
+const TAGS_SELECTION = JSON.stringify({ select: { tag: { select: { name: true } } } });
 
 /**
  * The relations a Pothos/Prisma query argument (`{}` or `{ include: { category: true, currentVersion: true } }`)
@@ -26,9 +35,17 @@ export function downloadRelationsOf(
   if (!query || Object.keys(query).length === 0) return { category: false, currentVersion: false };
   if (query.select !== undefined || Object.keys(query).some((k) => k !== 'include')) return null;
   const include = query.include ?? {};
-  for (const [k, v] of Object.entries(include))
-    if ((k !== 'category' && k !== 'currentVersion') || v !== true) return null;
-  return { category: include.category === true, currentVersion: include.currentVersion === true };
+  for (const [k, v] of Object.entries(include)) {
+    if (
+      k === 'tags' ? JSON.stringify(v) !== TAGS_SELECTION : (k !== 'category' && k !== 'currentVersion') || v !== true
+    )
+      return null;
+  }
+  return {
+    category: include.category === true,
+    currentVersion: include.currentVersion === true,
+    tags: include.tags !== undefined,
+  };
 }
 
 export { DOWNLOAD_ORDER_COLUMNS, type DownloadFilter, type DownloadOrderColumn } from './filters.js';
@@ -84,6 +101,9 @@ function relationColumns(rel: DownloadRelations): string {
     (rel.category ? `, (SELECT ${jsonOf('Category', 'c')} FROM category c WHERE c.id = d."categoryId") AS c` : '') +
     (rel.currentVersion
       ? `, (SELECT ${jsonOf('Version', 'v')} FROM version v WHERE v.id = d."currentVersionId") AS v`
+      : '') +
+    (rel.tags
+      ? `, (SELECT coalesce(json_agg(g.name ORDER BY g.name), '[]'::json) FROM download_tag x JOIN tag g ON g.id = x."tagId" WHERE x."downloadId" = d.id) AS tg`
       : '')
   );
 }
@@ -92,6 +112,7 @@ function downloadRow(r: JsonRow, rel: DownloadRelations): DownloadRow {
   const d = revive<DownloadRow>('Download', r.d);
   if (rel.category) d.category = revive<Category>('Category', r.c);
   if (rel.currentVersion) d.currentVersion = revive<Version | null>('Version', r.v ?? null);
+  if (rel.tags) d.tags = (r.tg as string[]).map((name) => ({ tag: { name } }));
   return d;
 }
 

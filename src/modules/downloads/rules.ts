@@ -29,6 +29,8 @@ export interface DownloadListArgs extends PageRequest {
   prefixId?: number | null;
   downloadState?: DownloadState | null;
   since?: Date | null;
+  userId?: number | null;
+  tags?: readonly string[] | null;
   order?: DownloadOrder | null;
   direction?: Direction | null;
 }
@@ -50,6 +52,8 @@ export function downloadListFilter(
   if (!access.isModerator) filter.state = 'visible';
   else if (args.downloadState) filter.state = args.downloadState;
   if (args.since) filter.since = args.since;
+  if (args.userId != null) filter.userId = args.userId;
+  if (args.tags?.length) filter.tags = normalizeTags(args.tags);
   return filter;
 }
 

@@ -183,6 +183,11 @@ builder.queryFields((t) => ({
         required: false,
         description: 'Only downloads updated at or after this moment.',
       }),
+      userId: t.arg.int({ required: false, description: 'Only downloads owned by this user.' }),
+      tags: t.arg.stringList({
+        required: false,
+        description: `Only downloads carrying every one of these tags (compared as stored: trimmed, lower-cased; at most ${LIMITS.maxTags}).`,
+      }),
     },
     resolve: async (_r, args, ctx, info) =>
       downloads.listDownloads(
