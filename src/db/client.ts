@@ -17,7 +17,11 @@ import { LiteStatements } from './lite-statements.js';
 
 export type { Database, Session } from './database.js';
 
-export type DatabaseTarget = { url: string; poolSize?: number } | { pgliteDir: string } | { memory: true };
+export type DatabaseTarget =
+  | { url: string; poolSize?: number }
+  | { pgliteDir: string }
+  // `loadDataDir`: a dumped data directory to start from (tests pass the build's migrated one, src/db/template.ts).
+  | { memory: true; loadDataDir?: Blob };
 
 /** DATABASE_URL's server, or the embedded database under DATA_DIR/db. */
 export function targetOf(config: Pick<Config, 'databaseUrl' | 'databasePoolSize' | 'dataDir'>): DatabaseTarget {
@@ -37,7 +41,7 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
     const loadDataDir = fs.existsSync(path.join(target.pgliteDir, 'PG_VERSION')) ? undefined : readTemplate();
     lite = new PGlite(target.pgliteDir, loadDataDir ? { loadDataDir } : {});
   } else {
-    lite = new PGlite();
+    lite = new PGlite(target.loadDataDir ? { loadDataDir: target.loadDataDir } : {});
   }
   await lite.waitReady;
   let statements = 0;
