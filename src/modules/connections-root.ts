@@ -56,7 +56,7 @@ builder.queryFields((t) => ({
     type: CategoryConnection,
     nullable: true,
     description:
-      'Every category the visitor may view, as a cursor connection (default order DISPLAY_ORDER, DESC; ties by id). The cursor-paged sibling of `categories`.',
+      'Every category the visitor may view, as a cursor connection (default order DISPLAY_ORDER, DESC; ties by id). The cursor-paged sibling of `categories`. Needs mc_dm_category:read.',
     authScopes: { scope: CATEGORY_READ },
     args: {
       ...connectionArgs(t.arg),
@@ -82,7 +82,7 @@ builder.queryFields((t) => ({
     type: DownloadConnection,
     nullable: true,
     description:
-      'Downloads the visitor may view, as a cursor connection (default order LAST_UPDATE, DESC; ties by id). Visitors who are not moderators only list visible downloads. The cursor-paged sibling of `downloads`.',
+      'Downloads the visitor may view, as a cursor connection (default order LAST_UPDATE, DESC; ties by id). Visitors who are not moderators only list visible downloads. The cursor-paged sibling of `downloads`. Needs mc_dm_download:read.',
     authScopes: { scope: DOWNLOAD_READ },
     args: {
       ...connectionArgs(t.arg),
@@ -130,7 +130,7 @@ builder.queryFields((t) => ({
     type: CommentConnection,
     nullable: true,
     description:
-      'Comments of a download as a cursor connection (downloadId is required except with super-user keys; default order COMMENT_DATE, DESC; ties by id). Only super-user keys list comments that are not visible. The cursor-paged sibling of `comments`.',
+      'Comments of a download as a cursor connection (downloadId is required except with super-user keys; default order COMMENT_DATE, DESC; ties by id). Only super-user keys list comments that are not visible. The cursor-paged sibling of `comments`. Needs mc_dm_download:read.',
     authScopes: { scope: DOWNLOAD_READ },
     args: {
       ...connectionArgs(t.arg),
@@ -165,7 +165,7 @@ builder.queryFields((t) => ({
     type: FileConnection,
     nullable: true,
     description:
-      "Files of a version as a cursor connection (versionId is required except with super-user keys; default order DISPLAY_ORDER, DESC; ties by id). Soft-deleted files are never listed; failed ones only to visitors who may manage the download's files. The cursor-paged sibling of `files`.",
+      "Files of a version as a cursor connection (versionId is required except with super-user keys; default order DISPLAY_ORDER, DESC; ties by id). Soft-deleted files are never listed; failed ones only to visitors who may manage the download's files. The cursor-paged sibling of `files`. Needs mc_dm_download:read.",
     authScopes: { scope: DOWNLOAD_READ },
     args: {
       ...connectionArgs(t.arg),
