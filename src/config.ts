@@ -113,6 +113,8 @@ export interface Config {
     persistedDocumentsPath?: string;
     /** Refuse any document that is not one of the trusted documents. */
     trustedDocumentsOnly: boolean;
+    /** APQ_MAX_DOCUMENTS: documents registered by automatic persisted queries kept per instance (LRU); 0 turns them off. */
+    apqMaxDocuments: number;
   };
 }
 
@@ -247,6 +249,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
         ? path.resolve(env.GRAPHQL_PERSISTED_DOCUMENTS)
         : undefined,
       trustedDocumentsOnly: flag(env, 'GRAPHQL_TRUSTED_DOCUMENTS_ONLY'),
+      apqMaxDocuments: int(env, 'APQ_MAX_DOCUMENTS', 1000),
     },
     ...overrides,
   };

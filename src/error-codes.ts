@@ -19,6 +19,8 @@ export const ERROR_CODES: Record<string, string> = {
   operation_timeout: 'the operation ran past the execution deadline (params.limit)',
   persisted_document_required: 'the server runs trusted documents only',
   persisted_document_not_found: 'no trusted document has this hash',
+  PERSISTED_QUERY_NOT_FOUND:
+    'automatic persisted queries: the hash is not registered here yet; send it again with the query (message PersistedQueryNotFound, as Apollo clients expect)',
   server_error: 'anything unexpected; it is logged',
   server_busy:
     'too many uploads at once, or a write the database gave up on because another change to the same rows came at the same moment (nothing was changed); retry after Retry-After seconds',

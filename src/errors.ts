@@ -18,6 +18,7 @@ const STATUS: Record<string, number> = {
   operation_timeout: 503,
   persisted_document_required: 400,
   persisted_document_not_found: 400,
+  PERSISTED_QUERY_NOT_FOUND: 400,
   'mc_dm_api_error.rate_limited': 429,
   server_error: 500,
   server_busy: 503,

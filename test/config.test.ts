@@ -26,6 +26,7 @@ describe('configuration', () => {
       maxResponseBytes: 16777216,
       persistedDocumentsPath: undefined,
       trustedDocumentsOnly: false,
+      apqMaxDocuments: 1000,
     });
     expect(c.databaseUrl).toBeUndefined();
     expect(c.dataDir.endsWith('data')).toBe(true);

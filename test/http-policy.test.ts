@@ -198,7 +198,10 @@ forEachDatabase((kind) => {
       });
       expect(res.headers.get('access-control-allow-origin')).toBe(ORIGIN);
       expect(res.headers.get('vary')).toMatch(/origin/i);
-      expect(res.headers.get('access-control-expose-headers')).toContain('Retry-After');
+      const exposed = (res.headers.get('access-control-expose-headers') ?? '').split(/,\s*/);
+      for (const name of ['Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']) {
+        expect(exposed).toContain(name);
+      }
       expect(res.headers.get('access-control-allow-credentials')).toBeNull();
       const other = await probe(`${listed.url}/api/mc-dm-categories/`, {
         headers: { origin: 'https://evil.example', 'Forum-Api-Key': SUPER_KEY },

@@ -6,7 +6,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDatabase, startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';
 import { ConfigError, loadConfig } from '../src/config.js';
-import { loadTrustedDocuments, sha256 } from '../src/graphql/trusted-documents.js';
+import { ApqStore, loadTrustedDocuments, sha256 } from '../src/graphql/trusted-documents.js';
+import { ApolloClient, ApolloLink, HttpLink, InMemoryCache, gql } from '@apollo/client';
+import { PersistedQueryLink } from '@apollo/client/link/persisted-queries';
 import { schema } from '../src/modules/index.js';
 import { startApp } from '../src/app.js';
 import { createLogger } from '../src/log.js';
@@ -41,6 +43,14 @@ describe('the documents file', () => {
     expect(docs.size).toBe(4);
     expect(docs.get(sha256(VIEWER))).toBe(VIEWER);
     expect(loadTrustedDocuments(undefined, schema).size).toBe(0);
+  });
+
+  it("loads GraphQL Code Generator's client-preset file, whose ids are written sha256:<hex>", () => {
+    const preset = Object.fromEntries(Object.entries(DOCUMENTS).map(([hash, doc]) => [`sha256:${hash}`, doc]));
+    const docs = loadTrustedDocuments(write('preset.json', preset), schema);
+    expect(docs.size).toBe(4);
+    expect(docs.get(sha256(CATEGORY))).toBe(CATEGORY);
+    bad('preset-bad.json', { [`sha1:${sha256(VIEWER)}`]: VIEWER }, /optionally written sha256:<hex>/);
   });
 
   it('refuses a bad file with a message naming the file and the entry', () => {
@@ -127,19 +137,103 @@ forEachDatabase((kind) => {
       expect((await t.gqlOk('{ viewer { userId } }')).viewer.userId).toBe(0);
     });
 
-    it('answers 400 persisted_document_not_found for an unknown hash, under both media types', async () => {
+    it('answers 400 persisted_document_not_found for an unknown documentId, under both media types', async () => {
       for (const headers of [{}, GRAPHQL_RESPONSE]) {
-        for (const body of [
-          { extensions: { persistedQuery: { version: 1, sha256Hash: sha256('{ viewer { userId } }') } } },
-          { documentId: 'f'.repeat(64) },
-        ]) {
-          const r = await post(t, body, headers);
-          expect(r.status).toBe(400);
-          expect(r.body.data).toBeUndefined();
-          expect(r.body.errors[0].extensions.code).toBe('persisted_document_not_found');
-          expect(r.body.errors[0].message).toContain('No trusted document has the hash');
-        }
+        const r = await post(t, { documentId: 'f'.repeat(64) }, headers);
+        expect(r.status).toBe(400);
+        expect(r.body.data).toBeUndefined();
+        expect(r.body.errors[0].extensions.code).toBe('persisted_document_not_found');
+        expect(r.body.errors[0].message).toContain('No trusted document has the hash');
       }
+    });
+
+    it('takes documentId in a GET query string, bare or written sha256:<hex>', async () => {
+      for (const documentId of [sha256(VIEWER), `sha256:${sha256(VIEWER)}`]) {
+        const url = new URL('/graphql', t.url);
+        url.searchParams.set('documentId', documentId);
+        const get = await fetch(url, { headers: { 'Forum-Api-Key': SUPER_KEY } });
+        expect(get.status).toBe(200);
+        expect(await get.json()).toEqual({ data: { viewer: { userId: 0, isSuperKey: true } } });
+      }
+      const url = new URL('/graphql', t.url);
+      url.searchParams.set('documentId', 'e'.repeat(64));
+      const unknown = await fetch(url, { headers: { 'Forum-Api-Key': SUPER_KEY } });
+      expect(unknown.status).toBe(400);
+      expect(((await unknown.json()) as any).errors[0].extensions.code).toBe('persisted_document_not_found');
+    });
+
+    it("automatic persisted queries: an unknown hash answers Apollo's PersistedQueryNotFound; hash + query registers it", async () => {
+      const doc = `query Apq${kind} { viewer { userId } }`;
+      for (const headers of [{}, GRAPHQL_RESPONSE]) {
+        const r = await post(t, { extensions: apollo(`${doc} # ${JSON.stringify(headers)}`) }, headers);
+        expect(r.status).toBe(400);
+        expect(r.body.data).toBeUndefined();
+        expect(r.body.errors[0]).toMatchObject({
+          message: 'PersistedQueryNotFound',
+          extensions: { code: 'PERSISTED_QUERY_NOT_FOUND' },
+        });
+      }
+      const registered = await post(t, { query: doc, extensions: apollo(doc) });
+      expect(registered).toEqual({ status: 200, body: { data: { viewer: { userId: 0 } } } });
+      expect(await post(t, { extensions: apollo(doc) })).toEqual(registered);
+      const url = new URL('/graphql', t.url);
+      url.searchParams.set('extensions', JSON.stringify(apollo(doc)));
+      const get = await fetch(url, { headers: { 'Forum-Api-Key': SUPER_KEY } });
+      expect(await get.json()).toEqual(registered.body);
+    });
+
+    it('registers nothing whose hash is wrong, or that does not validate', async () => {
+      const doc = `query Wrong${kind} { viewer { userId } }`;
+      const wrong = await post(t, { query: doc, extensions: apollo('{ viewer { isSuperKey } }') });
+      expect(wrong.status).toBe(400);
+      expect(wrong.body.errors[0].extensions).toMatchObject({
+        code: 'invalid_input',
+        params: { field: 'extensions.persistedQuery.sha256Hash' },
+      });
+      expect(wrong.body.errors[0].message).toContain('provided sha does not match query');
+      const invalid = `query Invalid${kind} { nope }`;
+      const refused = await post(t, { query: invalid, extensions: apollo(invalid) });
+      expect(refused.body.errors[0].extensions.code).toBe('invalid_input');
+      const later = await post(t, { extensions: apollo(invalid) });
+      expect(later.body.errors[0].extensions.code).toBe('PERSISTED_QUERY_NOT_FOUND');
+    });
+
+    it("Apollo Client 4's persisted-query link: retries with the query once, then sends the hash alone (GET too)", async () => {
+      const bodies: string[] = [];
+      const recording: typeof fetch = (input, init) => {
+        bodies.push(`${init?.method ?? 'GET'} ${init?.body ?? new URL(String(input)).search}`);
+        return fetch(input, init);
+      };
+      const client = (useGETForHashedQueries: boolean) =>
+        new ApolloClient({
+          cache: new InMemoryCache(),
+          link: ApolloLink.from([
+            new PersistedQueryLink({ sha256: (q: string) => sha256(q), useGETForHashedQueries }),
+            new HttpLink({ uri: `${t.url}/graphql`, headers: { 'Forum-Api-Key': SUPER_KEY }, fetch: recording }),
+          ]),
+        });
+      const QUERY = gql`
+        query ApolloApq${kind}($id: Int!) {
+          category(categoryId: $id) {
+            title
+          }
+        }
+      `;
+      const id = (await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Apq' } })).body.category.category_id;
+      const first = await client(false).query({ query: QUERY, variables: { id } });
+      expect(first.data).toEqual({ category: { __typename: 'Category', title: 'Apq' } });
+      expect(bodies).toHaveLength(2);
+      expect(bodies[0]).not.toContain('"query"');
+      expect(bodies[1]).toContain('"query"');
+      bodies.length = 0;
+      for (const useGET of [false, true]) {
+        const again = await client(useGET).query({ query: QUERY, variables: { id } });
+        expect(again.data).toEqual(first.data);
+      }
+      expect(bodies).toHaveLength(2);
+      expect(bodies[0]).toMatch(/^POST /);
+      expect(bodies[1]).toMatch(/^GET .*extensions=/);
+      for (const b of bodies) expect(b).not.toMatch(/"query"|[?&]query=/);
     });
 
     it('checks persisted documents like any other: limits and variables', async () => {
@@ -188,6 +282,12 @@ forEachDatabase((kind) => {
       expect(await t.prisma.category.count()).toBe(before);
     });
 
+    it('registers no automatic persisted query: an unknown hash is persisted_document_not_found', async () => {
+      const r = await post(t, { extensions: apollo('{ viewer { userId } }') });
+      expect(r.status).toBe(400);
+      expect(r.body.errors[0].extensions.code).toBe('persisted_document_not_found');
+    });
+
     it('runs trusted documents, and refuses unknown hashes', async () => {
       const created = await post(t, { extensions: apollo(CREATE), variables: { title: 'Trusted' } });
       expect(created.status).toBe(200);
@@ -207,5 +307,20 @@ forEachDatabase((kind) => {
         (await t.rest('GET', `/api/mc-dm-categories/${created.body.category.category_id}/`)).body.category.title,
       ).toBe('Over REST');
     });
+  });
+});
+
+describe('the automatic persisted queries store', () => {
+  it('keeps the most recently used documents, at most its bound', () => {
+    const store = new ApqStore(2);
+    store.set('a', 'A');
+    store.set('b', 'B');
+    expect(store.get('a')).toBe('A'); // a is now the most recent
+    store.set('c', 'C');
+    expect(store.get('b')).toBeUndefined();
+    expect([store.get('a'), store.get('c'), store.size]).toEqual(['A', 'C', 2]);
+    const off = new ApqStore(0);
+    off.set('a', 'A');
+    expect(off.size).toBe(0);
   });
 });

@@ -9,7 +9,9 @@ import crypto from 'node:crypto';
 import type { Plugin } from 'graphql-yoga';
 
 export const ALLOWED_HEADERS = 'Forum-Api-Key, Forum-Api-User, Content-Type, Range, If-None-Match';
-export const EXPOSED_HEADERS = 'Content-Disposition, Content-Range, Content-Length, ETag, Retry-After';
+/** What browser code may read of an answer: the download headers, and the rate-limit ones (to back off before a 429). */
+export const EXPOSED_HEADERS =
+  'Content-Disposition, Content-Range, Content-Length, ETag, Retry-After, RateLimit-Policy, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset';
 export const ALLOWED_METHODS = 'GET, HEAD, POST, PUT, DELETE';
 
 const API_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";

@@ -28,7 +28,7 @@ import { countResponseBytes } from '../graphql/response-size.js';
 import { CompiledOperations, compiledExecutionPlugin } from '../graphql/compiled.js';
 import { FairShare, clientOf, fairSharePlugin, resultCharge } from './fair-share.js';
 import { graphqlStatusPlugin } from './statuses.js';
-import { trustedDocumentsPlugin, type TrustedDocuments } from '../graphql/trusted-documents.js';
+import { trustedDocumentsPlugins, type TrustedDocuments } from '../graphql/trusted-documents.js';
 import { subscriptionTransportPlugin } from './subscriptions.js';
 import { SubscriptionSlots, subscriptionSlotsPlugin } from './subscription-slots.js';
 import { readCachePlugin, type ReadCache } from './read-cache.js';
@@ -188,7 +188,11 @@ export function createRequestHandler({
       httpPolicyPlugin(config.corsOrigins),
       healthPlugin(ping, log),
       pagesPlugin({ schema, routes }),
-      trustedDocumentsPlugin(trustedDocuments, services.config.graphql.trustedDocumentsOnly),
+      ...trustedDocumentsPlugins(
+        trustedDocuments,
+        services.config.graphql.trustedDocumentsOnly,
+        services.config.graphql.apqMaxDocuments,
+      ),
       compiledExecutionPlugin(compiled), // first of the execution wrappers: it replaces the executor itself
       fairSharePlugin(shares), // before operationLimitsPlugin: its deadline covers the wait for a slot
       operationLimitsPlugin(services.config.graphql),
