@@ -22,7 +22,6 @@ import { ConfigError } from '../config.js';
 
 export type TrustedDocuments = ReadonlyMap<string, string>;
 
-const HASH = /^[0-9a-f]{64}$/;
 /** A file's key: the SHA-256, bare or written `sha256:<hex>` (Code Generator's client preset). */
 const FILE_KEY = /^(?:sha256:)?([0-9a-f]{64})$/;
 export const sha256 = (text: string) => crypto.createHash('sha256').update(text, 'utf8').digest('hex');
@@ -104,7 +103,8 @@ export function requestedHash(params: Params): string | undefined {
 }
 
 /** Whether a request names its document by Apollo's extension (the automatic persisted queries protocol). */
-const isApollo = (params: Params) => typeof (params.extensions?.persistedQuery as any)?.sha256Hash === 'string';
+const isApollo = (params: Params) =>
+  typeof (params.extensions?.persistedQuery as { sha256Hash?: unknown } | undefined)?.sha256Hash === 'string';
 
 /** The answer Apollo's persisted-query link (and urql's) recognise and retry with the full query. */
 const apqNotFound = () => new ApiError('PERSISTED_QUERY_NOT_FOUND', 'PersistedQueryNotFound');
