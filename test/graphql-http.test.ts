@@ -143,12 +143,18 @@ forEachDatabase((kind) => {
           ],
           [
             'unknown persisted document',
+            await post(JSON.stringify({ documentId: 'a'.repeat(64) }), headers),
+            400,
+            'persisted_document_not_found',
+          ],
+          [
+            'unknown automatic persisted query',
             await post(
               JSON.stringify({ extensions: { persistedQuery: { version: 1, sha256Hash: 'a'.repeat(64) } } }),
               headers,
             ),
             400,
-            'persisted_document_not_found',
+            'PERSISTED_QUERY_NOT_FOUND',
           ],
           [
             'bad variables',

@@ -112,6 +112,7 @@ async function sse(t: TestApp, query: string, key: string | null, method: 'GET' 
   }
   const res = await fetch(url, { method, headers, body, signal: AbortSignal.timeout(5000) });
   const text = await res.text();
+  const json = res.headers.get('content-type')?.includes('json') ? JSON.parse(text) : undefined;
   const events = text
     .split('\n\n')
     .filter((b) => b.startsWith('event:'))
@@ -120,7 +121,7 @@ async function sse(t: TestApp, query: string, key: string | null, method: 'GET' 
       const data = /\ndata: ?(.*)$/s.exec(b)?.[1] ?? '';
       return { event, data: data ? JSON.parse(data) : null };
     });
-  return { status: res.status, type: res.headers.get('content-type'), events };
+  return { status: res.status, type: res.headers.get('content-type'), events, json };
 }
 
 forEachDatabase((kind) => {
@@ -505,14 +506,22 @@ forEachDatabase((kind) => {
       for (const [field, key, status, code, params] of cases) {
         for (const method of ['POST', 'GET'] as const) {
           const r = await sse(t, `subscription { ${field} }`, key, method);
-          expect(r.status, `${method} ${field}`).toBe(status);
-          expect(r.type).toContain('text/event-stream');
-          expect(
-            r.events.map((e) => e.event),
-            field,
-          ).toEqual(['next', 'complete']);
-          expect(r.events[0]!.data.errors[0].extensions, field).toMatchObject({ code, params });
-          expect(r.events[0]!.data.errors[0].message).toMatch(/\w+ \w+/);
+          if (status === 401 || code === 'api_scope_missing') {
+            // Refused before it runs (who asks, with which rights): a JSON answer with the code's status.
+            expect(r.status, `${method} ${field}`).toBe(status);
+            expect(r.type).toContain('json');
+            expect(r.json.errors[0].extensions, field).toMatchObject({ code, params });
+          } else {
+            // Refused by its resolver: a 200 stream carrying the error result, then complete.
+            expect(r.status, `${method} ${field}`).toBe(200);
+            expect(r.type).toContain('text/event-stream');
+            expect(
+              r.events.map((e) => e.event),
+              field,
+            ).toEqual(['next', 'complete']);
+            expect(r.events[0]!.data.errors[0].extensions, field).toMatchObject({ code, params });
+            expect(r.events[0]!.data.errors[0].message).toMatch(/\w+ \w+/);
+          }
         }
       }
       // Comments hidden, the download itself is not: its changes can still be watched.
@@ -526,8 +535,8 @@ forEachDatabase((kind) => {
         'downloadChanged(downloadId: 1) { nope }',
       ]) {
         const r = await sse(t, `subscription { ${bad} }`, guest);
-        expect(r.events[0]!.data.errors[0].extensions.code, bad).toBe('invalid_input');
-        expect(r.status, bad).not.toBe(500);
+        expect(r.status, bad).toBe(400);
+        expect(r.json.errors[0].extensions.code, bad).toBe('invalid_input');
       }
       await until('listeners to go', () => listeners() === baseline);
     });
@@ -548,18 +557,54 @@ forEachDatabase((kind) => {
       expect(listeners()).toBe(baseline);
     });
 
-    it('a graphql-sse client sees a refusal as a failed connection carrying the code', async () => {
+    it('a graphql-sse client receives a refusal by the resolver as an error with its code, at once, and does not retry', async () => {
+      let attempts = 0;
       const client = createClient({
         url: `${t.url}/graphql`,
         headers: { 'Forum-Api-Key': guest },
         singleConnection: false,
-        retryAttempts: 0,
+        retryAttempts: 5,
+        fetchFn: (input: RequestInfo | URL, init?: RequestInit) => {
+          attempts += 1;
+          return fetch(input, init);
+        },
       });
-      const s = new Stream(client.iterate({ query: 'subscription { downloadChanged(downloadId: 99999) { title } }' }));
-      await until('the refusal', () => s.completed);
-      const res = (s.failure as { response?: Response }).response;
-      expect(res?.status).toBe(404);
+      const started = Date.now();
+      const received = await new Promise<{ errors?: any[]; error?: unknown }>((resolve) => {
+        client.subscribe(
+          { query: 'subscription { downloadChanged(downloadId: 99999) { title } }' },
+          {
+            next: (value) => resolve(value as { errors?: any[] }),
+            error: (error) => resolve({ error }),
+            complete: () => {},
+          },
+        );
+      });
+      expect(received.error).toBeUndefined();
+      expect(received.errors?.[0].extensions).toMatchObject({
+        code: 'mc_dm_api_error.download_not_found',
+        params: { download_id: 99999 },
+      });
+      expect(Date.now() - started).toBeLessThan(1000);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(attempts).toBe(1);
       expect(listeners()).toBe(baseline);
+    });
+
+    it('a graphql-sse client refused before the stream (no key) gets the status and the JSON error', async () => {
+      // graphql-sse retries every non-2xx answer as a network failure (retryAttempts, 5 by default); what it reports
+      // once it gives up is the response, whose body names the code.
+      const client = createClient({ url: `${t.url}/graphql`, singleConnection: false, retryAttempts: 0 });
+      const failure = await new Promise<unknown>((resolve) => {
+        client.subscribe(
+          { query: `subscription { downloadChanged(downloadId: ${dl}) { title } }` },
+          { next: () => {}, error: resolve, complete: () => resolve(undefined) },
+        );
+      });
+      const res = (failure as { response?: Response }).response;
+      expect(res?.status).toBe(401);
+      expect(res?.headers.get('content-type')).toContain('json');
+      expect(((await res!.json()) as any).errors[0].extensions.code).toBe('no_api_key_in_request');
     });
   });
 
