@@ -15,7 +15,7 @@ import {
 } from 'graphql';
 import { ApiError, invalidInput, requiredMissing } from '../src/errors.js';
 import { badText } from '../src/input/text.js';
-import { MAX_INT, wholeNumberRange } from '../src/input/numbers.js';
+import { MAX_INT, smallestWholeNumber, wholeNumberRange } from '../src/input/numbers.js';
 
 /** A value handed to a custom scalar untouched (an uploaded file). */
 export class Opaque {
@@ -56,7 +56,7 @@ export function addPairs(into: RawFields, pairs: Iterable<[string, string]>): vo
  * (counts, sort keys, and optional ids where 0 means "none", such as parent_category_id and prefix_id).
  */
 export function minimumOf(field: string, type: GraphQLInputType): number {
-  return type instanceof GraphQLNonNull && field.endsWith('_id') ? 1 : 0;
+  return smallestWholeNumber(field, type instanceof GraphQLNonNull);
 }
 
 function coerce(

@@ -315,6 +315,9 @@ function linger(request: Request): Promise<boolean> {
   });
 }
 
+/** The body types a REST route reads. */
+const REST_BODY_TYPES = ['application/x-www-form-urlencoded', 'multipart/form-data', 'application/json'];
+
 async function requestFields(
   request: Request,
   url: URL,
@@ -358,6 +361,12 @@ async function requestFields(
         addPairs(
           raw,
           [...form].filter((e): e is [string, string] => typeof e[1] === 'string'),
+        );
+      } else {
+        throw new ApiError(
+          'unsupported_media_type',
+          `${type ? `A ${type} body` : 'A body without a Content-Type'} is not read here: send application/x-www-form-urlencoded, multipart/form-data or application/json.`,
+          { content_type: type, accepted: REST_BODY_TYPES },
         );
       }
     }

@@ -15,6 +15,8 @@ export const ERROR_CODES: Record<string, string> = {
   required_input_missing: 'required fields are missing (params.missing lists them all)',
   invalid_input: 'a value is malformed or out of range (params.field names it)',
   request_too_large: 'the body is over the limit (params.limit)',
+  unsupported_media_type:
+    'the body is of a type the endpoint does not read (params.content_type; params.accepted lists the types it reads)',
   operation_too_expensive: 'a GraphQL operation is over a limit (params.kind, value, limit)',
   operation_timeout: 'the operation ran past the execution deadline (params.limit)',
   persisted_document_required: 'the server runs trusted documents only',

@@ -14,6 +14,7 @@ const STATUS: Record<string, number> = {
   required_input_missing: 400,
   invalid_input: 400,
   request_too_large: 413,
+  unsupported_media_type: 415,
   operation_too_expensive: 400,
   operation_timeout: 503,
   persisted_document_required: 400,

@@ -160,3 +160,37 @@ export function pagesPlugin(opts: { schema: GraphQLSchema; routes: Route[] }): P
     },
   };
 }
+
+/**
+ * The answer for an address nothing else served (register last): JSON `endpoint_not_found` under /graphql/ (under
+ * /api/ the REST adapter answers its own), a small HTML page anywhere else, for the browsers that end up there.
+ */
+export function notFoundPlugin(): Plugin {
+  const page = fs.readFileSync(path.join(projectRoot(), 'public', 'not-found.html'));
+  return {
+    onRequest({ request, url, endResponse, fetchAPI }) {
+      const pathname = url.pathname;
+      if (pathname === '/graphql' || pathname.startsWith('/api/')) return;
+      const head = request.method === 'HEAD';
+      if (pathname.startsWith('/graphql/')) {
+        const body = JSON.stringify({
+          errors: [
+            {
+              code: 'endpoint_not_found',
+              message: `No endpoint at ${pathname}: GraphQL is served at /graphql, the REST API under /api/.`,
+              params: { path: pathname },
+            },
+          ],
+        });
+        endResponse(new fetchAPI.Response(head ? null : body, { status: 404, headers: { 'content-type': JSON_TYPE } }));
+        return;
+      }
+      endResponse(
+        new fetchAPI.Response(head ? null : (page as unknown as BodyInit), {
+          status: 404,
+          headers: { 'content-type': HTML, 'cache-control': 'no-cache' },
+        }),
+      );
+    },
+  };
+}

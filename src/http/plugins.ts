@@ -91,6 +91,9 @@ function contractCodeOf(e: GraphQLError): string {
   return 'invalid_input';
 }
 
+/** Yoga's message for a JSON body that does not parse. */
+const YOGA_BAD_JSON = 'POST body sent invalid JSON.';
+
 /** graphql-js's refusal of an Int outside 32 bits: it names no range a person could act on. */
 const INT_OUT_OF_RANGE = /Int cannot represent non 32-bit signed integer value: \S+$/;
 const INT_RANGE_HINT = ` (an id is ${wholeNumberRange(1)}; any other whole number is at most ${MAX_INT})`;
@@ -107,6 +110,15 @@ export function contractCodesPlugin(): Plugin {
         for (const e of errors ?? []) {
           const code = contractCodeOf(e);
           if (e.extensions?.code !== code) (e.extensions as Record<string, unknown>).code = code;
+          if (e.message === YOGA_BAD_JSON) {
+            // Yoga's message, with the parser's own error in extensions: say it plainly, and keep the internals out.
+            (e as { message: string }).message = 'The request body is not valid JSON.';
+            const ext = e.extensions as Record<string, unknown>;
+            delete ext.originalError;
+            ext.params = { field: 'body' };
+            // Not a GraphQL request at all: 400 under either media type (Yoga marks it as a spec error, 200 under JSON).
+            ext.http = { status: 400 };
+          }
           if (code === 'invalid_input' && INT_OUT_OF_RANGE.test(e.message))
             (e as { message: string }).message = `${e.message}${INT_RANGE_HINT}.`;
         }
@@ -155,6 +167,32 @@ export function bodyLimitPlugin(limit: number): Plugin {
           } as RequestInit),
         );
       });
+    },
+  };
+}
+
+/** The body types /graphql reads (multipart: uploads). */
+export const GRAPHQL_BODY_TYPES = ['application/json', 'application/graphql+json', 'multipart/form-data'];
+
+/**
+ * A POST to /graphql whose body none of the parsers takes (text/plain, XML, …) answers 415 with the contract's error
+ * body, naming the types it takes, where Yoga would answer an empty 415. Register after every body parser.
+ */
+export function unsupportedMediaTypePlugin(): Plugin {
+  return {
+    onRequestParse({ request, requestParser }) {
+      if (requestParser || request.method !== 'POST') return;
+      const type = (request.headers.get('content-type') ?? '').split(';')[0]!.trim();
+      throw new GraphQLErrorClass(
+        `${type ? `A ${type} body` : 'A body without a Content-Type'} is not read here: send application/json (or multipart/form-data for uploads).`,
+        {
+          extensions: {
+            code: 'unsupported_media_type',
+            params: { content_type: type, accepted: GRAPHQL_BODY_TYPES },
+            http: { status: 415 },
+          },
+        },
+      );
     },
   };
 }

@@ -11,12 +11,19 @@ import { hashKey } from '../auth/keys.js';
 import { ClientGone, databaseConflict, databaseUnavailable, isClientGone } from '../errors.js';
 import { restAdapter } from '../../rest-adapter/plugin.js';
 import { routes } from '../../rest-adapter/routes.js';
-import { bodyLimitPlugin, contractCodesPlugin, healthPlugin, requestLogPlugin } from './plugins.js';
+import {
+  bodyLimitPlugin,
+  contractCodesPlugin,
+  healthPlugin,
+  requestLogPlugin,
+  unsupportedMediaTypePlugin,
+} from './plugins.js';
 import { graphqlUploadPlugin, uploadReceiver } from './uploads.js';
 import { fileDataPlugin } from '../modules/files/index.js';
 import type { RateLimits } from './rate-limit.js';
 import { httpPolicyPlugin } from './security-headers.js';
-import { pagesPlugin, renderGraphiQLPage } from './pages.js';
+import { notFoundPlugin, pagesPlugin, renderGraphiQLPage } from './pages.js';
+import { wholeNumbersPlugin } from '../graphql/whole-numbers.js';
 import { metricsPlugin } from './metrics.js';
 import type { Database } from '../db/client.js';
 import { textInputPlugin } from '../input/text.js';
@@ -196,6 +203,7 @@ export function createRequestHandler({
       compiledExecutionPlugin(compiled), // first of the execution wrappers: it replaces the executor itself
       fairSharePlugin(shares), // before operationLimitsPlugin: its deadline covers the wait for a slot
       operationLimitsPlugin(services.config.graphql),
+      wholeNumbersPlugin(), // ids below 1, negative numbers: refused before execution, as the REST face does
       readCachePlugin(readCache), // after the limits: a query refused for its cost is refused, kept or not
       contractCodesPlugin(),
       graphqlStatusPlugin(),
@@ -221,6 +229,7 @@ export function createRequestHandler({
         drainBytes: config.refusedBodyDrainBytes,
       }),
       bodyLimitPlugin(services.config.maxBodyBytes),
+      unsupportedMediaTypePlugin(), // after every parser: a body none of them takes
       fileDataPlugin(contextFor, onUnexpectedError),
       restAdapter({
         schema,
@@ -244,6 +253,7 @@ export function createRequestHandler({
         receiveUpload: uploadReceiver(services.storage, services.config.maxUploadBytes),
         onUnexpectedError,
       }),
+      notFoundPlugin(), // last: whatever no other plugin served
     ],
   });
 

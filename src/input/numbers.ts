@@ -11,3 +11,12 @@ export function wholeNumberRange(min: number, max = MAX_INT): string {
 export function isWholeNumberIn(v: unknown, min: number, max = MAX_INT): v is number {
   return typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;
 }
+
+/**
+ * The smallest whole number an input takes, on both faces: 1 for a required identifier (`…_id` / `…Id`, non-null: it
+ * must name a row), else 0 (counts, page sizes, sort keys, and optional ids where 0 means "none", such as
+ * parent_category_id and prefix_id). No input takes a negative number.
+ */
+export function smallestWholeNumber(name: string, required: boolean): number {
+  return required && (name.endsWith('_id') || name.endsWith('Id')) ? 1 : 0;
+}

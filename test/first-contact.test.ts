@@ -1,0 +1,171 @@
+// What a client meets on its first wrong step, answered the same way on both faces: an address that does not exist,
+// a body of a type the endpoint does not read, JSON that does not parse, an id that cannot name a row. Each answer
+// carries the contract's code and a message a person can act on, and changes nothing.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';
+
+const GRAPHQL_RESPONSE = 'application/graphql-response+json';
+
+describe('first contact', () => {
+  let t: TestApp;
+  let ownerKey: string;
+  let categoryId: number;
+  beforeAll(async () => {
+    t = await startTestApp('pglite');
+    ownerKey = (await t.user('first_contact_owner')).key;
+    categoryId = (await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'First contact' } })).body.category
+      .category_id;
+  });
+  afterAll(() => t?.close());
+
+  const raw = (path: string, init: RequestInit = {}) =>
+    fetch(`${t.url}${path}`, { ...init, headers: { 'Forum-Api-Key': SUPER_KEY, ...init.headers } });
+
+  describe('unknown addresses', () => {
+    it('answer a small HTML page outside the API, for browsers', async () => {
+      for (const path of ['/nope', '/downloadz/', '/favicon.ico', '/graphiql/nope.js']) {
+        const res = await raw(path);
+        expect(res.status, path).toBe(404);
+        expect(res.headers.get('content-type')).toContain('text/html');
+        const html = await res.text();
+        expect(html).toContain('<h1>Nothing here</h1>');
+        expect(html).toContain('href="/api/docs"');
+      }
+      const head = await raw('/nope', { method: 'HEAD' });
+      expect(head.status).toBe(404);
+      expect(await head.text()).toBe('');
+    });
+
+    it('answer JSON endpoint_not_found under /graphql/ and /api/', async () => {
+      for (const path of ['/graphql/nope', '/api/nope', '/api/mc-dm-nope/']) {
+        const res = await raw(path);
+        expect(res.status, path).toBe(404);
+        expect(res.headers.get('content-type')).toContain('application/json');
+        expect(((await res.json()) as any).errors[0].code).toBe('endpoint_not_found');
+      }
+    });
+  });
+
+  describe('a body of a type the endpoint does not read', () => {
+    it('answers 415 unsupported_media_type naming the types it reads, on both faces, creating nothing', async () => {
+      const before = await t.prisma.category.count();
+      for (const type of ['text/plain', 'application/xml', 'text/csv']) {
+        const g = await raw('/graphql', {
+          method: 'POST',
+          headers: { 'content-type': type },
+          body: '{"query":"mutation { createCategory(input: { title: \\"Sneaky\\" }) { category { categoryId } } }"}',
+        });
+        expect(g.status, type).toBe(415);
+        const gb = (await g.json()) as any;
+        expect(gb.errors[0].extensions).toMatchObject({
+          code: 'unsupported_media_type',
+          params: { content_type: type },
+        });
+        expect(gb.errors[0].extensions.params.accepted).toContain('application/json');
+        expect(gb.errors[0].message).toContain('send application/json');
+
+        const r = await raw('/api/mc-dm-categories/', {
+          method: 'POST',
+          headers: { 'content-type': type },
+          body: 'title=Sneaky',
+        });
+        expect(r.status, type).toBe(415);
+        const rb = (await r.json()) as any;
+        expect(rb.errors[0]).toMatchObject({ code: 'unsupported_media_type', params: { content_type: type } });
+        expect(rb.errors[0].params.accepted).toEqual([
+          'application/x-www-form-urlencoded',
+          'multipart/form-data',
+          'application/json',
+        ]);
+      }
+      expect(await t.prisma.category.count()).toBe(before);
+    });
+
+    it('leaves bodiless requests and the types each face reads alone', async () => {
+      expect((await t.rest('DELETE', `/api/mc-dm-categories/${categoryId}/`, { query: { hard: 1 } })).status).toBe(200);
+      categoryId = (await t.rest('POST', '/api/mc-dm-categories/', { json: { title: 'First contact' } })).body.category
+        .category_id;
+      expect(categoryId).toBeGreaterThan(0);
+    });
+  });
+
+  describe('JSON that does not parse', () => {
+    it('answers 400 invalid_input (field body) with a plain message, under both media types, on both faces', async () => {
+      for (const accept of ['application/json', GRAPHQL_RESPONSE]) {
+        const g = await raw('/graphql', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept },
+          body: '{"query":',
+        });
+        expect(g.status, accept).toBe(400);
+        const body = (await g.json()) as any;
+        expect(body.errors).toEqual([
+          {
+            message: 'The request body is not valid JSON.',
+            extensions: { code: 'invalid_input', params: { field: 'body' } },
+          },
+        ]);
+      }
+      const r = await raw('/api/mc-dm-categories/', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"title":',
+      });
+      expect(r.status).toBe(400);
+      expect(((await r.json()) as any).errors[0]).toEqual({
+        code: 'invalid_input',
+        message: 'The request body is not valid JSON.',
+        params: { field: 'body' },
+      });
+    });
+  });
+
+  describe('an id that cannot name a row', () => {
+    it('answers 400 invalid_input naming the field on both faces: negative and zero ids', async () => {
+      for (const id of [-1, 0]) {
+        const rest = await t.rest('GET', `/api/mc-dm-categories/${id}/`);
+        expect(rest.status, String(id)).toBe(400);
+        expect(rest.body.errors[0]).toMatchObject({ code: 'invalid_input', params: { field: 'category_id' } });
+        for (const accept of ['application/json', GRAPHQL_RESPONSE]) {
+          for (const [query, variables] of [
+            [`{ category(categoryId: ${id}) { title } }`, undefined],
+            ['query($id: Int!) { category(categoryId: $id) { title } }', { id }],
+          ] as const) {
+            const res = await raw('/graphql', {
+              method: 'POST',
+              headers: { 'content-type': 'application/json', accept },
+              body: JSON.stringify({ query, variables }),
+            });
+            expect(res.status, `${id} ${accept}`).toBe(400);
+            const body = (await res.json()) as any;
+            expect(body.data).toBeUndefined();
+            expect(body.errors[0].extensions).toEqual({ code: 'invalid_input', params: { field: 'categoryId' } });
+            expect(body.errors[0].message).toBe(`categoryId must be a whole number from 1 to 2147483647, got ${id}.`);
+          }
+        }
+      }
+    });
+
+    it('names a field inside an input object, and refuses negative counts, changing nothing', async () => {
+      const before = await t.prisma.download.count();
+      const r = await t.gql(
+        'mutation($i: CreateDownloadInput!) { createDownload(input: $i) { download { downloadId } } }',
+        { i: { categoryId: -4, title: 'Never' } },
+        ownerKey,
+      );
+      expect(r.errors?.[0]?.extensions).toEqual({ code: 'invalid_input', params: { field: 'input.categoryId' } });
+      const rest = await t.rest('POST', '/api/mc-dm-downloads/', {
+        key: ownerKey,
+        form: { category_id: -4, title: 'Never' },
+      });
+      expect(rest.status).toBe(400);
+      expect(rest.body.errors[0]).toMatchObject({ code: 'invalid_input', params: { field: 'category_id' } });
+      expect(await t.prisma.download.count()).toBe(before);
+      const page = await t.gql('{ categories(perPage: -3) { nodes { title } } }');
+      expect(page.errors?.[0]?.extensions).toEqual({ code: 'invalid_input', params: { field: 'perPage' } });
+      // 0 is a legal value where it means "none" (an optional id) or is a count
+      const ok = await t.gql(`{ category(categoryId: ${categoryId}) { title } }`);
+      expect(ok.errors).toBeUndefined();
+    });
+  });
+});
