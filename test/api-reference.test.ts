@@ -312,8 +312,9 @@ forEachDatabase((kind) => {
       expect(r.status).toBe(200);
       expect(r.headers.get('content-type')).toMatch(/^text\/html/);
       const html = await r.text();
-      for (const href of ['/graphql', '/api/docs', '/api/openapi.json', '/healthz', '/readyz', '/site.css'])
+      for (const href of ['/graphql', '/api/docs', '/api/openapi.json', '/healthz', '/readyz'])
         expect(html).toContain(`href="${href}"`);
+      expect(html).toMatch(/href="\/site\.css\?v=[\w-]+"/); // a versioned address, kept by browsers for a year
       expect(html).toContain('Forum-Api-Key');
       const css = await fetch(`${t.url}/site.css`);
       expect(css.status).toBe(200);
@@ -333,7 +334,7 @@ forEachDatabase((kind) => {
         const refs = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!).filter((u) => !u.startsWith('#'));
         for (const ref of refs) {
           expect(ref, `${page} links only to this service`).toMatch(/^\//);
-          if (!/\.(js|css|ico)$/.test(ref)) continue;
+          if (!/\.(js|css|ico)(\?v=[\w.-]+)?$/.test(ref)) continue;
           const a = await fetch(`${t.url}${ref}`);
           expect(a.status, ref).toBe(200);
           expect(a.headers.get('content-type'), ref).toMatch(/^(text\/javascript|text\/css|image\/x-icon)/);

@@ -168,4 +168,47 @@ describe('first contact', () => {
       expect(ok.errors).toBeUndefined();
     });
   });
+
+  describe('static files', () => {
+    it('travel compressed (br, else gzip) with an ETag, and a repeat costs an empty 304', async () => {
+      const plain = await raw('/graphiql/graphiql.js', { headers: { 'accept-encoding': 'identity' } });
+      const size = (await plain.arrayBuffer()).byteLength;
+      expect(plain.headers.get('content-encoding')).toBeNull();
+      expect(size).toBeGreaterThan(1_000_000);
+      const etag = plain.headers.get('etag')!;
+      expect(etag).toMatch(/^"[\w-]+"$/);
+      for (const [accept, encoding] of [
+        ['gzip, deflate, br', 'br'],
+        ['gzip', 'gzip'],
+      ] as const) {
+        // Node's fetch decodes the body itself; the header and the length on the wire say what was sent
+        const res = await raw('/graphiql/graphiql.js', { headers: { 'accept-encoding': accept } });
+        expect(res.headers.get('content-encoding')).toBe(encoding);
+        expect(Number(res.headers.get('content-length'))).toBeLessThan(size / 3);
+        expect(res.headers.get('vary')).toContain('Accept-Encoding');
+        expect((await res.arrayBuffer()).byteLength).toBe(size);
+      }
+      const again = await raw('/graphiql/graphiql.js', { headers: { 'if-none-match': etag } });
+      expect(again.status).toBe(304);
+      expect(await again.text()).toBe('');
+    });
+
+    it('pages name their files by versioned addresses, kept for a year; pages themselves are revalidated', async () => {
+      const page = await raw('/graphql', { headers: { accept: 'text/html' } });
+      const html = await page.text();
+      const addresses = [...html.matchAll(/(?:src|href)="(\/graphiql\/[^"]+)"/g)].map((m) => m[1]!);
+      expect(addresses.length).toBeGreaterThanOrEqual(4);
+      for (const address of addresses) {
+        expect(address).toMatch(/\?v=[\w.-]+$/);
+        const res = await raw(address);
+        expect(res.status, address).toBe(200);
+        expect(res.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
+      }
+      expect(html).toContain('href="/" class="home"');
+      const start = await raw('/');
+      expect(start.headers.get('cache-control')).toBe('no-cache');
+      const unversioned = await raw('/site.css');
+      expect(unversioned.headers.get('cache-control')).toBe('public, max-age=3600');
+    });
+  });
 });

@@ -11,6 +11,7 @@ import type { GraphQLSchema } from 'graphql';
 import type { GraphiQLOptions, Plugin } from 'graphql-yoga';
 import { buildOpenApi } from '../../rest-adapter/openapi.js';
 import type { Route } from '../../rest-adapter/routes.js';
+import { type Asset, assetResponse, withVersionedAddresses } from './static-assets.js';
 
 const require = createRequire(import.meta.url);
 
@@ -26,11 +27,6 @@ function projectRoot(): string {
   return dir;
 }
 
-interface Asset {
-  body: Buffer | string;
-  type: string;
-}
-
 const HTML = 'text/html; charset=utf-8';
 const CSS = 'text/css; charset=utf-8';
 const JS = 'text/javascript; charset=utf-8';
@@ -42,7 +38,7 @@ const FORUM_PAGE = /^\/downloads(\/|$)/;
 function loadAssets(root: string): Map<string, Asset> {
   const pub = (name: string) => fs.readFileSync(path.join(root, 'public', name));
   const swagger = path.dirname(require.resolve('swagger-ui-dist/package.json'));
-  return new Map<string, Asset>([
+  const assets = new Map<string, Asset>([
     ['/', { body: pub('index.html'), type: HTML }],
     ['/site.css', { body: pub('site.css'), type: CSS }],
     ['/api/docs', { body: pub('api-docs.html'), type: HTML }],
@@ -53,7 +49,16 @@ function loadAssets(root: string): Map<string, Asset> {
     ['/graphiql/start.js', { body: pub('graphiql-start.js'), type: JS }],
     ['/graphiql/key-bar.css', { body: pub('graphiql-key-bar.css'), type: CSS }],
   ]);
+  // Pages name their files by versioned addresses, which browsers keep without asking again.
+  for (const asset of assets.values()) {
+    if (asset.type === HTML) asset.body = withVersionedAddresses(asset.body.toString('utf8'), assets);
+  }
+  return assets;
 }
+
+/** The bundled GraphiQL's version: its files' addresses carry it, so a new one is fetched when it changes. */
+const graphiqlVersion = (): string =>
+  (require('@graphql-yoga/render-graphiql/package.json') as { version: string }).version;
 
 let bundled: Promise<Map<string, Asset>> | undefined;
 
@@ -87,7 +92,10 @@ let template: string | undefined;
 
 /** Yoga's GraphiQL renderer: the bundled GraphiQL, its options in a JSON data block, its scripts as files. */
 export function renderGraphiQLPage(options: GraphiQLOptions): string {
-  template ??= fs.readFileSync(path.join(projectRoot(), 'public', 'graphiql.html'), 'utf8');
+  template ??= withVersionedAddresses(
+    fs.readFileSync(path.join(projectRoot(), 'public', 'graphiql.html'), 'utf8'),
+    loadAssets(projectRoot()),
+  ).replace(/(href|src)="(\/graphiql\/(?:graphiql\.(?:js|css)|favicon\.ico))"/g, `$1="$2?v=${graphiqlVersion()}"`);
   const escapeHtml = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
   // `<` escaped so that no value can close the data block.
   const json = JSON.stringify(options ?? {}).replace(/</g, '\\u003c');
@@ -98,7 +106,7 @@ export function pagesPlugin(opts: { schema: GraphQLSchema; routes: Route[] }): P
   const root = projectRoot();
   const assets = loadAssets(root);
   const version = (JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string }).version;
-  let openapi: string | undefined;
+  let openapi: Asset | undefined;
   const forumPage = fs.readFileSync(path.join(root, 'public', 'forum-page.html'));
 
   return {
@@ -106,7 +114,7 @@ export function pagesPlugin(opts: { schema: GraphQLSchema; routes: Route[] }): P
       let pathname = url.pathname;
       if (pathname === '/api/docs/') pathname = '/api/docs';
       const forum = FORUM_PAGE.test(pathname);
-      const answer = (asset: Asset | undefined) => {
+      const answer = async (asset: Asset | undefined) => {
         if (!asset && !forum) return;
         if (request.method !== 'GET' && request.method !== 'HEAD') {
           endResponse(
@@ -137,25 +145,20 @@ export function pagesPlugin(opts: { schema: GraphQLSchema; routes: Route[] }): P
           );
           return;
         }
-        const headers: Record<string, string> = {
-          'content-type': asset!.type,
-          'cache-control': asset!.type === HTML || asset!.type === JSON_TYPE ? 'no-cache' : 'public, max-age=3600',
-        };
-        endResponse(
-          new fetchAPI.Response(request.method === 'HEAD' ? null : (asset!.body as unknown as BodyInit), {
-            status: 200,
-            headers,
-          }),
-        );
+        endResponse(await assetResponse(request, url, asset!, fetchAPI.Response));
       };
       if (pathname === '/api/openapi.json') {
-        openapi ??= JSON.stringify(buildOpenApi({ schema: opts.schema, routes: opts.routes, version }));
-        return answer({ body: openapi, type: JSON_TYPE });
+        openapi ??= {
+          body: JSON.stringify(buildOpenApi({ schema: opts.schema, routes: opts.routes, version })),
+          type: JSON_TYPE,
+        };
+        return answer(openapi);
       }
       const asset = assets.get(pathname);
       // Only GraphiQL's own files wait for its bundle; every other request goes on synchronously.
       if (!asset && pathname.startsWith('/graphiql/'))
         return graphiqlAssets().then((bundle) => answer(bundle.get(pathname)));
+      if (!asset && !forum) return;
       return answer(asset);
     },
   };
