@@ -32,6 +32,9 @@
       if (key) sessionStorage.setItem(KEY, key); else sessionStorage.removeItem(KEY);
     } catch (e) { /* storage disabled: the key lives in the field only */ }
     showState();
+    // The status says what the tab holds now (a request answered later may refine it).
+    if (key) say('Using the key from this tab. Schema, Docs and autocomplete follow its scopes.', false);
+    else say('No key: paste one to load the schema. It is kept for this tab only.', false);
     if (changed) refetchSchema();
   }
 

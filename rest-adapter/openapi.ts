@@ -35,6 +35,21 @@ type Json = Record<string, unknown>;
 
 const DATA_ROUTE = '/api/mc-dm-files/{file_id}/data/';
 
+const ARTICLE_VERBS = new Set(['Get', 'Create', 'Update', 'Delete', 'Restore', 'Approve', 'Reject', 'Resolve']);
+
+/**
+ * What a route does, in a few words, from its operation's name: `ListDownloads` → "List downloads",
+ * `GetDownload` → "Get a download" (a row's own `summary` wins).
+ */
+export function summaryOf(operationName: string): string {
+  const [verb, ...rest] = operationName.split(/(?=[A-Z])/);
+  if (!verb) return '';
+  const object = rest.join(' ').toLowerCase();
+  if (!object) return verb;
+  const article = ARTICLE_VERBS.has(verb) && !object.endsWith('s') ? (/^[aeiou]/.test(object) ? 'an ' : 'a ') : '';
+  return `${verb} ${article}${object}`;
+}
+
 /** `/api/mc-dm-files/:file_id/` → `/api/mc-dm-files/{file_id}/` */
 export const openApiPath = (path: string) => path.replace(/:([a-z_]+)/g, '{$1}');
 
@@ -334,7 +349,7 @@ export function buildOpenApi({ schema, routes, serverUrl, version = '1.0.0' }: O
     paths[pathKey] = p;
     p[route.method.toLowerCase()] = {
       operationId: operation.name?.value,
-      summary: `${route.method} ${route.path.replace(/:([a-z_]+)/g, '<$1>')}`,
+      summary: route.summary ?? summaryOf(operation.name?.value ?? ''),
       description,
       tags: [route.path.split('/')[2]!],
       parameters,
@@ -349,7 +364,7 @@ export function buildOpenApi({ schema, routes, serverUrl, version = '1.0.0' }: O
   paths[DATA_ROUTE] = {
     get: {
       operationId: 'GetFileData',
-      summary: 'GET /api/mc-dm-files/<file_id>/data/',
+      summary: "Download a file's bytes",
       description:
         'The bytes of a file, as an attachment, with `ETag` (the file hash; `If-None-Match` answers 304), `Accept-Ranges` and single `Range` requests (206, or 416 when unsatisfiable). A link-only file answers 302 to its URL. A request that starts at byte 0 counts one download on the file, its version and its download; HEAD answers the headers and counts nothing. Needs mc_dm_download:read and the download permission.',
       tags: ['mc-dm-files'],

@@ -23,6 +23,8 @@ export interface Route {
   upload?: string;
   /** Fields that must precede the file part of an upload (the upload is checked against them before it is stored). */
   uploadAfter?: string[];
+  /** What the route does, for the API reference; by default said from the operation's name ("Get a download"). */
+  summary?: string;
   /** Scopes checked from the key alone, before a byte of the body is read (the operation checks them again). */
   scopes?: string[];
 }

@@ -115,7 +115,18 @@ forEachDatabase((kind) => {
         const ok = op.responses['200'].content['application/json'].schema;
         expect(Object.keys(ok.properties)).toContain(r.envelope);
         expect(op.description.length, `${r.method} ${r.path} has the schema's description`).toBeGreaterThan(20);
+        // the summary says what the route does, in words, not the path again
+        expect(op.summary, `${r.method} ${r.path}`).toMatch(/^[A-Z][a-z]+( [a-z'-]+)+$/);
+        expect(op.summary).not.toContain('/api/');
       }
+      const summaries = (path: string) =>
+        Object.fromEntries(Object.entries(doc.paths[path]).map(([m, op]: [string, any]) => [m, op.summary]));
+      expect(summaries('/api/mc-dm-downloads/{download_id}/')).toEqual({
+        get: 'Get a download',
+        put: 'Update a download',
+        delete: 'Delete a download',
+      });
+      expect(summaries('/api/mc-dm-categories/').get).toBe('List categories');
       expect(doc.paths['/api/mc-dm-files/{file_id}/data/'].get).toBeDefined();
       expect(doc.components.securitySchemes.ForumApiKey).toEqual(
         expect.objectContaining({ type: 'apiKey', in: 'header', name: 'Forum-Api-Key' }),

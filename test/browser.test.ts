@@ -117,6 +117,16 @@ describe.skipIf(!haveChromium)('pages in headless Chromium', () => {
     expect(storage.local).not.toContain(SUPER_KEY);
     expect(storage.session).toContain(SUPER_KEY);
 
+    // "Forget" drops the key from the tab and says so; the status no longer claims a key is in use.
+    await page.click('#forget-key');
+    expect(await page.inputValue('#api-key')).toBe('');
+    expect(await page.textContent('#key-help')).toMatch(/^No key: paste one/);
+    expect(await page.evaluate(() => Object.values(sessionStorage).join('\n'))).not.toContain(SUPER_KEY);
+    // … and the key given again is used again.
+    await input.fill(SUPER_KEY);
+    await page.click('#key-bar button[type="submit"]');
+    expect(await page.textContent('#key-help')).toMatch(/^Using the key from this tab/);
+
     // A reload in the same tab keeps the key; the schema loads at once.
     await page.reload();
     await page.waitForSelector('.graphiql-container', { timeout: 30_000 });
