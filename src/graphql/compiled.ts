@@ -9,8 +9,10 @@
 // reason is logged once per operation), and variables that do not coerce (their errors are the interpreter's own).
 // graphql-jit takes no abort signal: the deadline is raced by operationLimitsPlugin (src/graphql/limits.ts).
 import {
+  BREAK,
   GraphQLError,
   getOperationAST,
+  visit,
   type DocumentNode,
   type ExecutionResult,
   type GraphQLSchema,
@@ -73,7 +75,8 @@ export class CompiledOperations {
       if (definition) {
         operations.set(name, {
           variables: definition.variableDefinitions ?? [],
-          ...(definition.operation === 'subscription' ? { query: null } : {}),
+          // graphql-jit has no incremental delivery: @defer and @stream stay with the interpreter.
+          ...(definition.operation === 'subscription' || deliversIncrementally(document) ? { query: null } : {}),
         });
       }
       return undefined; // first use: interpreted
@@ -84,6 +87,18 @@ export class CompiledOperations {
     }
     return op.query ? op : undefined;
   }
+}
+
+/** Whether the document asks for @defer or @stream anywhere (its operations or fragments). */
+function deliversIncrementally(document: DocumentNode): boolean {
+  let found = false;
+  visit(document, {
+    Directive(node) {
+      if (node.name.value === 'defer' || node.name.value === 'stream') found = true;
+      return found ? BREAK : undefined;
+    },
+  });
+  return found;
 }
 
 /**

@@ -24,6 +24,7 @@ import type { RateLimits } from './rate-limit.js';
 import { httpPolicyPlugin } from './security-headers.js';
 import { notFoundPlugin, pagesPlugin, renderGraphiQLPage } from './pages.js';
 import { wholeNumbersPlugin } from '../graphql/whole-numbers.js';
+import { useDeferStream } from '@graphql-yoga/plugin-defer-stream';
 import { metricsPlugin } from './metrics.js';
 import type { Database } from '../db/client.js';
 import { textInputPlugin } from '../input/text.js';
@@ -200,6 +201,7 @@ export function createRequestHandler({
         services.config.graphql.trustedDocumentsOnly,
         services.config.graphql.apqMaxDocuments,
       ),
+      useDeferStream(), // @defer / @stream (the directives are in the schema): parts as multipart/mixed or SSE
       compiledExecutionPlugin(compiled), // first of the execution wrappers: it replaces the executor itself
       fairSharePlugin(shares), // before operationLimitsPlugin: its deadline covers the wait for a slot
       operationLimitsPlugin(services.config.graphql),

@@ -63,7 +63,7 @@ export function subscriptionTransportPlugin(): Plugin {
           errors: [
             new ApiError(
               'invalid_input',
-              'Subscriptions are delivered as Server-Sent Events: send the header Accept: text/event-stream.',
+              'The result of this operation arrives in parts (a subscription, @defer or @stream): send the header Accept: text/event-stream (or multipart/mixed for @defer and @stream).',
               { field: 'accept' },
             ),
           ],

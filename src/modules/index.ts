@@ -1,5 +1,7 @@
 // Builds the schema from every module: each module's index.ts registers its types and fields on the one builder; the
 // files beside this one join modules (connections that list one resource under another, subscriptions).
+import { specifiedDirectives } from 'graphql';
+import { GraphQLDeferDirective, GraphQLStreamDirective } from '@graphql-tools/utils';
 import { builder } from '../graphql/builder.js';
 import '../graphql/pagination.js';
 import '../graphql/node.js';
@@ -12,4 +14,9 @@ import './connections-root.js';
 import './connections-nested.js';
 import './subscriptions.js';
 
-export const schema = builder.toSchema({ sortSchema: false });
+// @defer and @stream are part of the schema (introspection and schema.graphql show them, so client tools validate
+// documents that use them); src/http/server.ts serves their incremental results.
+export const schema = builder.toSchema({
+  sortSchema: false,
+  directives: [...specifiedDirectives, GraphQLDeferDirective, GraphQLStreamDirective],
+});
