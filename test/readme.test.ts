@@ -1,6 +1,6 @@
 // The README as a tested walkthrough: every ```sh / ```bash block of README.md runs, in the order written, in ONE
 // bash session (`set -euo pipefail`, so variables, functions and files made by earlier blocks carry over), in a
-// scratch directory, against a service this file starts on a fresh data directory (and, with TEST_DATABASE_URL, once
+// fresh temporary folder, against a service this file starts on a fresh data directory (and, with TEST_DATABASE_URL, once
 // more on a fresh PostgreSQL database). Each block must exit 0, and each command's output must match what the README
 // shows for it.
 //
@@ -13,9 +13,10 @@
 // - Substitutions, the only ones: the line `export KEY=dm_…` gets the key the server printed at its first start,
 //   and `http://127.0.0.1:3000` becomes the address of the server started here (with `BASE_URL` set to
 //   `http://localhost:3000`, its default for that port, so the URLs in answers are the README's).
-// - The scratch directory is a temporary `.readme-walkthrough-*` directory inside the repository (ignored by git), so
-//   that `npm run …` finds the project as it does for a reader in the repository's directory.
-import { spawn, type ChildProcess } from 'node:child_process';
+// - The session starts in the repository's directory, as a reader's terminal does; the README's first block moves
+//   into a fresh `mktemp -d` folder (TMPDIR points into this run's temporary directory), so the walkthrough writes
+//   nothing into the checkout: `git status` is the same after it as before.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -175,8 +176,13 @@ function startServer(dataDir: string, databaseUrl?: string): Promise<Server> {
 }
 
 /** The bash script: every runnable segment, each after a marker line naming it, each block followed by its end marker. */
-function script(blocks: Block[], server: Server, scratch: string): string {
-  const parts = ['set -euo pipefail', 'exec 2>&1', `cd ${JSON.stringify(scratch)}`];
+/** `git status --porcelain` of the checkout (untracked files included). */
+function gitStatus(): string {
+  return execFileSync('git', ['status', '--porcelain', '--untracked-files=all'], { cwd: ROOT, encoding: 'utf8' });
+}
+
+function script(blocks: Block[], server: Server): string {
+  const parts = ['set -euo pipefail', 'exec 2>&1', `cd ${JSON.stringify(ROOT)}`];
   for (const block of blocks) {
     if (block.skip !== undefined) continue;
     block.segments.forEach((segment, s) => {
@@ -197,13 +203,13 @@ interface Run {
   status: number | null;
 }
 
-function runScript(text: string, cwd: string, timeoutMs: number): Promise<Run> {
+function runScript(text: string, temp: string, timeoutMs: number): Promise<Run> {
   return new Promise((resolve) => {
-    const file = path.join(cwd, '.readme-walkthrough.sh');
+    const file = path.join(temp, 'readme-walkthrough.sh');
     fs.writeFileSync(file, text);
-    const env = { ...process.env };
-    for (const name of ['DATABASE_URL', 'DATA_DIR', 'PORT', 'KEY', 'API']) delete env[name];
-    const child = spawn('bash', [file], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const env: NodeJS.ProcessEnv = { ...process.env, TMPDIR: temp };
+    for (const name of ['DATABASE_URL', 'DATA_DIR', 'PORT', 'KEY', 'API', 'BASE', 'DCS']) delete env[name];
+    const child = spawn('bash', [file], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     let output = '';
     child.stdout.on('data', (c: Buffer) => {
       output += c.toString();
@@ -298,17 +304,17 @@ forEachDatabase((kind: DbKind) =>
     let server: Server | undefined;
     let run: Run;
     let temp: string | undefined;
-    let scratch: string | undefined;
+    let statusBefore = '';
     let database: Awaited<ReturnType<typeof freshPostgres>> | undefined;
 
     beforeAll(async () => {
       temp = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-readme-'));
-      scratch = fs.mkdtempSync(path.join(ROOT, '.readme-walkthrough-'));
+      statusBefore = gitStatus();
       if (kind === 'postgres') database = await freshPostgres();
       const started = Date.now();
       server = await startServer(path.join(temp, 'data'), database?.url);
       const startup = ((Date.now() - started) / 1000).toFixed(1);
-      run = await runScript(script(blocks, server, scratch), scratch, 100_000);
+      run = await runScript(script(blocks, server), temp, 100_000);
       const line = (id: string) => {
         const [b, s] = id.split(' ').map(Number);
         return blocks[b!]!.segments[s!]!.line;
@@ -327,7 +333,6 @@ forEachDatabase((kind: DbKind) =>
       await server?.stop();
       await database?.drop();
       if (temp) fs.rmSync(temp, { recursive: true, force: true });
-      if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
     }, 30_000);
 
     for (const block of blocks) {
@@ -362,5 +367,9 @@ forEachDatabase((kind: DbKind) =>
         });
       });
     }
+
+    it('leaves the checkout as it found it: git status is the same after the walkthrough', () => {
+      expect(gitStatus()).toBe(statusBefore);
+    });
   }),
 );
