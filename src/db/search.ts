@@ -14,8 +14,19 @@ import { invalidInput, requiredMissing } from '../errors.js';
 import type { Database } from './database.js';
 import { DOWNLOAD_FILTER, filterSql, type Bind, type DownloadFilter } from './filters.js';
 import { jsonOf, revive, type JsonRow } from './rows.js';
-import type { DownloadRelations, DownloadRow } from './reads.js';
-import type { Category, Version } from '../generated/prisma/client.js';
+import type { Category, Download, Version } from '../generated/prisma/client.js';
+
+/** The relations of a download read along with it (src/db/reads.ts DownloadRelations). */
+interface Relations {
+  category: boolean;
+  currentVersion: boolean;
+  tags?: boolean;
+}
+type DownloadRow = Download & {
+  category?: Category;
+  currentVersion?: Version | null;
+  tags?: { tag: { name: string } }[];
+};
 
 /** The downloads a visitor may view, as data the statement compares with (contract §3 canView(download)). */
 export interface DownloadVisibility {
@@ -87,6 +98,8 @@ export interface SearchRequest {
   /** null: every download (super-user keys). */
   visibility: DownloadVisibility | null;
   order: SearchOrderColumn;
+  /** Of the orders other than relevance (which is always best first). */
+  direction: 'asc' | 'desc';
   /** Rows to skip, and to read after them. */
   offset: number;
   take: number;
@@ -94,7 +107,7 @@ export interface SearchRequest {
   first: number;
   facets: boolean;
   highlights: boolean;
-  rel: DownloadRelations;
+  rel: Relations;
 }
 
 export interface SearchHighlight {
@@ -105,7 +118,7 @@ export interface SearchHighlight {
 }
 
 export interface SearchFacets {
-  categories: { categoryId: number; count: number }[];
+  categories: { categoryId: number; count: number; category: Category }[];
   tags: { tag: string; count: number }[];
   prefixes: { prefixId: number; count: number }[];
 }
@@ -125,12 +138,12 @@ export interface SearchResult {
 export const MARK_START = '\u0001';
 export const MARK_END = '\u0002';
 
-const ORDER_SQL: Record<Exclude<SearchOrderColumn, 'relevance'>, string> = {
-  downloadCount: 'r."downloadCount" DESC',
-  ratingAvg: 'r."ratingAvg" DESC, r."ratingCount" DESC',
-  createdDate: 'r."createdDate" DESC',
-  lastUpdate: 'r."lastUpdate" DESC',
-};
+/** The ORDER BY of the orders other than relevance, over `results r`: fuzzy matches after exact ones, ties by id. */
+function orderSql(order: Exclude<SearchOrderColumn, 'relevance'>, direction: 'asc' | 'desc'): string {
+  const dir = direction === 'asc' ? 'ASC' : 'DESC';
+  const columns = order === 'ratingAvg' ? ['ratingAvg', 'ratingCount'] : [order];
+  return `r.tier, ${columns.map((c) => `r."${c}" ${dir}`).join(', ')}, r.id ${dir}`;
+}
 
 function visibilitySql(v: DownloadVisibility | null, t: string, bind: Bind): string[] {
   if (!v) return [];
@@ -172,10 +185,10 @@ export async function searchDownloads(db: Pick<Database, 'query'>, req: SearchRe
   const order =
     req.order === 'relevance'
       ? 'r.tier, k.rank DESC NULLS LAST, r.sim DESC, r.pop, r.id DESC'
-      : `r.tier, ${ORDER_SQL[req.order]}, r.id DESC`;
-  const facetSize = bind(LIMITS.searchFacetSize);
+      : orderSql(req.order, req.direction);
+  const facetSize = req.facets ? bind(LIMITS.searchFacetSize) : '';
   const facets = req.facets
-    ? `, (SELECT coalesce(json_agg(json_build_object('k', k, 'n', n) ORDER BY n DESC, k), '[]'::json) FROM (SELECT "categoryId" AS k, count(*) AS n FROM results GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ${facetSize}::int) f) AS fc,
+    ? `, (SELECT coalesce(json_agg(json_build_object('k', k, 'n', n, 'c', (SELECT ${jsonOf('Category', 'c')} FROM category c WHERE c.id = k)) ORDER BY n DESC, k), '[]'::json) FROM (SELECT "categoryId" AS k, count(*) AS n FROM results GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ${facetSize}::int) f) AS fc,
        (SELECT coalesce(json_agg(json_build_object('k', k, 'n', n) ORDER BY n DESC, k), '[]'::json) FROM (SELECT g.name AS k, count(*) AS n FROM results r JOIN download_tag x ON x."downloadId" = r.id JOIN tag g ON g.id = x."tagId" GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ${facetSize}::int) f) AS ft,
        (SELECT coalesce(json_agg(json_build_object('k', k, 'n', n) ORDER BY n DESC, k), '[]'::json) FROM (SELECT "prefixId" AS k, count(*) AS n FROM results WHERE "prefixId" IS NOT NULL GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ${facetSize}::int) f) AS fp`
     : '';
@@ -257,7 +270,11 @@ export async function searchDownloads(db: Pick<Database, 'query'>, req: SearchRe
     hits,
     facets: req.facets
       ? {
-          categories: facetOf<'categoryId', number>(r.fc, 'categoryId'),
+          categories: (r.fc as JsonRow[]).map((f) => ({
+            categoryId: f.k,
+            count: Number(f.n),
+            category: revive<Category>('Category', f.c),
+          })),
           tags: facetOf<'tag', string>(r.ft, 'tag'),
           prefixes: facetOf<'prefixId', number>(r.fp, 'prefixId'),
         }

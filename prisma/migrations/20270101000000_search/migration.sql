@@ -19,9 +19,13 @@ CREATE TABLE "search_setting" (
 );
 INSERT INTO "search_setting" ("id", "language") VALUES (1, 'english');
 
--- BB code tags ([b], [url=…], [/quote]) replaced by a space; what they enclose stays.
+-- BB code without its tags: what they enclose stays. A closing tag ([/b], [/url]) goes, an opening one ([b],
+-- [url=…], [*]) becomes a space (it may separate words: `one[br]two`); runs of spaces become one.
 CREATE FUNCTION dcs_bbcode_strip(body TEXT) RETURNS TEXT LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT AS
-$$ SELECT regexp_replace(body, '\[/?[A-Za-z*][^\[\]]{0,200}\]', ' ', 'g') $$;
+$$ SELECT btrim(regexp_replace(regexp_replace(regexp_replace(body,
+     '\[/[A-Za-z*][^\[\]]{0,200}\]', '', 'g'),
+     '\[[A-Za-z*][^\[\]]{0,200}\]', ' ', 'g'),
+     '[ \t]+', ' ', 'g')) $$;
 
 -- Lower case without accents: the form titles are compared in by the typo fallback (an immutable wrapper, since
 -- unaccent itself is only stable: its dictionary could change, which this service never does).
