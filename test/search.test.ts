@@ -3,6 +3,7 @@
 // the rest escaped), facets, and permissions inside the statement (a hidden download is absent from rows, totals,
 // facets and highlights); bad input answers 400 with a named field and changes nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureSearchLanguage } from '../src/db/search.js';
 import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
 
 const SEARCH = `query($q: String!, $f: DownloadFilter, $o: SearchOrder, $first: Int, $after: String) {
@@ -277,6 +278,39 @@ forEachDatabase((kind) => {
       });
       expect(await bad({ q: 'castle', facets: 'maybe' })).toMatchObject({ code: 'invalid_input' });
       expect(await bad({ q: 'castle', order: 'best' })).toMatchObject({ code: 'invalid_input' });
+    });
+  });
+
+  describe('SEARCH_LANGUAGE', () => {
+    it('stems in the configured language (a fresh service started with simple)', async () => {
+      const simple = await startTestApp(kind, { readCacheMb: 0, searchLanguage: 'simple' });
+      try {
+        const category = (await simple.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Runs' } })).body
+          .category;
+        const owner = await simple.user('runner');
+        await simple.rest('POST', '/api/mc-dm-downloads/', {
+          key: owner.key,
+          form: { category_id: category.category_id, title: 'Running shoes', version_string: '1' },
+        });
+        const found = async (q: string) =>
+          (await simple.gqlOk(`query($q: String!) { search(query: $q) { totalCount } }`, { q: `${q} ` })).search
+            .totalCount;
+        // `simple` stems nothing: only the word as written (accents still folded) is found.
+        expect(await found('running')).toBe(1);
+        expect(await found('run')).toBe(0);
+      } finally {
+        await simple.close();
+      }
+    });
+
+    it('a change of language rewrites the documents already stored, once', async () => {
+      expect(titles(await search('run'))).toEqual(['Café Racer']);
+      expect(await ensureSearchLanguage(t.app.db, 'simple')).toBe(true);
+      expect(await ensureSearchLanguage(t.app.db, 'simple')).toBe(false);
+      expect((await search('run ')).totalCount).toBe(0);
+      expect(titles(await search('running '))).toEqual(['Café Racer']);
+      expect(await ensureSearchLanguage(t.app.db, 'english')).toBe(true);
+      expect(titles(await search('run '))).toEqual(['Café Racer']);
     });
   });
 });
