@@ -184,7 +184,7 @@ export async function searchDownloads(db: Pick<Database, 'query'>, req: SearchRe
   const cols = `d.id, d."categoryId", d."prefixId", d."downloadCount", d."ratingAvg", d."ratingCount", d."createdDate", d."lastUpdate"`;
   const order =
     req.order === 'relevance'
-      ? 'r.tier, k.rank DESC NULLS LAST, r.sim DESC, r.pop, r.id DESC'
+      ? 'r.tier, k.rank DESC NULLS LAST, r.sim DESC, r."downloadCount" DESC, r.id DESC'
       : orderSql(req.order, req.direction);
   const facetSize = req.facets ? bind(LIMITS.searchFacetSize) : '';
   const facets = req.facets
@@ -219,11 +219,10 @@ export async function searchDownloads(db: Pick<Database, 'query'>, req: SearchRe
   const sql = `
     WITH q AS MATERIALIZED (SELECT ${tq} AS tq, dcs_fold(${folded}::text) AS fq),
     exact AS MATERIALIZED (
-      SELECT ${cols}, 0 AS tier, 0::real AS sim,
-             row_number() OVER (ORDER BY d."downloadCount" DESC, d.id DESC) AS pop
+      SELECT ${cols}, 0 AS tier, 0::real AS sim
       FROM download d, q WHERE d."searchVector" @@ q.tq ${scopeSql}),
     fuzzy AS MATERIALIZED (
-      SELECT ${cols}, 1 AS tier, similarity(dcs_fold(d.title), q.fq) AS sim, 0::bigint AS pop
+      SELECT ${cols}, 1 AS tier, similarity(dcs_fold(d.title), q.fq) AS sim
       FROM download d, q
       WHERE (SELECT count(*) FROM exact) < ${first}::int
         AND dcs_fold(d.title) % q.fq AND similarity(dcs_fold(d.title), q.fq) >= ${similarity}::real
@@ -238,7 +237,8 @@ export async function searchDownloads(db: Pick<Database, 'query'>, req: SearchRe
     ${
       req.order === 'relevance'
         ? `ranked AS (SELECT e.id, ts_rank(d."searchVector", q.tq) AS rank
-             FROM exact e JOIN download d ON d.id = e.id, q WHERE e.pop <= ${bind(LIMITS.searchRankedCandidates)}::int),`
+             FROM (SELECT id FROM exact ORDER BY "downloadCount" DESC, id DESC LIMIT ${bind(LIMITS.searchRankedCandidates)}::int) e
+             JOIN download d ON d.id = e.id, q),`
         : ''
     }
     page AS (
