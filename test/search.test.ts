@@ -261,6 +261,16 @@ forEachDatabase((kind) => {
       ]);
     });
 
+    it('the OpenAPI document describes q, facets and updated_since', async () => {
+      const doc = (await t.rest('GET', '/api/openapi.json')).body;
+      const params = doc.paths['/api/mc-dm-downloads/'].get.parameters;
+      const param = (name: string) => params.find((p: { name: string }) => p.name === name);
+      expect(param('q').description).toMatch(/web-search syntax/);
+      expect(param('facets').description).toMatch(/^1 adds `facets` to the answer: With `q`/);
+      expect(param('updated_since').description).toMatch(/same as since/);
+      expect(param('order').schema.enum).toContain('relevance');
+    });
+
     it('bad input: empty q, order relevance or facets without q, an order a search cannot take', async () => {
       const bad = async (query: Record<string, string | number>) => {
         const r = await rest(query);
