@@ -115,7 +115,7 @@ export async function seed(db: Database, DOWNLOADS: number): Promise<void> {
                     (g * 7919) % 10000, ((g * 31) % 50) / 10.0,
                     now() - g * interval '1 minute', now() - g * 2 * interval '1 minute',
                     (CASE WHEN g % 50 = 0 THEN 'moderated' WHEN g % 97 = 0 THEN 'deleted' ELSE 'visible' END)::"DownloadState"
-             FROM generate_series(1, ${DOWNLOADS}) g`);
+             FROM generate_series(1::bigint, ${DOWNLOADS}::bigint) g`);
     await q(`INSERT INTO download_tag ("downloadId", "tagId")
              SELECT DISTINCT d.id, t.id FROM download d, LATERAL (VALUES (1 + abs(hashtext(d.id::text || 't')) % ${NOUNS.length}), (1 + abs(hashtext(d.id::text || 'u')) % ${NOUNS.length})) x(n)
              JOIN tag t ON t.id = x.n`);

@@ -182,9 +182,18 @@ export async function searchDownloads(db: Pick<Database, 'query'>, req: SearchRe
   const first = bind(req.first);
   const similarity = bind(LIMITS.searchTypoSimilarity);
   const cols = `d.id, d."categoryId", d."prefixId", d."downloadCount", d."ratingAvg", d."ratingCount", d."createdDate", d."lastUpdate"`;
+  // A relevance page within the ranked candidates is read from them (and the fuzzy matches after them) alone; past
+  // them, every match takes part (unranked ones by download count).
+  const withinRanked = req.offset + req.take <= LIMITS.searchRankedCandidates;
+  const pageSource =
+    req.order !== 'relevance'
+      ? 'results r'
+      : withinRanked
+        ? '(SELECT * FROM ranked UNION ALL SELECT *, NULL::real AS rank FROM fuzzy) r'
+        : '(SELECT r.*, k.rank FROM results r LEFT JOIN ranked k ON k.id = r.id) r';
   const order =
     req.order === 'relevance'
-      ? 'r.tier, k.rank DESC NULLS LAST, r.sim DESC, r."downloadCount" DESC, r.id DESC'
+      ? 'r.tier, r.rank DESC NULLS LAST, r.sim DESC, r."downloadCount" DESC, r.id DESC'
       : orderSql(req.order, req.direction);
   const facetSize = req.facets ? bind(LIMITS.searchFacetSize) : '';
   const facets = req.facets
@@ -236,15 +245,14 @@ export async function searchDownloads(db: Pick<Database, 'query'>, req: SearchRe
     results AS (SELECT * FROM exact UNION ALL SELECT * FROM fuzzy),
     ${
       req.order === 'relevance'
-        ? `ranked AS (SELECT e.id, ts_rank(d."searchVector", q.tq) AS rank
-             FROM (SELECT id FROM exact ORDER BY "downloadCount" DESC, id DESC LIMIT ${bind(LIMITS.searchRankedCandidates)}::int) e
+        ? `ranked AS (SELECT e.*, ts_rank(d."searchVector", q.tq) AS rank
+             FROM (SELECT * FROM exact ORDER BY "downloadCount" DESC, id DESC LIMIT ${bind(LIMITS.searchRankedCandidates)}::int) e
              JOIN download d ON d.id = e.id, q),`
         : ''
     }
     page AS (
       SELECT r.id, row_number() OVER () AS n FROM (
-        SELECT r.id FROM results r ${req.order === 'relevance' ? 'LEFT JOIN ranked k ON k.id = r.id' : ''}
-        ORDER BY ${order} OFFSET ${offset}::bigint LIMIT ${take}::int) r)
+        SELECT r.id FROM ${pageSource} ORDER BY ${order} OFFSET ${offset}::bigint LIMIT ${take}::int) r)
     SELECT (SELECT count(*) FROM results) AS total,
       (SELECT coalesce(json_agg(json_build_object('d', ${jsonOf('Download', 'd')}${extra
         .map(([k]) => `, '${k}', d.${k}`)
