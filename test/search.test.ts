@@ -182,6 +182,9 @@ forEachDatabase((kind) => {
       expect(p2.totalCount).toBe(3);
       for (const o of ['RELEVANCE', 'DOWNLOADS', 'RATING', 'UPDATED'])
         expect((await search(q, { o })).totalCount).toBe(3);
+      const r1 = await search(q, { first: 2 });
+      const r2 = await search(q, { first: 2, after: r1.pageInfo.endCursor });
+      expect([...titles(r1), ...titles(r2)].sort()).toEqual(['Café Racer', 'Dragon Lair', 'Minecraft Castle']);
       // A cursor of another search is refused.
       const other = await t.gql(SEARCH, { q: 'castle', after: p1.pageInfo.endCursor }, alice.key);
       expect(other.codes).toEqual(['invalid_input']);
