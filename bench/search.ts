@@ -211,7 +211,12 @@ async function main() {
     const userKey = made.data.createApiKey.key as string;
     const titles = (
       await db.query<{ id: number; title: string }>(
-        `SELECT id, title FROM download WHERE state = 'visible' AND "categoryId" % 20 <> 0 ORDER BY hashtext(id::text) LIMIT 100`,
+        // Downloads the user may view: visible, and neither their category nor its parents is one the user may not
+        // view (a denial holds for the categories under it too).
+        `SELECT d.id, d.title FROM download d JOIN category c ON c.id = d."categoryId"
+           LEFT JOIN category p ON p.id = c."parentId" LEFT JOIN category gp ON gp.id = p."parentId"
+         WHERE d.state = 'visible' AND c.id % 20 <> 0 AND coalesce(p.id, 1) % 20 <> 0 AND coalesce(gp.id, 1) % 20 <> 0
+         ORDER BY hashtext(d.id::text) LIMIT 100`,
       )
     ).map((r) => ({ id: r.id, title: r.title }));
     const misspelled = titles.map((t, i) => typo(t.title, i + 7));
@@ -273,7 +278,10 @@ async function main() {
       const r = await gql(SEARCH, { q: misspelled[i], first: 5 }, userKey);
       const ids = (r.data?.search?.edges ?? []).map((e: any) => e.node.downloadId);
       if (ids.includes(t.id)) found++;
-      else if (misses.length < 5) misses.push(`"${misspelled[i]}" for "${t.title}"`);
+      else if (misses.length < 5)
+        misses.push(
+          `"${misspelled[i]}" for "${t.title}"${r.errors ? ` (${JSON.stringify(r.errors).slice(0, 200)})` : ''}`,
+        );
     }
     console.log(`relevance: ${found}/100 misspelled titles find their download in the top 5`);
     if (misses.length) console.log(`  missed, e.g.: ${misses.join('; ')}`);
