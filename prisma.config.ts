@@ -4,6 +4,7 @@
 import { defineConfig, type PrismaConfig } from 'prisma/config';
 import { PGlite } from '@electric-sql/pglite';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
+import { PGLITE_EXTENSIONS } from './src/db/pglite-extensions.js';
 
 export default defineConfig({
   experimental: { adapter: true },
@@ -12,7 +13,7 @@ export default defineConfig({
   migrations: { path: 'prisma/migrations' },
   // (cast: the adapter pins an older @prisma/driver-adapter-utils whose types differ, not its behaviour)
   adapter: async () =>
-    new PrismaPGlite(new PGlite(process.env.PRISMA_DEV_DB_DIR ?? '.prisma-dev-db')) as unknown as Awaited<
-      ReturnType<Extract<PrismaConfig, { adapter: unknown }>['adapter']>
-    >,
+    new PrismaPGlite(
+      new PGlite(process.env.PRISMA_DEV_DB_DIR ?? '.prisma-dev-db', { extensions: PGLITE_EXTENSIONS }),
+    ) as unknown as Awaited<ReturnType<Extract<PrismaConfig, { adapter: unknown }>['adapter']>>,
 });

@@ -5,6 +5,7 @@ import http from 'node:http';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { hashKey } from '../src/auth/keys.js';
+import { PGLITE_EXTENSIONS } from '../src/db/pglite-extensions.js';
 
 type Query = (sql: string, params: unknown[]) => Promise<Record<string, any>[]>;
 
@@ -13,7 +14,7 @@ async function connect(): Promise<{ query: Query; close(): Promise<void> }> {
     const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
     return { query: async (sql, params) => (await pool.query(sql, params)).rows, close: () => pool.end() };
   }
-  const lite = new PGlite(`${process.env.DATA_DIR}/db`);
+  const lite = new PGlite(`${process.env.DATA_DIR}/db`, { extensions: PGLITE_EXTENSIONS });
   await lite.waitReady;
   return {
     query: async (sql, params) => (await lite.query<Record<string, any>>(sql, params as any[])).rows,

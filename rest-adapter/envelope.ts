@@ -39,7 +39,10 @@ export function envelope(key: string, rootValue: unknown): Record<string, unknow
   if (key === 'success')
     return { success: (value as unknown) === true || (value as { success?: unknown } | null)?.success === true };
   if (value && typeof value === 'object' && 'nodes' in value && 'pagination' in value) {
-    return { [key]: snakeKeys(value.nodes), pagination: snakeKeys(value.pagination) };
+    const out: Record<string, unknown> = { [key]: snakeKeys(value.nodes), pagination: snakeKeys(value.pagination) };
+    // What else the page carries (a search's `facets`), under its snake_case name.
+    for (const k in value) if (k !== 'nodes' && k !== 'pagination') out[snakeName(k)] = snakeKeys(value[k]);
+    return out;
   }
   return { [key]: snakeKeys(value) };
 }

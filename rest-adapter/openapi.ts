@@ -209,6 +209,20 @@ export function buildOpenApi({ schema, routes, serverUrl, version = '1.0.0' }: O
       if (a.value.kind === Kind.VARIABLE)
         argOfVariable.set(a.value.name.value, field.args.find((x) => x.name === a.name.value)?.description);
     }
+    // A variable that only switches a field of the answer on (`facets @include(if: $facets)`) is documented by it.
+    const answer = getNamedType(field.type);
+    for (const s of sel.selectionSet?.selections ?? []) {
+      if (s.kind !== Kind.FIELD || !('getFields' in answer)) continue;
+      for (const d of s.directives ?? []) {
+        const on = d.arguments?.find((a) => a.name.value === 'if')?.value;
+        if (d.name.value !== 'include' || on?.kind !== Kind.VARIABLE || argOfVariable.has(on.name.value)) continue;
+        const description = answer.getFields()[s.name.value]?.description;
+        argOfVariable.set(
+          on.name.value,
+          `1 adds \`${toSnake(s.name.value)}\` to the answer${description ? `: ${description}` : '.'}`,
+        );
+      }
+    }
     const pathParams = [...route.path.matchAll(/:([a-z_]+)/g)].map((m) => m[1]!);
     const fields: { name: string; type: GraphQLInputType; description?: string | null; required: boolean }[] = [];
     let verbose = false;

@@ -8,6 +8,7 @@ import { StartError } from './errors.js';
 import { openDatabase, targetOf, type Database } from './db/client.js';
 import { Reads } from './db/reads.js';
 import { migrate } from './db/migrate.js';
+import { ensureSearchLanguage } from './db/search.js';
 import { bootstrap } from './modules/accounts/index.js';
 import { sharedSecret } from './db/secrets.js';
 import { CursorSeal } from './db/keyset.js';
@@ -124,6 +125,8 @@ export async function startApp(
     const database = db;
     const applied = await migrate(db);
     if (applied.length > 0) log.info({ applied }, 'migrations applied');
+    if (await ensureSearchLanguage(db, config.searchLanguage))
+      log.info({ language: config.searchLanguage }, 'search documents rewritten for SEARCH_LANGUAGE');
     mark('migrations');
     const { groups, generatedKey } = await bootstrap(db, config.bootstrapKey);
     mark('bootstrap');

@@ -25,11 +25,57 @@ export const LIMITS = {
   maxCommentMessage: 50_000,
   /** Hashes one lookup by hash takes, and the most files it answers. */
   maxHashes: 100,
+  /** Characters in a search query, and words (terms) in it; longer or more answer invalid_input. */
+  maxSearchQuery: 200,
+  maxSearchTerms: 20,
+  /** Entries of each facet of a search (categories, tags, prefixes): the most frequent ones. */
+  searchFacetSize: 20,
+  /**
+   * Matches of a search ranked by relevance: the first this many of the index's matches (newest first) are ranked,
+   * so a common word costs a bounded amount of ranking; totals and facets still count every match.
+   */
+  searchRankedCandidates: 2000,
+  /** The trigram similarity (0 to 1) a title needs to be offered by the typo fallback. */
+  searchTypoSimilarity: 0.3,
   /** How long a comment's author may edit it without the edit being recorded. */
   commentEditGraceMs: 5 * 60 * 1000,
 } as const;
 
 export type StorageKind = 'local' | 's3';
+
+/** The languages PostgreSQL ships a text search configuration for (SEARCH_LANGUAGE); `simple` stems nothing. */
+export const SEARCH_LANGUAGES = [
+  'simple',
+  'arabic',
+  'armenian',
+  'basque',
+  'catalan',
+  'danish',
+  'dutch',
+  'english',
+  'finnish',
+  'french',
+  'german',
+  'greek',
+  'hindi',
+  'hungarian',
+  'indonesian',
+  'irish',
+  'italian',
+  'lithuanian',
+  'nepali',
+  'norwegian',
+  'portuguese',
+  'romanian',
+  'russian',
+  'serbian',
+  'spanish',
+  'swedish',
+  'tamil',
+  'turkish',
+  'yiddish',
+] as const;
+export type SearchLanguage = (typeof SEARCH_LANGUAGES)[number];
 export type CategoryDeletePolicy = 'reassign' | 'cascade';
 
 export interface Config {
@@ -58,6 +104,8 @@ export interface Config {
   maxBodyBytes: number;
   externalUrlAllowPrivate: boolean;
   logLevel: string;
+  /** SEARCH_LANGUAGE: the PostgreSQL text search language search documents are stemmed in. */
+  searchLanguage: SearchLanguage;
   /** How long keys, users and permission tables are cached in-process (0 disables). */
   cacheSeconds: number;
   /** Megabytes of read answers kept while the database is unchanged (src/http/read-cache.ts); 0 turns it off. */
@@ -211,6 +259,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 1024 * 1024, 1),
     externalUrlAllowPrivate: flag(env, 'EXTERNAL_URL_ALLOW_PRIVATE'),
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
+    searchLanguage: oneOf(env, 'SEARCH_LANGUAGE', SEARCH_LANGUAGES, 'english'),
     cacheSeconds: int(env, 'CACHE_SECONDS', 5),
     readCacheMb: int(env, 'READ_CACHE_MB', 64),
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 600),

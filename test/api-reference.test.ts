@@ -194,7 +194,15 @@ forEachDatabase((kind) => {
         doc.paths['/api/mc-dm-downloads/'].post.requestBody.content['application/x-www-form-urlencoded'].schema;
       expect(create.required).toEqual(['category_id', 'title']);
       const order = doc.paths['/api/mc-dm-downloads/'].get.parameters.find((p: Json) => p.name === 'order');
-      expect(order.schema.enum).toEqual(['created_date', 'last_update', 'download_count', 'view_count', 'title']);
+      expect(order.schema.enum).toEqual([
+        'created_date',
+        'last_update',
+        'download_count',
+        'view_count',
+        'title',
+        'relevance',
+        'rating',
+      ]);
       expect(
         doc.paths['/api/mc-dm-files/'].post.requestBody.content['multipart/form-data'].schema.properties.file,
       ).toMatchObject({ type: 'string', format: 'binary' });

@@ -164,6 +164,12 @@ function argsOf(w: World, field: string, t: any): { args: Record<string, unknown
         select: 'nodes { downloadId }',
         listKey: 'downloadId',
       };
+    case 'search':
+      return {
+        args: { query: 'matrix', filter: { categoryId: t.categoryId }, first: 100 },
+        select: 'nodes { downloadId }',
+        listKey: 'downloadId',
+      };
     case 'downloadsConnection':
       return { args: { categoryId: t.categoryId, first: 100 }, select: 'nodes { downloadId }', listKey: 'downloadId' };
     case 'download':

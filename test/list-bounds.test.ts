@@ -24,6 +24,9 @@ const FIXED_BOUNDS = {
   'Group.permissions': 19, // the permission names, each at most once per group (primary key)
   'Query.effectivePermissions': 19, // one per permission name
   'Query.filesByHash': 100, // at most 100 files answered, whatever the hashes match
+  'SearchFacets.categories': 20, // the 20 most frequent (LIMITS.searchFacetSize)
+  'SearchFacets.tags': 20,
+  'SearchFacets.prefixes': 20,
 };
 const PAGE_SIZE_ARGS = ['first', 'last', 'perPage'];
 

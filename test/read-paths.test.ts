@@ -18,6 +18,12 @@ const EXPECTED: Record<string, { plain: number; full: number }> = {
   'GET /api/mc-dm-files/:file_id/': { plain: 1, full: 1 },
 };
 
+/** The same list answering a search (`q`): the page, its total and its facets in one statement too. */
+const SEARCHES: Record<string, Record<string, string | number>> = {
+  'GET /api/mc-dm-downloads/?q=': { q: 'wrench' },
+  'GET /api/mc-dm-downloads/?q=&facets=1': { q: 'wrench', facets: 1 },
+};
+
 describe('read paths', () => {
   let t: TestApp;
   const ids: Record<string, number> = {};
@@ -74,6 +80,23 @@ describe('read paths', () => {
           fewest = Math.min(fewest, t.app.db.statements() - before);
         }
         expect(fewest, `${key} ${mode}`).toBe(expected);
+      }
+    });
+  }
+
+  for (const [key, query] of Object.entries(SEARCHES)) {
+    it(`${key} sends 1 statement, also with with=full`, async () => {
+      for (const q of [query, { ...query, with: 'full' }]) {
+        await t.rest('GET', '/api/mc-dm-downloads/', { query: q });
+        let fewest = Number.POSITIVE_INFINITY;
+        for (let i = 0; i < 3; i++) {
+          const before = t.app.db.statements();
+          const res = await t.rest('GET', '/api/mc-dm-downloads/', { query: q });
+          expect(res.status, JSON.stringify(res.body)).toBe(200);
+          expect(res.body.downloads.map((d: { title: string }) => d.title)).toEqual(['Wrench']);
+          fewest = Math.min(fewest, t.app.db.statements() - before);
+        }
+        expect(fewest, `${key} ${JSON.stringify(q)}`).toBe(1);
       }
     });
   }

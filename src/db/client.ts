@@ -14,6 +14,7 @@ import { withReleasedTransactions } from './transactions.js';
 import { statementName } from './statement-names.js';
 import type { Database, Session } from './database.js';
 import { LiteStatements } from './lite-statements.js';
+import { PGLITE_EXTENSIONS } from './pglite-extensions.js';
 
 export type { Database, Session } from './database.js';
 
@@ -39,9 +40,12 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
     unlock = lockDirectory(target.pgliteDir);
     // A fresh directory starts from the build's ready-made database when there is one (src/db/template.ts).
     const loadDataDir = fs.existsSync(path.join(target.pgliteDir, 'PG_VERSION')) ? undefined : readTemplate();
-    lite = new PGlite(target.pgliteDir, loadDataDir ? { loadDataDir } : {});
+    lite = new PGlite(target.pgliteDir, { extensions: PGLITE_EXTENSIONS, ...(loadDataDir ? { loadDataDir } : {}) });
   } else {
-    lite = new PGlite(target.loadDataDir ? { loadDataDir: target.loadDataDir } : {});
+    lite = new PGlite({
+      extensions: PGLITE_EXTENSIONS,
+      ...(target.loadDataDir ? { loadDataDir: target.loadDataDir } : {}),
+    });
   }
   await lite.waitReady;
   let statements = 0;

@@ -112,6 +112,8 @@ export interface DownloadFilter {
   userId?: number;
   /** Downloads carrying every one of these tags (normalized names). */
   tags?: string[];
+  /** Downloads in one of these categories (a category and its subcategories, for search). */
+  categoryIds?: number[];
 }
 
 /** Downloads carrying every tag of `names`: one EXISTS per tag, each answered by the (tagId) index. */
@@ -127,6 +129,13 @@ const ALL_TAGS: CustomTerm<DownloadFilter, string[]> = {
   where: (names) => ({ AND: names.map((name) => ({ tags: { some: { tag: { name } } } })) }),
 };
 
+/** Downloads in one of the categories `ids`. */
+const IN_CATEGORIES: CustomTerm<DownloadFilter, number[]> = {
+  key: 'categoryIds',
+  sql: (t, ids, bind) => `${t}."categoryId" = ANY(${bind(ids)}::int[])`,
+  where: (ids) => ({ categoryId: { in: ids } }),
+};
+
 export const DOWNLOAD_FILTER: FilterSpec<DownloadFilter> = [
   { key: 'categoryId', column: 'categoryId', type: 'int', op: 'equals' },
   { key: 'prefixId', column: 'prefixId', type: 'int', op: 'equals' },
@@ -134,6 +143,7 @@ export const DOWNLOAD_FILTER: FilterSpec<DownloadFilter> = [
   { key: 'since', column: 'lastUpdate', type: 'timestamp', op: 'atLeast' },
   { key: 'userId', column: 'userId', type: 'int', op: 'equals' },
   ALL_TAGS,
+  IN_CATEGORIES,
 ];
 
 export const DOWNLOAD_ORDER_COLUMNS = ['createdDate', 'lastUpdate', 'downloadCount', 'viewCount', 'title'] as const;

@@ -8,6 +8,7 @@ import type { Category, Download, Version } from '../generated/prisma/client.js'
 import { jsonOf, revive, type JsonRow } from './rows.js';
 import { ResourceReads } from './resource-reads.js';
 import { downloadTotal, downloadTotalSql } from './totals.js';
+import { searchDownloads, type SearchRequest, type SearchResult } from './search.js';
 
 /** The relations of a download these reads can load along with it. */
 export interface DownloadRelations {
@@ -59,6 +60,11 @@ import {
 
 /** The downloads' reads here; those of categories, comments and files in src/db/resource-reads.ts. */
 export class Reads extends ResourceReads {
+  /** A search: the page, its total, facets and highlights in one statement (src/db/search.ts). */
+  search(req: SearchRequest): Promise<SearchResult> {
+    return searchDownloads(this.db, req);
+  }
+
   async download(id: number, rel: DownloadRelations): Promise<DownloadRow | null> {
     const rows = await this.db.query<JsonRow>(
       `SELECT ${jsonOf('Download', 'd')} AS d${relationColumns(rel)} FROM download d WHERE d.id = $1`,

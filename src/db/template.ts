@@ -20,7 +20,7 @@ import { projectRoot } from '../project-root.js';
 
 const require = createRequire(import.meta.url);
 /** Changes when the way the tarball is made changes, so that older tarballs stop matching. */
-const RECIPE = 'migrated, template databases dropped';
+const RECIPE = 'migrated, template databases dropped, extensions pg_trgm unaccent';
 
 /** Where the build keeps the tarballs (beside the compiled code, in the git-ignored dist/). */
 export const TEMPLATE_DIR = path.join(projectRoot(), 'dist', 'pglite-template');
@@ -59,7 +59,8 @@ export async function ensureTemplate(dir = TEMPLATE_DIR): Promise<{ file: string
   if (fs.existsSync(file)) return { file, made: false };
   // Loaded here, not at the top: the build checks for the tarball on every `npm start` and needs no PGlite for that.
   const { PGlite } = await import('@electric-sql/pglite');
-  const lite = new PGlite();
+  const { PGLITE_EXTENSIONS } = await import('./pglite-extensions.js');
+  const lite = new PGlite({ extensions: PGLITE_EXTENSIONS });
   try {
     await lite.waitReady;
     // The migrator needs one session; an in-memory PGlite is one.

@@ -49,8 +49,8 @@ export interface DownloadTotalFilter extends Omit<DownloadFilter, 'categoryId'> 
 
 /** Downloads matching a download list's filter: from download_total, or a count(*) when `since` is set. */
 export function downloadTotalSql(f: DownloadTotalFilter, bind: Bind): string {
-  // The counters hold no dates, owners or tags: such a filter counts the matching rows.
-  if (f.since !== undefined || f.userId !== undefined || f.tags !== undefined)
+  // The counters hold no dates, owners, tags or category sets: such a filter counts the matching rows.
+  if (f.since !== undefined || f.userId !== undefined || f.tags !== undefined || f.categoryIds !== undefined)
     return `(SELECT count(*) FROM download x WHERE ${filterSql(DOWNLOAD_FILTER, f, 'x', bind).join(' AND ')})`;
   const terms: string[] = [];
   if (f.categoryId !== undefined) terms.push(`x."categoryId" = ${val(f.categoryId, bind, 'int')}`);

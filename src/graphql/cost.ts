@@ -57,6 +57,9 @@ export const LIST_BOUNDS: Readonly<Record<string, number>> = {
   'Group.permissions': PERMISSIONS.length,
   'Query.effectivePermissions': PERMISSIONS.length,
   'Query.filesByHash': LIMITS.maxHashes,
+  'SearchFacets.categories': LIMITS.searchFacetSize,
+  'SearchFacets.tags': LIMITS.searchFacetSize,
+  'SearchFacets.prefixes': LIMITS.searchFacetSize,
 };
 
 export function operationOf(

@@ -23,6 +23,7 @@ import {
   CATEGORY_KEYS,
   COMMENT_KEYS,
   DOWNLOAD_KEYS,
+  downloadKeyOrder,
   FILE_KEYS,
   TEAM_KEYS,
   VERSION_KEYS,
@@ -188,7 +189,13 @@ builder.prismaObjectFields(CategoryRef, (t) => ({
       }),
     },
     resolve: async (c, args, ctx) => {
-      const spec = keysetOf('Category.downloads', DOWNLOAD_KEYS, args.order, args.direction, 'last_update');
+      const spec = keysetOf(
+        'Category.downloads',
+        DOWNLOAD_KEYS,
+        downloadKeyOrder(args.order),
+        args.direction,
+        'last_update',
+      );
       const w = windowOf(ctx.cursors, spec, args);
       const access = await ctx.access();
       const filter = downloadListFilter(access, args as Omit<DownloadListArgs, 'categoryId'>);

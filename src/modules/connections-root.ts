@@ -14,7 +14,7 @@ import { CommentOrderEnum, CommentRef } from './comments/index.js';
 import { FileOrderEnum, FileRef, deps } from './files/index.js';
 import type { Context } from '../graphql/context.js';
 import { prismaAfter, prismaOrderBy, windowOf } from '../db/keyset.js';
-import { CATEGORY_KEYS, COMMENT_KEYS, DOWNLOAD_KEYS, FILE_KEYS, keysetOf } from './keyset-orders.js';
+import { CATEGORY_KEYS, COMMENT_KEYS, DOWNLOAD_KEYS, FILE_KEYS, downloadKeyOrder, keysetOf } from './keyset-orders.js';
 import { downloadListFilter, downloadWhere } from './downloads/index.js';
 import { commentSlice } from './comments/index.js';
 import { categoryParentOf } from '../db/resource-reads.js';
@@ -109,7 +109,13 @@ builder.queryFields((t) => ({
       }),
     },
     resolve: async (_r, args, ctx, info) => {
-      const spec = keysetOf('downloadsConnection', DOWNLOAD_KEYS, args.order, args.direction, 'last_update');
+      const spec = keysetOf(
+        'downloadsConnection',
+        DOWNLOAD_KEYS,
+        downloadKeyOrder(args.order),
+        args.direction,
+        'last_update',
+      );
       const w = windowOf(ctx.cursors, spec, args);
       const access = await ctx.access();
       const filter = downloadListFilter(access, args);

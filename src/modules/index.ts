@@ -10,6 +10,7 @@ import './downloads/index.js';
 import './versions/index.js';
 import './comments/index.js';
 import './files/index.js';
+import './search/index.js';
 import './connections-root.js';
 import './connections-nested.js';
 import './subscriptions.js';

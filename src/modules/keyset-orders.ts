@@ -4,7 +4,8 @@
 import type { Direction } from '../db/lists.js';
 import type { KeyColumn, KeysetSpec } from '../db/keyset.js';
 import { CATEGORY_ORDERS, type CategoryOrder } from './categories/index.js';
-import { DOWNLOAD_ORDERS, type DownloadOrder } from './downloads/index.js';
+import { DOWNLOAD_ORDERS, type DownloadListOrder, type DownloadOrder } from './downloads/index.js';
+import { invalidInput } from '../errors.js';
 import { COMMENT_ORDERS, type CommentOrder } from './comments/index.js';
 import { FILE_ORDERS, type FileOrder } from './files/index.js';
 
@@ -23,6 +24,13 @@ export const DOWNLOAD_KEYS: Columns<DownloadOrder> = {
   view_count: { name: DOWNLOAD_ORDERS.view_count, kind: 'int' },
   title: { name: DOWNLOAD_ORDERS.title, kind: 'string' },
 };
+
+/** A download connection's order: RELEVANCE and RATING sort searches only (invalid_input here). */
+export function downloadKeyOrder(order: DownloadListOrder | null | undefined): DownloadOrder | null | undefined {
+  if (order === 'relevance' || order === 'rating')
+    throw invalidInput('order', `order ${order.toUpperCase()} sorts a search (downloads with q); a connection cannot.`);
+  return order;
+}
 
 export const COMMENT_KEYS: Columns<CommentOrder> = {
   comment_date: { name: COMMENT_ORDERS.comment_date, kind: 'date' },

@@ -2,6 +2,7 @@
 // the schema, the REST adapter (through the schema) and the jobs all ask here.
 import type { Permission } from './names.js';
 import type { PermissionResolver } from './resolve.js';
+import type { DownloadVisibility } from '../db/search.js';
 
 export interface Visitor {
   /** 0 for the guest visitor. */
@@ -79,6 +80,21 @@ export class Access {
       case 'draft':
         return this.owns(d);
     }
+  }
+
+  /**
+   * canViewDownload as data for a statement (src/db/search.ts): the categories where the visitor holds view, and of
+   * those where they hold viewModerated and viewDeleted. null: every download (a super-user key).
+   */
+  downloadVisibility(): DownloadVisibility | null {
+    if (this.visitor.isSuper) return null;
+    const categoryIds = (this.resolver?.categoryIds() ?? []).filter((id) => this.has('view', id));
+    return {
+      categoryIds,
+      moderatedIn: categoryIds.filter((id) => this.has('viewModerated', id)),
+      deletedIn: categoryIds.filter((id) => this.has('viewDeleted', id)),
+      userId: this.visitor.userId,
+    };
   }
 
   canEditDownload(d: DownloadRow, isTeamMember = false): boolean {

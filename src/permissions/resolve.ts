@@ -60,6 +60,34 @@ export class PermissionResolver {
     return answer;
   }
 
+  /** Every category id of the tree. */
+  categoryIds(): number[] {
+    return [...this.data.parents.keys()];
+  }
+
+  /** `categoryId` and every category below it (none when it does not exist). */
+  subtreeOf(categoryId: number): number[] {
+    if (!this.data.parents.has(categoryId)) return [];
+    const children = new Map<number, number[]>();
+    for (const [id, parent] of this.data.parents) {
+      if (parent === null) continue;
+      const list = children.get(parent);
+      if (list) list.push(id);
+      else children.set(parent, [id]);
+    }
+    const out: number[] = [];
+    const seen = new Set<number>();
+    const stack = [categoryId];
+    while (stack.length) {
+      const id = stack.pop()!;
+      if (seen.has(id)) continue;
+      seen.add(id);
+      out.push(id);
+      stack.push(...(children.get(id) ?? []));
+    }
+    return out;
+  }
+
   /** The same answer as has(), with the rule each group followed and the one that decided. */
   explain(perm: Permission, categoryId?: number | null): Explanation {
     const rules = this.groupIds.map((g) => this.ruleOf(g, perm, categoryId ?? null));

@@ -229,6 +229,8 @@ export const fields: Record<string, Row> = {
   file: { scopes: DR, target: 'file', expect: (w, s) => check([rules.canViewDownload(w, s), DENY]) },
   // A lookup, not a read of one object: files the visitor may not view are simply absent.
   filesByHash: { scopes: DR, target: 'file', expect: (w, s) => list(rules.canViewDownload(w, s)) },
+  // Search: the permission is part of the statement, so what the visitor may not view is simply not found.
+  search: { scopes: DR, target: 'download', expect: (w, s) => list(rules.canViewDownload(w, s)) },
   categoriesConnection: { scopes: CR, target: 'category', expect: (w, c) => list(rules.canViewCategory(w, c)) },
   downloadsConnection: { scopes: DR, target: 'download', expect: (w, s) => list(rules.listsDownload(w, s)) },
   commentsConnection: {

@@ -5,7 +5,15 @@ import type { Prisma, PrismaClient, Download, Category } from '../../generated/p
 import type { Access } from '../../permissions/access.js';
 import { requireScopes } from '../../auth/scopes.js';
 import { ApiError, invalidInput, noPermission, notFound, requiredMissing } from '../../errors.js';
-import { pageWindow, paginationOf, type Direction, type Page, type PageRequest } from '../../db/lists.js';
+import {
+  pageWindow,
+  paginationOf,
+  type Direction,
+  type Page,
+  type PageRequest,
+  type PageWindow,
+} from '../../db/lists.js';
+import { searchTextOf, type SearchFacets, type SearchOrderColumn } from '../../db/search.js';
 import { refreshCategoryCounts } from '../categories/index.js';
 import { hardDeleteDownloads } from '../../db/purge.js';
 import { normalizeTags, setTags } from './tags.js';
@@ -24,6 +32,23 @@ export const DOWNLOAD_ORDERS = {
 } as const;
 export type DownloadOrder = keyof typeof DOWNLOAD_ORDERS;
 
+/**
+ * The orders of the page-numbered list: the columns, and two that only a search (`q`) can sort by: relevance (its
+ * default) and rating (ratingAvg, then ratingCount).
+ */
+export const DOWNLOAD_LIST_ORDERS = { ...DOWNLOAD_ORDERS, relevance: 'relevance', rating: 'ratingAvg' } as const;
+export type DownloadListOrder = keyof typeof DOWNLOAD_LIST_ORDERS;
+const SEARCH_ONLY_ORDERS: readonly DownloadListOrder[] = ['relevance', 'rating'];
+
+/** The search statement's order for a list order (view_count and title have none: a search cannot sort by them). */
+const SEARCH_ORDERS: Partial<Record<DownloadListOrder, SearchOrderColumn>> = {
+  relevance: 'relevance',
+  rating: 'ratingAvg',
+  download_count: 'downloadCount',
+  created_date: 'createdDate',
+  last_update: 'lastUpdate',
+};
+
 export interface DownloadListArgs extends PageRequest {
   categoryId?: number | null;
   prefixId?: number | null;
@@ -31,8 +56,17 @@ export interface DownloadListArgs extends PageRequest {
   since?: Date | null;
   userId?: number | null;
   tags?: readonly string[] | null;
-  order?: DownloadOrder | null;
+  /** A search (web-search syntax): the list is then the downloads it finds, counted among those the visitor may view. */
+  q?: string | null;
+  /** The same as `since` (the REST list's `updated_since`); when both are given, the later moment applies. */
+  updatedSince?: Date | null;
+  order?: DownloadListOrder | null;
   direction?: Direction | null;
+}
+
+/** A page of the list, and with a search the facets of everything it found (when asked for). */
+export interface DownloadPage extends Page<Download> {
+  facets?: SearchFacets | null;
 }
 
 /** What a visitor needs to know about their team memberships to answer canEdit. */
@@ -43,7 +77,7 @@ export interface TeamLookup {
 /** The rows a download list covers for this visitor: its filters, and the state rule for visitors who are not moderators. */
 export function downloadListFilter(
   access: Access,
-  args: Omit<DownloadListArgs, 'page' | 'perPage' | 'order' | 'direction'>,
+  args: Omit<DownloadListArgs, 'page' | 'perPage' | 'order' | 'direction' | 'q'>,
 ): DownloadFilter {
   const filter: DownloadFilter = {};
   if (args.categoryId != null) filter.categoryId = args.categoryId;
@@ -51,7 +85,8 @@ export function downloadListFilter(
   // Visitors who are not moderators (and keys that are not super-user keys) only ever list visible downloads.
   if (!access.isModerator) filter.state = 'visible';
   else if (args.downloadState) filter.state = args.downloadState;
-  if (args.since) filter.since = args.since;
+  const since = [args.since, args.updatedSince].filter((d): d is Date => d != null);
+  if (since.length) filter.since = new Date(Math.max(...since.map((d) => d.getTime())));
   if (args.userId != null) filter.userId = args.userId;
   if (args.tags?.length) filter.tags = normalizeTags(args.tags);
   return filter;
@@ -71,10 +106,15 @@ export async function listDownloads(
   access: Access,
   args: DownloadListArgs,
   query: Omit<Prisma.DownloadFindManyArgs, 'where' | 'orderBy' | 'skip' | 'take'> = {},
-): Promise<Page<Download>> {
+  opts: { facets?: boolean } = {},
+): Promise<DownloadPage> {
   const w = pageWindow(args);
+  if (args.q != null) return searchList(db, access, args, w, query, opts.facets ?? false);
+  if (args.order && SEARCH_ONLY_ORDERS.includes(args.order))
+    throw invalidInput('order', `order ${args.order} sorts a search: send q too.`);
+  if (opts.facets) throw invalidInput('facets', 'facets are counted for a search: send q too.');
   const filter = downloadListFilter(access, args);
-  const column = DOWNLOAD_ORDERS[args.order ?? 'last_update'];
+  const column = DOWNLOAD_ORDERS[(args.order ?? 'last_update') as DownloadOrder];
   const direction = args.direction ?? 'desc';
   const rel = downloadRelationsOf(query as never);
   let total: number;
@@ -95,6 +135,53 @@ export async function listDownloads(
     ]);
   }
   return { nodes: rows.filter((d) => access.canViewDownload(d)), pagination: paginationOf(w, total) };
+}
+
+/**
+ * The list with `q`: the downloads the search finds among those the visitor may view (the permission is part of the
+ * statement, so `total` and the facets count only those), best match first unless `order` says otherwise. The state
+ * rule is the one of a single download (owners find their own moderated and draft downloads), and `download_state`
+ * narrows it further for anyone.
+ */
+async function searchList(
+  db: { reads: Reads },
+  access: Access,
+  args: DownloadListArgs,
+  w: PageWindow,
+  query: object,
+  facets: boolean,
+): Promise<DownloadPage> {
+  const text = searchTextOf(args.q ?? '', 'q');
+  const order = SEARCH_ORDERS[args.order ?? 'relevance'];
+  if (!order)
+    throw invalidInput(
+      'order',
+      `A search sorts by relevance, rating, download_count, created_date or last_update, not ${args.order}.`,
+    );
+  const filter = downloadListFilter(access, args);
+  // The visibility below decides the states; a moderator's download_state filter, or nothing, narrows it.
+  if (!access.isModerator) {
+    if (args.downloadState) filter.state = args.downloadState;
+    else delete filter.state;
+  }
+  const result = await db.reads.search({
+    text,
+    filter,
+    visibility: access.downloadVisibility(),
+    order,
+    direction: args.direction ?? 'desc',
+    offset: w.skip,
+    take: w.take,
+    first: w.take,
+    facets,
+    highlights: false,
+    rel: downloadRelationsOf(query as never) ?? { category: false, currentVersion: false },
+  });
+  return {
+    nodes: result.hits.map((h) => h.download),
+    pagination: paginationOf(w, result.total),
+    facets: result.facets,
+  };
 }
 
 /** A download the visitor may view: 404 when it does not exist, 403 when hidden from them. */

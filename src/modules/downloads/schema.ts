@@ -7,6 +7,7 @@ import { builder, unix } from '../../graphql/builder.js';
 import { firstArg, firstOf, listOf, orderEnum, pageArgs } from '../../graphql/pagination.js';
 import { deletePayloadOf, okPayloadOf, payloadOf } from '../../graphql/payloads.js';
 import { NodeRef, registerNode, unlessUnseen } from '../../graphql/node.js';
+import { selectedFields } from '../../graphql/selected-fields.js';
 import { UserRef } from '../accounts/index.js';
 import * as downloads from './rules.js';
 
@@ -144,18 +145,22 @@ export const DownloadRef = builder.prismaObject('Download', {
 });
 
 registerNode('Download', READ, async (ctx, id) => downloads.readDownload(ctx, await ctx.access(), id));
-export const DownloadOrderEnum = orderEnum('DownloadOrder', downloads.DOWNLOAD_ORDERS, {
-  description: 'How `downloads` is sorted; ties are broken by downloadId in the same direction.',
+export const DownloadOrderEnum = orderEnum('DownloadOrder', downloads.DOWNLOAD_LIST_ORDERS, {
+  description:
+    'How downloads are sorted; ties are broken by downloadId in the same direction. RELEVANCE and RATING sort a search (`downloads` with `q`) only.',
   values: {
     created_date: 'By createdDate.',
-    last_update: 'By lastUpdate (the default).',
+    last_update: 'By lastUpdate (the default without q).',
     download_count: 'By downloadCount.',
-    view_count: 'By viewCount.',
-    title: 'Alphabetically by title.',
+    view_count: 'By viewCount (not with q).',
+    title: 'Alphabetically by title (not with q).',
+    relevance:
+      'Best match first, whatever the direction: the default of `downloads` with `q`, and only there (elsewhere invalid_input).',
+    rating: 'By ratingAvg, then ratingCount: only `downloads` with `q` (elsewhere invalid_input).',
   },
 });
 
-const DownloadList = listOf<Download>('Download', DownloadRef);
+export const DownloadList = listOf<Download>('Download', DownloadRef);
 
 builder.queryFields((t) => ({
   downloads: t.field({
@@ -166,7 +171,15 @@ builder.queryFields((t) => ({
     authScopes: { scope: READ },
     args: {
       ...pageArgs(t.arg),
-      order: t.arg({ type: DownloadOrderEnum, required: false, description: 'Sort field (default LAST_UPDATE).' }),
+      order: t.arg({
+        type: DownloadOrderEnum,
+        required: false,
+        description: 'Sort field (default LAST_UPDATE; with q, RELEVANCE).',
+      }),
+      q: t.arg.string({
+        required: false,
+        description: `A search in web-search syntax, as \`search\` reads it ("phrase", -word, or; the last word also matches as a prefix; at most ${LIMITS.maxSearchQuery} characters and ${LIMITS.maxSearchTerms} words): the page then holds the downloads it finds, and pagination.total and \`facets\` count only downloads the visitor may view (owners also find their own moderated and draft downloads). Empty or blank: required_input_missing.`,
+      }),
       categoryId: t.arg.int({
         required: false,
         description: 'Only downloads directly in this category (not its subcategories).',
@@ -183,6 +196,11 @@ builder.queryFields((t) => ({
         required: false,
         description: 'Only downloads updated at or after this moment.',
       }),
+      updatedSince: t.arg({
+        type: 'DateTime',
+        required: false,
+        description: 'The same as since (the name search filters use); when both are given, the later moment applies.',
+      }),
       userId: t.arg.int({ required: false, description: 'Only downloads owned by this user.' }),
       tags: t.arg.stringList({
         required: false,
@@ -195,6 +213,7 @@ builder.queryFields((t) => ({
         await ctx.access(),
         args,
         queryFromInfo({ context: ctx, info, typeName: 'Download', path: ['nodes'] }) as object,
+        { facets: selectedFields(info, [])?.has('facets') ?? false },
       ),
   }),
   download: t.prismaField({

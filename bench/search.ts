@@ -1,0 +1,296 @@
+// `npm run bench:search`: search latency and relevance on a seeded catalogue, against a naive ILIKE baseline measured
+// in the same run.
+//
+//   npm run bench:search                                   # embedded database, 50,000 downloads
+//   npm run bench:search -- --database-url postgres://postgres@127.0.0.1:5432/test --downloads 500000
+//   npm run bench:search -- --downloads 5000 --seconds 3   # a quick look
+//
+// The catalogue: 200 categories three levels deep (guests may not view every 20th), a user per 50 downloads, and
+// downloads whose titles are three words of a small vocabulary (adjective, noun, noun), tag lines and descriptions
+// (with BB code) made of the same words, two tags each, 2% moderated and 1% deleted. The service runs in this
+// process (src/app.ts) on that database; 16 clients (--clients) send GraphQL `search` requests with a registered
+// user's key for --seconds per scenario, and the latency of each request is recorded. The baseline runs the same
+// searches' naive form straight on the database with as many clients: `title ILIKE '%word%' OR description ILIKE
+// '%word%'`, visible rows, newest first, a page of 20 and the count. Relevance: 100 titles of the catalogue, each
+// with one typo (two letters swapped, one dropped or one doubled), searched with first: 5; the score is how many find
+// their download among those 5.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import { pathToFileURL } from 'node:url';
+import pg from 'pg';
+import { loadConfig } from '../src/config.js';
+import { openDatabase } from '../src/db/client.js';
+import type { Database } from '../src/db/database.js';
+import { migrate } from '../src/db/migrate.js';
+import { startApp } from '../src/app.js';
+import { bootstrap } from '../src/modules/accounts/index.js';
+
+const { values: opts } = parseArgs({
+  allowPositionals: true,
+  options: {
+    'database-url': { type: 'string' },
+    downloads: { type: 'string' },
+    clients: { type: 'string', default: '16' },
+    seconds: { type: 'string', default: '10' },
+  },
+});
+const DOWNLOADS = Number(opts.downloads ?? 50_000);
+const CLIENTS = Number(opts.clients);
+const SECONDS = Number(opts.seconds);
+const KEY = 'dm_bench_search_super_key_000000000000000000';
+
+const ADJECTIVES =
+  'ancient amber arctic azure blazing bold broken bronze burning calm crimson crystal cursed dark deep desert distant dusty eastern elder emerald endless enchanted epic eternal fallen fiery floating forgotten frozen gilded golden grand green hidden hollow icy iron jade jagged lost lunar magic marble mighty misty mossy mystic noble northern obsidian old pale polar quiet radiant red royal ruined rusty sacred sandy scarlet secret shadow shining silent silver simple sky small solar southern stone storm sunken swift tall thorny tiny twisted urban velvet vast verdant wild windy winter wooden'.split(
+    ' ',
+  );
+const NOUNS =
+  'abbey academy airship anvil arena armory bakery bastion bay bazaar beacon bridge canyon castle cathedral cavern chapel citadel city cliff colony cottage crater crypt dam dock dome dungeon empire estate factory farm fjord forest forge fort fortress garden gate glacier grove harbor haven hideout hill hive island jungle keep kingdom lab labyrinth lagoon lair library lighthouse manor market maze meadow mill mine monastery monument mountain museum oasis observatory outpost palace park pass peak pier pyramid quarry ranch reef refuge ridge ruins sanctuary school shrine skyscraper spire stable station statue stronghold swamp temple tower town tree tunnel valley vault village villa volcano warehouse watchtower well windmill workshop'.split(
+    ' ',
+  );
+
+function sqlArray(words: string[]): string {
+  return `ARRAY[${words.map((w) => `'${w}'`).join(',')}]`;
+}
+
+/** A fresh database on the server (dropped by `drop`), or an embedded one in a temporary directory. */
+async function createDatabase(): Promise<{ db: Database; url?: string; drop(): Promise<void> }> {
+  if (!opts['database-url']) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-bench-search-'));
+    const db = await openDatabase({ pgliteDir: path.join(dir, 'db') });
+    return { db, drop: async () => fs.rmSync(dir, { recursive: true, force: true }) };
+  }
+  const name = `dcs_bench_search_${process.pid}`;
+  const admin = new pg.Client({ connectionString: opts['database-url'] });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE "${name}"`);
+  await admin.end();
+  const url = new URL(opts['database-url']);
+  url.pathname = `/${name}`;
+  const db = await openDatabase({ url: url.toString(), poolSize: CLIENTS });
+  return {
+    db,
+    url: url.toString(),
+    drop: async () => {
+      const a = new pg.Client({ connectionString: opts['database-url'] });
+      await a.connect();
+      await a.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      await a.end();
+    },
+  };
+}
+
+export async function seed(db: Database, DOWNLOADS: number): Promise<void> {
+  await migrate(db);
+  await bootstrap(db, KEY);
+  await db.session(async (s) => {
+    const q = (sql: string) => s.exec(sql);
+    const adj = sqlArray(ADJECTIVES);
+    const noun = sqlArray(NOUNS);
+    const pick = (arr: string, n: number, salt: string) => `(${arr})[1 + abs(hashtext(g::text || '${salt}')) % ${n}]`;
+    await q(`INSERT INTO category (title, "displayOrder") SELECT 'Top ' || g, g FROM generate_series(1, 10) g`);
+    await q(
+      `INSERT INTO category ("parentId", title, "displayOrder") SELECT 1 + (g % 10), 'Mid ' || g, g FROM generate_series(1, 40) g`,
+    );
+    await q(
+      `INSERT INTO category ("parentId", title, "displayOrder") SELECT 11 + (g % 40), 'Leaf ' || g, g FROM generate_series(1, 150) g`,
+    );
+    await q(`INSERT INTO category_permission ("categoryId", "groupId", permission, value)
+             SELECT c.id, (SELECT id FROM user_group WHERE name = 'registered'), 'view', 'deny' FROM category c WHERE c.id % 20 = 0`);
+    const users = Math.max(1, Math.ceil(DOWNLOADS / 50));
+    await q(`INSERT INTO "user" (username, "primaryGroupId")
+             SELECT 'user' || g, (SELECT id FROM user_group WHERE name = 'registered') FROM generate_series(1, ${users}) g`);
+    await q(`INSERT INTO tag (name) SELECT unnest(${noun})`);
+    await q(`INSERT INTO download ("categoryId", "userId", title, "tagLine", description, "downloadCount", "ratingAvg",
+                                   "lastUpdate", "createdDate", state)
+             SELECT 1 + (g % 200), 1 + (g % ${users}),
+                    initcap(${pick(adj, ADJECTIVES.length, 'a')}) || ' ' || initcap(${pick(noun, NOUNS.length, 'b')}) || ' ' || initcap(${pick(noun, NOUNS.length, 'c')}),
+                    'A ' || ${pick(adj, ADJECTIVES.length, 'd')} || ' ' || ${pick(noun, NOUNS.length, 'e')} || ' map',
+                    '[b]' || initcap(${pick(adj, ADJECTIVES.length, 'f')}) || '[/b] ' || ${pick(noun, NOUNS.length, 'g')}
+                      || (CASE WHEN g % 3 = 0 THEN ' for survival servers' ELSE ' for creative building' END)
+                      || ', with a ' || ${pick(noun, NOUNS.length, 'h')} || ' and a [url=https://example.com/' || g || ']'
+                      || ${pick(noun, NOUNS.length, 'i')} || '[/url].',
+                    (g * 7919) % 10000, ((g * 31) % 50) / 10.0,
+                    now() - g * interval '1 minute', now() - g * 2 * interval '1 minute',
+                    (CASE WHEN g % 50 = 0 THEN 'moderated' WHEN g % 97 = 0 THEN 'deleted' ELSE 'visible' END)::"DownloadState"
+             FROM generate_series(1::bigint, ${DOWNLOADS}::bigint) g`);
+    await q(`INSERT INTO download_tag ("downloadId", "tagId")
+             SELECT DISTINCT d.id, t.id FROM download d, LATERAL (VALUES (1 + abs(hashtext(d.id::text || 't')) % ${NOUNS.length}), (1 + abs(hashtext(d.id::text || 'u')) % ${NOUNS.length})) x(n)
+             JOIN tag t ON t.id = x.n`);
+    await q('VACUUM ANALYZE');
+  });
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+interface Figures {
+  requests: number;
+  p50: number;
+  p99: number;
+  perSecond: number;
+  errors: number;
+}
+
+/** Runs `one` from CLIENTS loops for `seconds`; `one(i)` is the i-th request overall. */
+async function measure(one: (i: number) => Promise<boolean>, seconds = SECONDS): Promise<Figures> {
+  const latencies: number[] = [];
+  let errors = 0;
+  let next = 0;
+  const end = performance.now() + seconds * 1000;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: CLIENTS }, async () => {
+      while (performance.now() < end) {
+        const t0 = performance.now();
+        const ok = await one(next++).catch(() => false);
+        latencies.push(performance.now() - t0);
+        if (!ok) errors++;
+      }
+    }),
+  );
+  const elapsed = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  return {
+    requests: latencies.length,
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    perSecond: latencies.length / elapsed,
+    errors,
+  };
+}
+
+/** One typo in `title`: two neighbouring letters swapped, one dropped or one doubled, in one of its longer words. */
+function typo(title: string, n: number): string {
+  const words = title.split(' ');
+  const w = n % words.length;
+  const word = words[w]!;
+  const at = 1 + (n % Math.max(1, word.length - 2));
+  const kind = n % 3;
+  words[w] =
+    kind === 0
+      ? word.slice(0, at) + word[at + 1] + word[at] + word.slice(at + 2)
+      : kind === 1
+        ? word.slice(0, at) + word.slice(at + 1)
+        : word.slice(0, at) + word[at] + word.slice(at);
+  return words.join(' ');
+}
+
+async function main() {
+  const where = opts['database-url'] ? 'PostgreSQL server' : 'embedded database';
+  console.log(
+    `bench:search on the ${where}: ${DOWNLOADS.toLocaleString('en')} downloads, ${CLIENTS} clients, ${SECONDS} s per scenario`,
+  );
+  const { db, url, drop } = await createDatabase();
+  try {
+    const t0 = performance.now();
+    await seed(db, DOWNLOADS);
+    console.log(`seeded in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    const config = loadConfig(
+      { PORT: '0', LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0', READ_CACHE_MB: '0', DM_BOOTSTRAP_KEY: KEY },
+      { dataDir: fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-bench-search-data-')), databaseUrl: url },
+    );
+    const app = await startApp(config, { db });
+    const post = (query: string, variables: Record<string, unknown>, key: string) =>
+      fetch(`${app.url}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'forum-api-key': key },
+        body: JSON.stringify({ query, variables }),
+      });
+    const gql = async (query: string, variables: Record<string, unknown>, key = KEY) => {
+      // Once more on a reset: a kept-alive connection the server closed while the baseline ran (idle past 5 s).
+      const res = await post(query, variables, key).catch(() => post(query, variables, key));
+      return (await res.json()) as { data?: any; errors?: unknown[] };
+    };
+    // A registered user's key: the permission filter (a category in 20 hidden, moderated and deleted rows) applies.
+    const made = await gql(`mutation { createApiKey(input: { type: USER, userId: 1, scopes: ["all"] }) { key } }`, {});
+    const userKey = made.data.createApiKey.key as string;
+    const titles = (
+      await db.query<{ id: number; title: string }>(
+        // Downloads the user may view: visible, and neither their category nor its parents is one the user may not
+        // view (a denial holds for the categories under it too).
+        `SELECT d.id, d.title FROM download d JOIN category c ON c.id = d."categoryId"
+           LEFT JOIN category p ON p.id = c."parentId" LEFT JOIN category gp ON gp.id = p."parentId"
+         WHERE d.state = 'visible' AND c.id % 20 <> 0 AND coalesce(p.id, 1) % 20 <> 0 AND coalesce(gp.id, 1) % 20 <> 0
+         ORDER BY hashtext(d.id::text) LIMIT 100`,
+      )
+    ).map((r) => ({ id: r.id, title: r.title }));
+    const misspelled = titles.map((t, i) => typo(t.title, i + 7));
+
+    const SEARCH = `query($q: String!, $f: DownloadFilter, $first: Int) { search(query: $q, filter: $f, first: $first) {
+      totalCount edges { node { downloadId title } highlight { title tagLine description } } } }`;
+    const FACETED = `query($q: String!, $f: DownloadFilter) { search(query: $q, filter: $f) {
+      totalCount edges { node { downloadId title } } facets { categories { category { categoryId } count } tags { tag count } prefixes { prefixId count } } } }`;
+    const ok = (r: { data?: any; errors?: unknown[] }) => !r.errors && r.data?.search != null;
+    const scenarios: { name: string; word: string; run: (i: number) => Promise<boolean> }[] = [
+      { name: 'common word', word: 'survival', run: async () => ok(await gql(SEARCH, { q: 'survival' }, userKey)) },
+      {
+        name: 'phrase',
+        word: 'creative building',
+        run: async () => ok(await gql(SEARCH, { q: '"creative building"' }, userKey)),
+      },
+      {
+        name: 'misspelled title',
+        word: '',
+        run: async (i) => ok(await gql(SEARCH, { q: misspelled[i % misspelled.length] }, userKey)),
+      },
+      {
+        name: 'filtered faceted',
+        word: 'castle',
+        run: async () => ok(await gql(FACETED, { q: 'castle', f: { categoryId: 1 } }, userKey)),
+      },
+    ];
+    const baseline = async (word: string) => {
+      const like = `%${word}%`;
+      await db.query(
+        `SELECT d.id, d.title, (SELECT count(*) FROM download x WHERE x.state = 'visible' AND (x.title ILIKE $1 OR x.description ILIKE $1)) AS total
+         FROM download d WHERE d.state = 'visible' AND (d.title ILIKE $1 OR d.description ILIKE $1)
+         ORDER BY d."lastUpdate" DESC LIMIT 20`,
+        [like],
+      );
+      return true;
+    };
+    const rows: Record<string, string | number>[] = [];
+    for (const s of scenarios) {
+      await measure(s.run, 1); // warm-up: prepared statements, plans, caches
+      const f = await measure(s.run);
+      const word = s.word || misspelled[0]!.split(' ')[0]!;
+      const b = await measure(() => baseline(word));
+      rows.push({
+        scenario: s.name,
+        'p50 ms': f.p50.toFixed(1),
+        'p99 ms': f.p99.toFixed(1),
+        'req/s': f.perSecond.toFixed(1),
+        errors: f.errors,
+        'ILIKE p50 ms': b.p50.toFixed(1),
+        'ILIKE p99 ms': b.p99.toFixed(1),
+      });
+      console.log(JSON.stringify(rows.at(-1)));
+    }
+    console.table(rows);
+    let found = 0;
+    const misses: string[] = [];
+    for (const [i, t] of titles.entries()) {
+      const r = await gql(SEARCH, { q: misspelled[i], first: 5 }, userKey);
+      const ids = (r.data?.search?.edges ?? []).map((e: any) => e.node.downloadId);
+      if (ids.includes(t.id)) found++;
+      else if (misses.length < 5)
+        misses.push(
+          `"${misspelled[i]}" for "${t.title}"${r.errors ? ` (${JSON.stringify(r.errors).slice(0, 200)})` : ''}`,
+        );
+    }
+    console.log(`relevance: ${found}/100 misspelled titles find their download in the top 5`);
+    if (misses.length) console.log(`  missed, e.g.: ${misses.join('; ')}`);
+    await app.close();
+  } finally {
+    await db.close().catch(() => {});
+    await drop();
+  }
+}
+
+// Run when started as a script (bench:search), not when imported for its seed.
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) await main();

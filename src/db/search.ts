@@ -1,0 +1,329 @@
+// Full-text search over downloads: the query language (web-search syntax, the last word as a prefix), and the one
+// statement that answers a search: the page, the total, the facets and the highlights together, with the visitor's
+// permissions inside the statement (categories they may view, states they may see), so that nothing they may not
+// see is counted, faceted or highlighted.
+//
+// The documents are kept by triggers (prisma/migrations/20270101000000_search): `download."searchVector"` (title A,
+// tags and tag line B, description without BB code C) in the text search configuration `dcs_search`, which folds
+// accents (unaccent) before the stemmer of SEARCH_LANGUAGE. Plan, for large catalogues: the matches come from the
+// GIN index; only the first LIMITS.searchRankedCandidates of them by download count are ranked (ts_rank reads each
+// document), the others follow by download count; the typo fallback (trigram similarity of titles, its own GIN
+// index) runs only when the exact matches are fewer than the page.
+import { LIMITS, type SearchLanguage } from '../config.js';
+import { invalidInput, requiredMissing } from '../errors.js';
+import type { Database } from './database.js';
+import { DOWNLOAD_FILTER, filterSql, type Bind, type DownloadFilter } from './filters.js';
+import { jsonOf, revive, type JsonRow } from './rows.js';
+import type { Category, Download, Version } from '../generated/prisma/client.js';
+
+/** The relations of a download read along with it (src/db/reads.ts DownloadRelations). */
+interface Relations {
+  category: boolean;
+  currentVersion: boolean;
+  tags?: boolean;
+}
+type DownloadRow = Download & {
+  category?: Category;
+  currentVersion?: Version | null;
+  tags?: { tag: { name: string } }[];
+};
+
+/** The downloads a visitor may view, as data the statement compares with (contract §3 canView(download)). */
+export interface DownloadVisibility {
+  /** Categories where they hold `view`. */
+  categoryIds: number[];
+  /** Of those, where they also hold `viewModerated` and `viewDeleted`. */
+  moderatedIn: number[];
+  deletedIn: number[];
+  /** Their user id: owners see their own moderated and draft downloads. 0 for the guest (who owns nothing). */
+  userId: number;
+}
+
+/** A search query, checked and split: the words before the last, and the last word when it is matched as a prefix. */
+export interface SearchText {
+  /** The words to look for (no `-exclusions`, `or` or quotes), for the typo fallback on titles. */
+  text: string;
+  /** The excluded words (`-word`, without the dash), or-ed: the typo fallback leaves out titles holding them. */
+  excluded: string;
+  /** Web-search syntax (websearch_to_tsquery) for everything but the prefix word. */
+  head: string;
+  /** The last word, matched as a prefix (type-ahead); null when the query does not end in a plain word. */
+  prefix: string | null;
+  /** The prefix word follows `or`: it is an alternative to the head, not a further condition. */
+  prefixOr: boolean;
+}
+
+const WORD = /^[\p{L}\p{N}]+$/u;
+
+/**
+ * `raw` checked and split. Empty or blank: 400 required_input_missing naming `field`; longer than
+ * LIMITS.maxSearchQuery characters, more than LIMITS.maxSearchTerms words, or no word to look for (only `-word`
+ * exclusions and `or`): 400 invalid_input. Anything else is answered: web-search syntax never fails (an unclosed
+ * quote, a stray `-` or `or` are read as websearch_to_tsquery reads them).
+ */
+export function searchTextOf(raw: string, field: string): SearchText {
+  const text = raw.trim();
+  if (!text) throw requiredMissing([field]);
+  if ([...text].length > LIMITS.maxSearchQuery)
+    throw invalidInput(field, `${field} must be at most ${LIMITS.maxSearchQuery} characters.`);
+  const words = text.split(/\s+/);
+  if (words.length > LIMITS.maxSearchTerms)
+    throw invalidInput(field, `${field} may hold at most ${LIMITS.maxSearchTerms} words, got ${words.length}.`);
+  const positive = words.filter((w) => !w.startsWith('-') && w.toLowerCase() !== 'or' && /[\p{L}\p{N}]/u.test(w));
+  if (positive.length === 0)
+    throw invalidInput(field, `${field} needs at least one word to look for (besides -exclusions and "or").`);
+  const plain = (w: string) => w.replace(/"/g, '');
+  const fuzzy = positive.map(plain).join(' ');
+  const excluded = words
+    .filter((w) => w.startsWith('-') && w.length > 1)
+    .map((w) => plain(w.slice(1)))
+    .join(' or ');
+  const last = words[words.length - 1]!;
+  const quotes = (text.match(/"/g) ?? []).length;
+  // The last word is a prefix when it is a plain word outside quotes, typed to its end (no trailing space).
+  if (!WORD.test(last) || last.toLowerCase() === 'or' || quotes % 2 === 1 || /\s$/.test(raw)) {
+    return { text: fuzzy, excluded, head: text, prefix: null, prefixOr: false };
+  }
+  const before = words.slice(0, -1);
+  const prefixOr = before.length > 1 && before[before.length - 1]!.toLowerCase() === 'or';
+  const head = (prefixOr ? before.slice(0, -1) : before).join(' ');
+  return { text: fuzzy, excluded, head, prefix: last, prefixOr };
+}
+
+export type SearchOrderColumn = 'relevance' | 'downloadCount' | 'ratingAvg' | 'createdDate' | 'lastUpdate';
+
+export interface SearchRequest {
+  text: SearchText;
+  filter: DownloadFilter;
+  /** null: every download (super-user keys). */
+  visibility: DownloadVisibility | null;
+  order: SearchOrderColumn;
+  /** Of the orders other than relevance (which is always best first). */
+  direction: 'asc' | 'desc';
+  /** Rows to skip, and to read after them. */
+  offset: number;
+  take: number;
+  /** The page size asked for: fewer exact matches than this call in the typo fallback. */
+  first: number;
+  facets: boolean;
+  highlights: boolean;
+  rel: Relations;
+}
+
+export interface SearchHighlight {
+  /** The fields with matches between U+0001 and U+0002 (callers escape the rest and turn these into marks). */
+  title: string;
+  tagLine: string;
+  description: string;
+}
+
+export interface SearchFacets {
+  categories: { categoryId: number; count: number; category: Category }[];
+  tags: { tag: string; count: number }[];
+  prefixes: { prefixId: number; count: number }[];
+}
+
+export interface SearchHit {
+  download: DownloadRow;
+  highlight: SearchHighlight | null;
+}
+
+export interface SearchResult {
+  total: number;
+  hits: SearchHit[];
+  facets: SearchFacets | null;
+}
+
+/** Marks ts_headline puts around matches: control characters no stored text keeps (the statement removes them). */
+export const MARK_START = '\u0001';
+export const MARK_END = '\u0002';
+
+/** The ORDER BY of the orders other than relevance, over `results r`: fuzzy matches after exact ones, ties by id. */
+function orderSql(order: Exclude<SearchOrderColumn, 'relevance'>, direction: 'asc' | 'desc'): string {
+  const dir = direction === 'asc' ? 'ASC' : 'DESC';
+  const columns = order === 'ratingAvg' ? ['ratingAvg', 'ratingCount'] : [order];
+  return `r.tier, ${columns.map((c) => `r."${c}" ${dir}`).join(', ')}, r.id ${dir}`;
+}
+
+function visibilitySql(v: DownloadVisibility | null, t: string, bind: Bind): string[] {
+  if (!v) return [];
+  const owner = v.userId === 0 ? 'FALSE' : `${t}."userId" = ${bind(v.userId)}::int`;
+  return [
+    `${t}."categoryId" = ANY(${bind(v.categoryIds)}::int[])`,
+    `(${t}.state = 'visible'
+      OR (${t}.state = 'moderated' AND (${owner} OR ${t}."categoryId" = ANY(${bind(v.moderatedIn)}::int[])))
+      OR (${t}.state = 'deleted' AND ${t}."categoryId" = ANY(${bind(v.deletedIn)}::int[]))
+      OR (${t}.state = 'draft' AND ${owner}))`,
+  ];
+}
+
+/** The tsquery of `s` as SQL (config dcs_search: accents folded, stemmed as the documents are). */
+function tsquerySql(s: SearchText, bind: Bind): string {
+  const head = `websearch_to_tsquery('dcs_search', ${bind(s.head)}::text)`;
+  if (s.prefix === null) return head;
+  const prefix = `to_tsquery('dcs_search', ${bind(`${s.prefix}:*`)}::text)`;
+  return `(${head} ${s.prefixOr ? '||' : '&&'} ${prefix})`;
+}
+
+const headline = (column: string, options: string) =>
+  `ts_headline('dcs_search', translate(${column}, E'\\x01\\x02', ''), q.tq, '${options}, StartSel=${MARK_START}, StopSel=${MARK_END}')`;
+
+/** Runs a search: one statement (the page with its highlights, the total and the facets). */
+export async function searchDownloads(db: Pick<Database, 'query'>, req: SearchRequest): Promise<SearchResult> {
+  const params: unknown[] = [];
+  const bind: Bind = (v) => {
+    params.push(v);
+    return `$${params.length}`;
+  };
+  const scope = [...visibilitySql(req.visibility, 'd', bind), ...filterSql(DOWNLOAD_FILTER, req.filter, 'd', bind)];
+  const scopeSql = scope.length ? `AND ${scope.join(' AND ')}` : '';
+  const tq = tsquerySql(req.text, bind);
+  const folded = bind(req.text.text);
+  const first = bind(req.first);
+  const similarity = bind(LIMITS.searchTypoSimilarity);
+  const cols = `d.id, d."categoryId", d."prefixId", d."downloadCount", d."ratingAvg", d."ratingCount", d."createdDate", d."lastUpdate"`;
+  // A relevance page within the ranked candidates is read from them (and the fuzzy matches after them) alone; past
+  // them, every match takes part (unranked ones by download count).
+  const withinRanked = req.offset + req.take <= LIMITS.searchRankedCandidates;
+  const pageSource =
+    req.order !== 'relevance'
+      ? 'results r'
+      : withinRanked
+        ? '(SELECT * FROM ranked UNION ALL SELECT *, NULL::real AS rank FROM fuzzy) r'
+        : '(SELECT r.*, k.rank FROM results r LEFT JOIN ranked k ON k.id = r.id) r';
+  const order =
+    req.order === 'relevance'
+      ? 'r.tier, r.rank DESC NULLS LAST, r.sim DESC, r."downloadCount" DESC, r.id DESC'
+      : orderSql(req.order, req.direction);
+  const facetSize = req.facets ? bind(LIMITS.searchFacetSize) : '';
+  const facets = req.facets
+    ? `, (SELECT coalesce(json_agg(json_build_object('k', k, 'n', n, 'c', (SELECT ${jsonOf('Category', 'c')} FROM category c WHERE c.id = k)) ORDER BY n DESC, k), '[]'::json) FROM (SELECT "categoryId" AS k, count(*) AS n FROM results GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ${facetSize}::int) f) AS fc,
+       (SELECT coalesce(json_agg(json_build_object('k', k, 'n', n) ORDER BY n DESC, k), '[]'::json) FROM (SELECT g.name AS k, count(*) AS n FROM results r JOIN download_tag x ON x."downloadId" = r.id JOIN tag g ON g.id = x."tagId" GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ${facetSize}::int) f) AS ft,
+       (SELECT coalesce(json_agg(json_build_object('k', k, 'n', n) ORDER BY n DESC, k), '[]'::json) FROM (SELECT "prefixId" AS k, count(*) AS n FROM results WHERE "prefixId" IS NOT NULL GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ${facetSize}::int) f) AS fp`
+    : '';
+  const extra: [string, string][] = [];
+  if (req.highlights)
+    extra.push(
+      ['ht', headline('d.title', 'HighlightAll=true')],
+      ['hl', headline('d."tagLine"', 'HighlightAll=true')],
+      [
+        'hd',
+        headline(
+          'dcs_bbcode_strip(d.description)',
+          'MaxFragments=2, MaxWords=30, MinWords=12, FragmentDelimiter=" … "',
+        ),
+      ],
+    );
+  if (req.rel.category)
+    extra.push(['c', `(SELECT ${jsonOf('Category', 'c')} FROM category c WHERE c.id = d."categoryId")`]);
+  if (req.rel.currentVersion)
+    extra.push(['v', `(SELECT ${jsonOf('Version', 'v')} FROM version v WHERE v.id = d."currentVersionId")`]);
+  if (req.rel.tags)
+    extra.push([
+      'tg',
+      `(SELECT coalesce(json_agg(g.name ORDER BY g.name), '[]'::json) FROM download_tag x JOIN tag g ON g.id = x."tagId" WHERE x."downloadId" = d.id)`,
+    ]);
+  const offset = bind(req.offset);
+  const take = bind(req.take);
+  const sql = `
+    WITH q AS MATERIALIZED (SELECT ${tq} AS tq, dcs_fold(${folded}::text) AS fq),
+    exact AS MATERIALIZED (
+      SELECT ${cols}, 0 AS tier, 0::real AS sim
+      FROM download d, q WHERE d."searchVector" @@ q.tq ${scopeSql}),
+    fuzzy AS MATERIALIZED (
+      SELECT ${cols}, 1 AS tier, similarity(dcs_fold(d.title), q.fq) AS sim
+      FROM download d, q
+      WHERE (SELECT count(*) FROM exact) < ${first}::int
+        AND dcs_fold(d.title) % q.fq AND similarity(dcs_fold(d.title), q.fq) >= ${similarity}::real
+        AND NOT (d."searchVector" @@ q.tq) ${
+          req.text.excluded
+            ? `AND NOT (d."searchVector" @@ websearch_to_tsquery('dcs_search', ${bind(req.text.excluded)}::text))`
+            : ''
+        } ${scopeSql}
+      ORDER BY sim DESC, d.id DESC
+      LIMIT greatest(${first}::int - (SELECT count(*) FROM exact), 0)),
+    results AS (SELECT * FROM exact UNION ALL SELECT * FROM fuzzy),
+    ${
+      req.order === 'relevance'
+        ? `ranked AS (SELECT e.*, ts_rank(d."searchVector", q.tq) AS rank
+             FROM (SELECT * FROM exact ORDER BY "downloadCount" DESC, id DESC LIMIT ${bind(LIMITS.searchRankedCandidates)}::int) e
+             JOIN download d ON d.id = e.id, q),`
+        : ''
+    }
+    page AS (
+      SELECT r.id, row_number() OVER () AS n FROM (
+        SELECT r.id FROM ${pageSource} ORDER BY ${order} OFFSET ${offset}::bigint LIMIT ${take}::int) r)
+    SELECT (SELECT count(*) FROM results) AS total,
+      (SELECT coalesce(json_agg(json_build_object('d', ${jsonOf('Download', 'd')}${extra
+        .map(([k]) => `, '${k}', d.${k}`)
+        .join('')}) ORDER BY p.n), '[]'::json)
+       FROM page p JOIN LATERAL (SELECT d.*${extra.map(([k, e]) => `, ${e} AS ${k}`).join('')}
+         FROM download d WHERE d.id = p.id) d ON TRUE) AS rows
+      ${facets}
+    FROM q`;
+  const rows = await db.query<JsonRow>(sql.replace(/\s*\n\s*/g, ' '), params);
+  const r = rows[0]!;
+  const hits: SearchHit[] = (r.rows as JsonRow[]).map((x) => {
+    const download = revive<DownloadRow>('Download', x.d);
+    if (req.rel.category) download.category = revive<Category>('Category', x.c);
+    if (req.rel.currentVersion) download.currentVersion = revive<Version | null>('Version', x.v ?? null);
+    if (req.rel.tags) download.tags = (x.tg as string[]).map((name) => ({ tag: { name } }));
+    const highlight = req.highlights ? { title: x.ht, tagLine: x.hl, description: x.hd } : null;
+    return { download, highlight };
+  });
+  const facetOf = <K extends string, V>(list: JsonRow[], key: K) =>
+    list.map((f) => ({ [key]: f.k, count: Number(f.n) }) as { [P in K]: V } & { count: number });
+  return {
+    total: Number(r.total),
+    hits,
+    facets: req.facets
+      ? {
+          categories: (r.fc as JsonRow[]).map((f) => ({
+            categoryId: f.k,
+            count: Number(f.n),
+            category: revive<Category>('Category', f.c),
+          })),
+          tags: facetOf<'tag', string>(r.ft, 'tag'),
+          prefixes: facetOf<'prefixId', number>(r.fp, 'prefixId'),
+        }
+      : null,
+  };
+}
+
+/**
+ * Makes the stored search documents follow SEARCH_LANGUAGE: when it differs from the language they were made with,
+ * the configuration `dcs_search` gets that language's stemmer and every document is rewritten, in one transaction
+ * (under the migrations' advisory lock, so concurrent starts do it once). Answers whether it rewrote them.
+ */
+export async function ensureSearchLanguage(db: Pick<Database, 'session'>, language: SearchLanguage): Promise<boolean> {
+  return db.session(async (s) => {
+    const [row] = await s.query<{ language: string }>('SELECT language FROM search_setting WHERE id = 1');
+    if (row?.language === language) return false;
+    await s.exec('BEGIN');
+    try {
+      await s.query('SELECT pg_advisory_xact_lock(727274)');
+      const [again] = await s.query<{ language: string }>(
+        'SELECT language FROM search_setting WHERE id = 1 FOR UPDATE',
+      );
+      if (again?.language === language) {
+        await s.exec('COMMIT');
+        return false;
+      }
+      // `simple` has no stemmer: its dictionary is `simple`; every other language's is `<language>_stem`.
+      const dictionary = language === 'simple' ? 'simple' : `${language}_stem`;
+      if (!/^[a-z_]+$/.test(dictionary)) throw new Error(`Not a search language: ${language}`);
+      await s.exec(
+        `ALTER TEXT SEARCH CONFIGURATION dcs_search ALTER MAPPING FOR asciiword, asciihword, hword_asciipart, word, hword, hword_part WITH unaccent, ${dictionary}`,
+      );
+      await s.exec(
+        `UPDATE download d SET "searchVector" = dcs_download_search_vector(d.title, d."tagLine", d.description, dcs_download_tag_text(d.id))`,
+      );
+      await s.query('UPDATE search_setting SET language = $1 WHERE id = 1', [language]);
+      await s.exec('COMMIT');
+      return true;
+    } catch (err) {
+      await s.exec('ROLLBACK').catch(() => {});
+      throw err;
+    }
+  });
+}

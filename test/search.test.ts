@@ -1,0 +1,329 @@
+// Search (contract §10) on both faces and both databases: the GraphQL `search` connection and the REST list's `q`;
+// web-search syntax, stemming, accents, the last word as a prefix, the typo fallback, highlights (matches marked,
+// the rest escaped), facets, and permissions inside the statement (a hidden download is absent from rows, totals,
+// facets and highlights); bad input answers 400 with a named field and changes nothing.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureSearchLanguage } from '../src/db/search.js';
+import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
+
+const SEARCH = `query($q: String!, $f: DownloadFilter, $o: SearchOrder, $first: Int, $after: String) {
+  search(query: $q, filter: $f, order: $o, first: $first, after: $after) {
+    totalCount
+    edges { cursor node { downloadId title } highlight { title tagLine description } }
+    pageInfo { hasNextPage hasPreviousPage endCursor }
+    facets { categories { category { categoryId title } count } tags { tag count } prefixes { prefixId count } }
+  }
+}`;
+
+forEachDatabase((kind) => {
+  let t: TestApp;
+  let alice: { key: string; userId: number };
+  const cat: Record<string, number> = {};
+  const ids: Record<string, number> = {};
+  let prefixId: number;
+
+  beforeAll(async () => {
+    t = await startTestApp(kind, { readCacheMb: 0 });
+    alice = await t.user('alice');
+    const category = async (title: string, parent?: number) => {
+      const r = await t.rest('POST', '/api/mc-dm-categories/', {
+        form: { title, ...(parent ? { parent_category_id: parent } : {}) },
+      });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      cat[title] = r.body.category.category_id;
+    };
+    await category('Maps');
+    await category('Caves', cat.Maps);
+    await category('Secret');
+    await t.gqlOk(
+      `mutation($c: Int!) { setCategoryPermission(input: { categoryId: $c, group: "registered", permission: "view", value: DENY }) { ok } }`,
+      { c: cat.Secret },
+    );
+    const p = await t.gqlOk(`mutation { createPrefix(input: { title: "Beta" }) { prefix { prefixId } } }`);
+    prefixId = p.createPrefix.prefix.prefixId;
+    await t.gqlOk(`mutation($p: Int!, $c: Int!) { assignPrefix(input: { prefixId: $p, categoryId: $c }) { ok } }`, {
+      p: prefixId,
+      c: cat.Maps,
+    });
+    const make = async (title: string, category: number, form: Record<string, unknown> = {}) => {
+      const r = await t.rest('POST', '/api/mc-dm-downloads/', {
+        key: alice.key,
+        form: { category_id: category, title, version_string: '1', ...form },
+      });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      ids[title] = r.body.download.download_id;
+    };
+    await make('Café Racer', cat.Maps, {
+      tag_line: 'A fast map <b>& more</b>',
+      description: '[b]Running[/b] quickly through [url=http://example.com/x]the old city[/url].',
+      tags: ['racing', 'city'],
+    });
+    await make('Minecraft Castle', cat.Maps, {
+      tag_line: 'Stone castle',
+      description: 'A big castle with towers',
+      tags: ['castle'],
+      prefix_id: prefixId,
+    });
+    await make('Dragon Lair', cat.Caves, { tag_line: 'cave', description: 'dragons live here', tags: ['fantasy'] });
+    // Hidden from alice: a category she may not view (created by the super-user key, as alice cannot see it), and a
+    // soft-deleted download (registered users lack viewDeleted).
+    const secret = await t.rest('POST', '/api/mc-dm-downloads/', {
+      form: { category_id: cat.Secret, title: 'Secret castle plans', tags: ['castle', 'secret'] },
+      headers: { 'Forum-Api-User': String(alice.userId) },
+    });
+    expect(secret.status, JSON.stringify(secret.body)).toBe(200);
+    ids['Secret castle plans'] = secret.body.download.download_id;
+    await make('Ruined castle', cat.Maps, { tags: ['castle', 'ruins'] });
+    expect((await t.rest('DELETE', `/api/mc-dm-downloads/${ids['Ruined castle']}/`)).status).toBe(200);
+  });
+  afterAll(() => t?.close());
+
+  const search = async (q: string, vars: Record<string, unknown> = {}, key?: string) => {
+    const r = await t.gql(SEARCH, { q, ...vars }, key ?? alice.key);
+    expect(r.errors, JSON.stringify(r.errors)).toBeUndefined();
+    return r.data.search;
+  };
+  const titles = (s: { edges: { node: { title: string } }[] }) => s.edges.map((e) => e.node.title);
+  const rest = async (query: Record<string, string | number>, key?: string) =>
+    t.rest('GET', '/api/mc-dm-downloads/', { query, key: key ?? alice.key });
+
+  describe('GraphQL search', () => {
+    it('a hidden download is absent from rows, totals, facets and highlights; a super-user key finds them all', async () => {
+      const s = await search('castle');
+      expect(titles(s)).toEqual(['Minecraft Castle']);
+      expect(s.totalCount).toBe(1);
+      expect(s.facets.tags).toEqual([{ tag: 'castle', count: 1 }]);
+      expect(s.facets.categories).toEqual([{ category: { categoryId: cat.Maps, title: 'Maps' }, count: 1 }]);
+      expect(s.facets.prefixes).toEqual([{ prefixId, count: 1 }]);
+      expect(JSON.stringify(s)).not.toMatch(/Secret|secret|Ruined|ruins/);
+      // Even a query that names only the hidden text finds nothing (no typo fallback onto it either).
+      const hidden = await search('secret plans');
+      expect(hidden.totalCount).toBe(0);
+      expect(hidden.facets).toEqual({ categories: [], tags: [], prefixes: [] });
+      const all = await search('castle', {}, undefined);
+      expect(all.totalCount).toBe(1);
+      const sup = await t.gqlOk(SEARCH, { q: 'castle' });
+      expect(titles(sup.search).sort()).toEqual(['Minecraft Castle', 'Ruined castle', 'Secret castle plans']);
+      expect(sup.search.totalCount).toBe(3);
+      expect(sup.search.facets.tags[0]).toEqual({ tag: 'castle', count: 3 });
+    });
+
+    it('accents and case do not matter; word forms are stemmed; the last word matches as a prefix', async () => {
+      for (const q of ['cafe', 'CAFÉ', 'Cafe racer']) expect(titles(await search(q))).toEqual(['Café Racer']);
+      expect(titles(await search('run'))).toEqual(['Café Racer']); // "Running" in the description
+      expect(titles(await search('towers'))).toEqual(['Minecraft Castle']);
+      expect(titles(await search('minec'))).toEqual(['Minecraft Castle']);
+      expect(titles(await search('stone cas'))).toEqual(['Minecraft Castle']);
+      // A finished word (trailing space) is not a prefix.
+      expect((await search('minec ')).edges.map((e: any) => e.node.title)).not.toContain('Minecraft Castle');
+    });
+
+    it('web-search syntax: "phrase", -word, or; unbalanced syntax is still answered', async () => {
+      expect(titles(await search('"stone castle"'))).toEqual(['Minecraft Castle']);
+      // Words out of the phrase's order match no phrase.
+      expect((await search('"castle big"', { f: { tags: ['nothing'] } })).totalCount).toBe(0);
+      expect((await search('"towers big"')).totalCount).toBe(0);
+      expect((await search('"big towers"')).totalCount).toBe(0);
+      expect((await search('big towers')).totalCount).toBe(1);
+      expect((await search('"big castle"')).edges[0].highlight.description).toContain(
+        '<mark>big</mark> <mark>castle</mark> with towers',
+      );
+      expect(titles(await search('castle -minecraft'))).toEqual([]);
+      expect(titles(await search('dragon or cafe')).sort()).toEqual(['Café Racer', 'Dragon Lair']);
+      for (const q of ['"castle', 'castle"', '((castle', 'castle or', 'or castle', 'castle - -', '!castle & | :*'])
+        expect((await search(q)).totalCount, q).toBeGreaterThanOrEqual(0);
+    });
+
+    it('typo fallback on titles when the exact search finds fewer than first', async () => {
+      expect(titles(await search('Dragn Lair'))).toEqual(['Dragon Lair']);
+      expect(titles(await search('Minecraft Castel'))).toEqual(['Minecraft Castle']);
+      // Exclusions hold in the fallback too.
+      expect(titles(await search('Minecraft Castel -stone'))).toEqual([]);
+    });
+
+    it('highlights mark the matches and escape everything else', async () => {
+      const s = await search('fast');
+      expect(s.edges[0].highlight).toEqual({
+        title: 'Café Racer',
+        tagLine: 'A <mark>fast</mark> map &lt;b&gt;&amp; more&lt;/b&gt;',
+        description: 'Running quickly through the old city.',
+      });
+      const c = await search('cafe');
+      expect(c.edges[0].highlight.title).toBe('<mark>Café</mark> Racer');
+      const r = await search('running city');
+      expect(r.edges[0].highlight.description).toContain('<mark>Running</mark>');
+      expect(r.edges[0].highlight.description).toContain('<mark>city</mark>');
+      expect(r.edges[0].highlight.description).not.toMatch(/\[|example\.com/); // BB code is gone
+    });
+
+    it('filter: a category with its subcategories, tags, prefix, user, state, updatedSince', async () => {
+      const inMaps = await search('dragon or castle or cafe', { f: { categoryId: cat.Maps } });
+      expect(titles(inMaps).sort()).toEqual(['Café Racer', 'Dragon Lair', 'Minecraft Castle']);
+      expect(titles(await search('dragon', { f: { categoryId: cat.Caves } }))).toEqual(['Dragon Lair']);
+      expect(titles(await search('castle or cafe', { f: { tags: ['CASTLE'] } }))).toEqual(['Minecraft Castle']);
+      expect(titles(await search('castle or cafe', { f: { prefixId } }))).toEqual(['Minecraft Castle']);
+      expect(titles(await search('castle or cafe', { f: { prefixId: 0 } }))).toEqual(['Café Racer']);
+      expect((await search('castle', { f: { userId: alice.userId + 1000 } })).totalCount).toBe(0);
+      expect((await search('castle', { f: { state: 'DELETED' } })).totalCount).toBe(0); // alice may not see it
+      const sup = await t.gqlOk(SEARCH, { q: 'castle', f: { state: 'DELETED' } });
+      expect(titles(sup.search)).toEqual(['Ruined castle']);
+      expect((await search('castle', { f: { updatedSince: '2999-01-01T00:00:00Z' } })).totalCount).toBe(0);
+      expect((await search('castle', { f: { updatedSince: '2000-01-01T00:00:00Z' } })).totalCount).toBe(1);
+    });
+
+    it('orders, and cursors page through the results', async () => {
+      const q = 'castle or cafe or dragon';
+      const p1 = await search(q, { first: 2, o: 'NEWEST' });
+      expect(titles(p1)).toEqual(['Dragon Lair', 'Minecraft Castle']);
+      expect(p1.pageInfo).toMatchObject({ hasNextPage: true, hasPreviousPage: false });
+      const p2 = await search(q, { first: 2, o: 'NEWEST', after: p1.pageInfo.endCursor });
+      expect(titles(p2)).toEqual(['Café Racer']);
+      expect(p2.pageInfo).toMatchObject({ hasNextPage: false, hasPreviousPage: true });
+      expect(p2.totalCount).toBe(3);
+      for (const o of ['RELEVANCE', 'DOWNLOADS', 'RATING', 'UPDATED'])
+        expect((await search(q, { o })).totalCount).toBe(3);
+      const r1 = await search(q, { first: 2 });
+      const r2 = await search(q, { first: 2, after: r1.pageInfo.endCursor });
+      expect([...titles(r1), ...titles(r2)].sort()).toEqual(['Café Racer', 'Dragon Lair', 'Minecraft Castle']);
+      // A cursor of another search is refused.
+      const other = await t.gql(SEARCH, { q: 'castle', after: p1.pageInfo.endCursor }, alice.key);
+      expect(other.codes).toEqual(['invalid_input']);
+    });
+
+    it('a download is findable the moment its create returns, and follows its edits and tags', async () => {
+      const created = await t.gqlOk(
+        `mutation($c: Int!) { createDownload(input: { categoryId: $c, title: "Zeppelin hangar", tags: ["airship"] }) { download { downloadId } } }`,
+        { c: cat.Maps },
+        alice.key,
+      );
+      const id = created.createDownload.download.downloadId;
+      expect(titles(await search('zeppelin'))).toEqual(['Zeppelin hangar']);
+      expect(titles(await search('airship'))).toEqual(['Zeppelin hangar']);
+      await t.gqlOk(
+        `mutation($d: Int!) { updateDownload(input: { downloadId: $d, title: "Blimp hangar", tags: ["balloon"] }) { download { title } } }`,
+        { d: id },
+        alice.key,
+      );
+      expect((await search('zeppelin')).totalCount).toBe(0);
+      expect((await search('airship')).totalCount).toBe(0);
+      expect(titles(await search('blimp balloon'))).toEqual(['Blimp hangar']);
+      expect((await t.rest('DELETE', `/api/mc-dm-downloads/${id}/`, { query: { hard: 1 } })).status).toBe(200);
+      expect((await search('blimp')).totalCount).toBe(0);
+    });
+
+    it('bad input answers 400 with the field named, never 500', async () => {
+      const codes = async (q: string, vars: Record<string, unknown> = {}) => {
+        const r = await t.gql(SEARCH, { q, ...vars }, alice.key);
+        return { codes: r.codes, params: r.errors?.[0]?.extensions?.params };
+      };
+      expect(await codes('')).toMatchObject({ codes: ['required_input_missing'] });
+      expect(await codes('   ')).toMatchObject({ codes: ['required_input_missing'] });
+      expect(await codes('x'.repeat(201))).toMatchObject({ codes: ['invalid_input'] });
+      expect(await codes(Array.from({ length: 21 }, (_, i) => `w${i}`).join(' '))).toMatchObject({
+        codes: ['invalid_input'],
+      });
+      expect(await codes('-castle')).toMatchObject({ codes: ['invalid_input'] });
+      expect(await codes('castle', { first: 0 })).toMatchObject({ codes: ['invalid_input'] });
+      expect(await codes('castle', { after: 'nonsense' })).toMatchObject({ codes: ['invalid_input'] });
+      expect(await codes('castle', { f: { tags: ['x'.repeat(51)] } })).toMatchObject({ codes: ['invalid_input'] });
+      // 200 characters is still a query.
+      expect((await codes(`castle ${'x'.repeat(193)}`)).codes).toEqual([]);
+    });
+  });
+
+  describe('REST list with q', () => {
+    it('q finds what the visitor may view: rows, total and facets leave the hidden downloads out', async () => {
+      const r = await rest({ q: 'castle', facets: 1 });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      expect(r.body.downloads.map((d: any) => d.title)).toEqual(['Minecraft Castle']);
+      expect(r.body.pagination).toEqual({ page: 1, per_page: 20, total: 1, last_page: 1 });
+      expect(r.body.facets).toEqual({
+        categories: [{ category: { category_id: cat.Maps, title: 'Maps' }, count: 1 }],
+        tags: [{ tag: 'castle', count: 1 }],
+        prefixes: [{ prefix_id: prefixId, count: 1 }],
+      });
+      const plain = await rest({ q: 'castle' });
+      expect(plain.body).not.toHaveProperty('facets');
+      const sup = await t.rest('GET', '/api/mc-dm-downloads/', { query: { q: 'castle' } });
+      expect(sup.body.pagination.total).toBe(3);
+    });
+
+    it('order, paging, tag, user_id and updated_since with q', async () => {
+      const q = 'castle or cafe or dragon';
+      const p = await rest({ q, order: 'created_date', per_page: 2, page: 2 });
+      expect(p.body.downloads.map((d: any) => d.title)).toEqual(['Café Racer']);
+      expect(p.body.pagination).toEqual({ page: 2, per_page: 2, total: 3, last_page: 2 });
+      expect((await rest({ q, order: 'relevance' })).status).toBe(200);
+      expect((await rest({ q, order: 'rating', direction: 'asc' })).status).toBe(200);
+      expect((await rest({ q, tag: 'fantasy' })).body.downloads.map((d: any) => d.title)).toEqual(['Dragon Lair']);
+      expect((await rest({ q, user_id: alice.userId })).body.pagination.total).toBe(3);
+      expect((await rest({ q, updated_since: '2999-01-01T00:00:00Z' })).body.pagination.total).toBe(0);
+      expect((await rest({ updated_since: '2999-01-01T00:00:00Z' })).body.pagination.total).toBe(0);
+      expect((await rest({ q: 'cafe', with: 'full' })).body.downloads.map((d: any) => [d.title, d.tags])).toEqual([
+        ['Café Racer', ['city', 'racing']],
+      ]);
+    });
+
+    it('the OpenAPI document describes q, facets and updated_since', async () => {
+      const doc = (await t.rest('GET', '/api/openapi.json')).body;
+      const params = doc.paths['/api/mc-dm-downloads/'].get.parameters;
+      const param = (name: string) => params.find((p: { name: string }) => p.name === name);
+      expect(param('q').description).toMatch(/web-search syntax/);
+      expect(param('facets').description).toMatch(/^1 adds `facets` to the answer: With `q`/);
+      expect(param('updated_since').description).toMatch(/same as since/);
+      expect(param('order').schema.enum).toContain('relevance');
+    });
+
+    it('bad input: empty q, order relevance or facets without q, an order a search cannot take', async () => {
+      const bad = async (query: Record<string, string | number>) => {
+        const r = await rest(query);
+        expect(r.status, JSON.stringify(r.body)).toBe(400);
+        return r.body.errors[0];
+      };
+      expect(await bad({ q: '' })).toMatchObject({ code: 'required_input_missing', params: { missing: ['q'] } });
+      expect(await bad({ q: '  ' })).toMatchObject({ code: 'required_input_missing' });
+      expect(await bad({ q: 'x'.repeat(201) })).toMatchObject({ code: 'invalid_input', params: { field: 'q' } });
+      expect(await bad({ order: 'relevance' })).toMatchObject({ code: 'invalid_input', params: { field: 'order' } });
+      expect(await bad({ facets: 1 })).toMatchObject({ code: 'invalid_input', params: { field: 'facets' } });
+      expect(await bad({ q: 'castle', order: 'title' })).toMatchObject({
+        code: 'invalid_input',
+        params: { field: 'order' },
+      });
+      expect(await bad({ q: 'castle', facets: 'maybe' })).toMatchObject({ code: 'invalid_input' });
+      expect(await bad({ q: 'castle', order: 'best' })).toMatchObject({ code: 'invalid_input' });
+    });
+  });
+
+  describe('SEARCH_LANGUAGE', () => {
+    it('stems in the configured language (a fresh service started with simple)', async () => {
+      const simple = await startTestApp(kind, { readCacheMb: 0, searchLanguage: 'simple' });
+      try {
+        const category = (await simple.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Runs' } })).body
+          .category;
+        const owner = await simple.user('runner');
+        await simple.rest('POST', '/api/mc-dm-downloads/', {
+          key: owner.key,
+          form: { category_id: category.category_id, title: 'Running shoes', version_string: '1' },
+        });
+        const found = async (q: string) =>
+          (await simple.gqlOk(`query($q: String!) { search(query: $q) { totalCount } }`, { q: `${q} ` })).search
+            .totalCount;
+        // `simple` stems nothing: only the word as written (accents still folded) is found.
+        expect(await found('running')).toBe(1);
+        expect(await found('run')).toBe(0);
+      } finally {
+        await simple.close();
+      }
+    });
+
+    it('a change of language rewrites the documents already stored, once', async () => {
+      expect(titles(await search('run'))).toEqual(['Café Racer']);
+      expect(await ensureSearchLanguage(t.app.db, 'simple')).toBe(true);
+      expect(await ensureSearchLanguage(t.app.db, 'simple')).toBe(false);
+      expect((await search('run ')).totalCount).toBe(0);
+      expect(titles(await search('running '))).toEqual(['Café Racer']);
+      expect(await ensureSearchLanguage(t.app.db, 'english')).toBe(true);
+      expect(titles(await search('run '))).toEqual(['Café Racer']);
+    });
+  });
+});
