@@ -182,6 +182,15 @@ function argsOf(w: World, field: string, t: any): { args: Record<string, unknown
       return { args: { fileId: t.fileId }, select: 'fileId' };
     case 'filesByHash':
       return { args: { hashes: [hashOf(t.fileId)] }, select: 'fileId', listKey: 'fileId' };
+    case 'versions':
+      return { args: { downloadId: t.downloadId, perPage: 100 }, select: 'nodes { versionId }', listKey: 'versionId' };
+    case 'version':
+      return { args: { versionId: t.versionId }, select: 'versionId' };
+    case 'updateVersion':
+    case 'restoreVersion':
+      return input({ versionId: t.versionId });
+    case 'deleteVersion':
+      return input({ versionId: t.versionId, hard: false });
     case 'fileData':
       return { args: { fileId: t.fileId } };
     case 'createCategory':

@@ -24,6 +24,8 @@ const FIXED_BOUNDS = {
   'Group.permissions': 19, // the permission names, each at most once per group (primary key)
   'Query.effectivePermissions': 19, // one per permission name
   'Query.filesByHash': 100, // at most 100 files answered, whatever the hashes match
+  'Version.compatibleWith': 100, // createVersion/updateVersion refuse more
+  'Version.dependencies': 100, // likewise
 };
 const PAGE_SIZE_ARGS = ['first', 'last', 'perPage'];
 

@@ -57,6 +57,8 @@ export const LIST_BOUNDS: Readonly<Record<string, number>> = {
   'Group.permissions': PERMISSIONS.length,
   'Query.effectivePermissions': PERMISSIONS.length,
   'Query.filesByHash': LIMITS.maxHashes,
+  'Version.compatibleWith': LIMITS.maxCompatibleWith,
+  'Version.dependencies': LIMITS.maxDependencies,
 };
 
 export function operationOf(
