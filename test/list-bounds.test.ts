@@ -26,6 +26,7 @@ const FIXED_BOUNDS = {
   'Query.filesByHash': 100, // at most 100 files answered, whatever the hashes match
   'Version.compatibleWith': 100, // createVersion/updateVersion refuse more
   'Version.dependencies': 100, // likewise
+  'Query.updates': 500, // one entry per hash at most, 500 hashes at most
 };
 const PAGE_SIZE_ARGS = ['first', 'last', 'perPage'];
 

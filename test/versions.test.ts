@@ -361,4 +361,132 @@ forEachDatabase((kind) => {
       expect(del.data.deleteVersion).toMatchObject({ success: true, version: { versionState: 'DELETED' } });
     });
   });
+
+  describe('update check', () => {
+    /** Uploads `text` as a file of a version (REST multipart) and answers its hashes. */
+    async function upload(versionId: number, text: string) {
+      const form = new FormData();
+      form.append('version_id', String(versionId));
+      form.append('file', new Blob([text]), 'mod.txt');
+      const res = await fetch(`${t.url}/api/mc-dm-files/`, {
+        method: 'POST',
+        headers: { 'Forum-Api-Key': owner.key },
+        body: form,
+      });
+      const body = (await res.json()) as any;
+      expect(res.status, JSON.stringify(body)).toBe(200);
+      const row = await t.prisma.file.findUniqueOrThrow({ where: { id: body.file.file_id } });
+      return { fileId: row.id, sha256: row.fileHash, sha1: row.sha1, sha512: row.sha512 };
+    }
+    const check = (json: Record<string, unknown>, key = reader) => t.rest('POST', '/api/mc-dm-updates/', { key, json });
+
+    it('answers, for each known hash, its version and the newest matching one, on both faces', async () => {
+      const { downloadId, versionId: v1 } = await download('Updatable', '1.0.0');
+      const installed = await upload(v1, `updatable 1.0.0 ${kind}`);
+      const v2 = (await create({ download_id: downloadId, version_string: '1.1.0', compatible_with: ['1.20'] })).body
+        .version.version_id;
+      const newest = await upload(v2, `updatable 1.1.0 ${kind}`);
+      const v3 = (
+        await create({
+          download_id: downloadId,
+          version_string: '1.2.0-beta.1',
+          channel: 'beta',
+          compatible_with: ['1.20'],
+        })
+      ).body.version.version_id;
+      const unknown = `sha256:${'0'.repeat(64)}`;
+
+      const r = await check({ hashes: [installed.sha256, unknown, `sha1:${installed.sha1.slice(5).toUpperCase()}`] });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      // One answer per known hash, in the order sent, with the hash as sent; the unknown one is absent.
+      expect(r.body.updates.map((u: any) => u.hash)).toEqual([
+        installed.sha256,
+        `sha1:${installed.sha1.slice(5).toUpperCase()}`,
+      ]);
+      expect(r.body.updates[1].current_version.version_id).toBe(v1);
+      expect(r.body.updates[0].current_version.version_id).toBe(v1);
+      // No channel: any channel, so the beta is newest.
+      expect(r.body.updates[0].latest_version.version_id).toBe(v3);
+      const stable = await check({ hashes: [installed.sha512], channel: 'release' });
+      expect(stable.body.updates[0].latest_version.version_id).toBe(v2);
+      expect(stable.body.updates[0].latest_version.Files.map((f: any) => f.file_id)).toEqual([newest.fileId]);
+      expect(stable.body.updates[0].latest_version.Files[0].file_hash).toBe(newest.sha256);
+      const beta = await check({ hashes: [installed.sha256], channel: 'beta', compatible_with: ['1.20'] });
+      expect(beta.body.updates[0].latest_version.version_id).toBe(v3);
+      const none = await check({ hashes: [installed.sha256], compatible_with: ['1.21'] });
+      expect(none.body.updates[0].latest_version).toBeNull();
+      // Form bodies take the list as hashes[].
+      const form = await t.rest('POST', '/api/mc-dm-updates/', {
+        key: reader,
+        form: { hashes: [installed.sha256], channel: 'release' },
+      });
+      expect(form.body.updates[0].latest_version.version_id).toBe(v2);
+
+      const g = await t.gql(
+        'query($h: [String!]!) { updates(hashes: $h, channel: RELEASE) { hash current { versionId } latest { versionId fileList(first: 1) { fileId } } } }',
+        { h: [installed.sha256, unknown] },
+        reader,
+      );
+      expect(g.data.updates).toEqual([
+        {
+          hash: installed.sha256,
+          current: { versionId: v1 },
+          latest: { versionId: v2, fileList: [{ fileId: newest.fileId }] },
+        },
+      ]);
+    });
+
+    it('leaves out what the visitor may not view', async () => {
+      const { downloadId, versionId } = await download('Hidden later', '1.0.0');
+      const f = await upload(versionId, `hidden ${kind}`);
+      const v2 = (await create({ download_id: downloadId, version_string: '2.0.0' })).body.version.version_id;
+      // A deleted version is no update, and a file of a deleted version is unknown to readers.
+      await t.rest('DELETE', `/api/mc-dm-versions/${v2}/`, { key: owner.key });
+      expect((await check({ hashes: [f.sha256] })).body.updates[0].latest_version.version_id).toBe(versionId);
+      await t.rest('DELETE', `/api/mc-dm-versions/${versionId}/`, { key: owner.key });
+      expect((await check({ hashes: [f.sha256] })).body.updates).toEqual([]);
+      expect((await check({ hashes: [f.sha256] }, owner.key)).body.updates[0].latest_version).toBeNull();
+      await t.rest('DELETE', `/api/mc-dm-downloads/${downloadId}/`, { key: owner.key });
+      expect((await check({ hashes: [f.sha256] })).body.updates).toEqual([]);
+    });
+
+    it('answers the defined errors for bad input', async () => {
+      const bad: [Record<string, unknown>, number, string, string?][] = [
+        [{}, 400, 'required_input_missing'],
+        [{ hashes: [] }, 400, 'required_input_missing'],
+        [{ hashes: ['md5:abc'] }, 400, 'invalid_input', 'hashes'],
+        [{ hashes: [`sha256:${'a'.repeat(63)}`] }, 400, 'invalid_input', 'hashes'],
+        [
+          { hashes: Array.from({ length: 501 }, (_, i) => `sha1:${i.toString(16).padStart(40, '0')}`) },
+          400,
+          'invalid_input',
+          'hashes',
+        ],
+        [{ hashes: [`sha1:${'a'.repeat(40)}`], channel: 'stable' }, 400, 'invalid_input', 'channel'],
+        [
+          { hashes: [`sha1:${'a'.repeat(40)}`], compatible_with: ['x'.repeat(51)] },
+          400,
+          'invalid_input',
+          'compatible_with',
+        ],
+        [{ hashes: 'sha1:zz' }, 400, 'invalid_input', 'hashes'],
+      ];
+      for (const [body, status, code, field] of bad) {
+        const r = await check(body);
+        expect(r.status, `${JSON.stringify(body).slice(0, 60)} → ${JSON.stringify(r.body)}`).toBe(status);
+        expect(r.body.errors[0].code).toBe(code);
+        if (field) expect(r.body.errors[0].params.field).toBe(field);
+      }
+      const full = await check({
+        hashes: Array.from({ length: 500 }, (_, i) => `sha1:${i.toString(16).padStart(40, '0')}`),
+      });
+      expect(full.status).toBe(200);
+      expect(full.body.updates).toEqual([]);
+      const noScope = await t.key('USER', ['mc_dm_category:read'], other.userId);
+      expect((await check({ hashes: [`sha1:${'a'.repeat(40)}`] }, noScope)).body.errors[0].code).toBe(
+        'api_scope_missing',
+      );
+      expect((await t.rest('GET', '/api/mc-dm-updates/', { key: reader })).status).toBe(405);
+    });
+  });
 });

@@ -13,4 +13,6 @@ export const versionsRoutes: Route[] = [
     document: ops.DeleteVersionDocument,
     envelope: 'success',
   },
+  // The update check: a read, sent by POST because a launcher sends up to 500 hashes.
+  { method: 'POST', path: '/api/mc-dm-updates/', document: ops.CheckUpdatesDocument, envelope: 'updates' },
 ];

@@ -59,6 +59,7 @@ export const LIST_BOUNDS: Readonly<Record<string, number>> = {
   'Query.filesByHash': LIMITS.maxHashes,
   'Version.compatibleWith': LIMITS.maxCompatibleWith,
   'Version.dependencies': LIMITS.maxDependencies,
+  'Query.updates': LIMITS.maxUpdateHashes,
 };
 
 export function operationOf(

@@ -169,7 +169,7 @@ async function editableVersion(prisma: PrismaClient, access: Access, team: TeamL
 export interface VersionListArgs extends PageRequest {
   downloadId?: number | null;
   channel?: Channel | null;
-  compatibleWith?: string | null;
+  compatibleWith?: readonly string[] | null;
 }
 
 /**
@@ -187,7 +187,8 @@ export async function listVersions(
   const where: Prisma.VersionWhereInput = { state: 'visible' };
   if (args.downloadId != null) where.downloadId = args.downloadId;
   if (args.channel) where.channel = args.channel;
-  if (args.compatibleWith != null) where.compatibleWith = { has: checkCompatibleWith([args.compatibleWith])[0]! };
+  const compat = checkCompatibleWith(args.compatibleWith ?? []);
+  if (compat.length > 0) where.compatibleWith = { hasEvery: compat };
   const w = pageWindow(args);
   const [total, rows] = await Promise.all([
     prisma.version.count({ where }),

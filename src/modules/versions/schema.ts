@@ -9,7 +9,10 @@ import { deletePayloadOf } from '../../graphql/payloads.js';
 import { NodeRef, registerNode, unlessUnseen } from '../../graphql/node.js';
 import { DownloadRef } from '../downloads/index.js';
 import { FileRef, deps as fileDeps, fileVisibleTo } from '../files/index.js';
+import DataLoader from 'dataloader';
+import type { Context } from '../../graphql/context.js';
 import * as versions from './rules.js';
+import { checkUpdates, type UpdateCheck } from './updates.js';
 
 const READ = ['mc_dm_download:read'];
 const WRITE = ['mc_dm_download:write'];
@@ -105,12 +108,7 @@ export const VersionRef = builder.prismaObject('Version', {
       args: { first: firstArg(t.arg, 'files') },
       authScopes: { scope: READ },
       resolve: async (v, args, ctx) => {
-        const rows = (await ctx.prisma.file.findMany({
-          where: { versionId: v.id, isDeleted: false },
-          orderBy: [{ isPrimary: 'desc' }, { displayOrder: 'asc' }, { id: 'asc' }],
-          take: firstOf(args.first),
-          include: { version: { include: { download: true } } },
-        })) as (File & { version: Version & { download: Download } })[];
+        const rows = await filesOf(ctx, firstOf(args.first)).load(v.id);
         const d = fileDeps(ctx, await ctx.access());
         const out: File[] = [];
         for (const f of rows) if (await fileVisibleTo(d, f, f.version.download)) out.push(f);
@@ -119,6 +117,40 @@ export const VersionRef = builder.prismaObject('Version', {
     }),
   }),
 });
+
+type FileWithDownload = File & { version: Version & { download: Download } };
+const fileLoaders = new WeakMap<object, Map<number, DataLoader<number, FileWithDownload[]>>>();
+
+/**
+ * The first `first` files of each version resolved in the same turn (one statement for all of them: an update check
+ * answers up to 500 versions with their files), per request, uncached (a later mutation must not see an old list).
+ */
+function filesOf(ctx: Context, first: number): DataLoader<number, FileWithDownload[]> {
+  let byFirst = fileLoaders.get(ctx);
+  if (!byFirst) fileLoaders.set(ctx, (byFirst = new Map()));
+  let l = byFirst.get(first);
+  if (!l) {
+    l = new DataLoader<number, FileWithDownload[]>(
+      async (ids) => {
+        const rows = (await ctx.prisma.file.findMany({
+          where: { versionId: { in: [...ids] }, isDeleted: false },
+          orderBy: [{ versionId: 'asc' }, { isPrimary: 'desc' }, { displayOrder: 'asc' }, { id: 'asc' }],
+          include: { version: { include: { download: true } } },
+        })) as FileWithDownload[];
+        const by = new Map<number, FileWithDownload[]>();
+        for (const f of rows) {
+          const list = by.get(f.versionId) ?? [];
+          if (list.length < first) list.push(f);
+          by.set(f.versionId, list);
+        }
+        return ids.map((id) => by.get(id) ?? []);
+      },
+      { batchScheduleFn: (run) => setImmediate(run), cache: false },
+    );
+    byFirst.set(first, l);
+  }
+  return l;
+}
 
 builder.prismaObjectFields(DownloadRef, (t) => ({
   currentVersionPinned: t.exposeBoolean('currentVersionPinned', {
@@ -144,9 +176,9 @@ builder.queryFields((t) => ({
       ...pageArgs(t.arg),
       downloadId: t.arg.int({ required: false, description: 'The download whose versions to list.' }),
       channel: t.arg({ type: VersionChannelEnum, required: false, description: 'Only versions of this channel.' }),
-      compatibleWith: t.arg.string({
+      compatibleWith: t.arg.stringList({
         required: false,
-        description: 'Only versions whose compatibleWith lists this value (exactly, case-sensitive).',
+        description: `Only versions whose compatibleWith lists every one of these values (exactly, case-sensitive; at most ${LIMITS.maxCompatibleWith}). REST: repeat the field.`,
       }),
     },
     resolve: async (_r, args, ctx) => versions.listVersions(ctx.prisma, await ctx.access(), args),
@@ -160,6 +192,47 @@ builder.queryFields((t) => ({
     args: { versionId: t.arg.int({ required: true, description: 'The numeric version id.' }) },
     resolve: async (query, _r, args, ctx) =>
       versions.viewableVersion(ctx.prisma, await ctx.access(), ctx.team, args.versionId, query as object),
+  }),
+}));
+
+const UpdateCheckRef = builder.objectRef<UpdateCheck>('UpdateCheck').implement({
+  description: 'The answer of an update check for one hash: the version the file belongs to and the newest one.',
+  fields: (t) => ({
+    hash: t.exposeString('hash', { description: 'The hash as sent (trimmed).' }),
+    current: t.field({
+      type: VersionRef,
+      description: 'The version of the file with this hash (the newest such file the visitor may view).',
+      resolve: (u) => u.current,
+    }),
+    latest: t.field({
+      type: VersionRef,
+      nullable: true,
+      description:
+        'The newest visible version of the same download (release date, then id) of the channels asked for, listing every compatibleWith value asked for; it may be `current` itself. Null when none matches.',
+      resolve: (u) => u.latest,
+    }),
+  }),
+});
+
+builder.queryFields((t) => ({
+  updates: t.field({
+    type: [UpdateCheckRef],
+    description: `The update check of a launcher: for each hash of a file it holds, that file's version and the newest version of the same download matching the filters. Each hash is \`sha1:<hex>\`, \`sha256:<hex>\` or \`sha512:<hex>\` (as \`filesByHash\`); at most ${LIMITS.maxUpdateHashes}; repeats answer once. Unknown hashes, and files the visitor may not view, are simply absent. Needs mc_dm_download:read. Errors: required_input_missing (no hash), invalid_input (a malformed hash, more than ${LIMITS.maxUpdateHashes}, a bad compatibleWith).`,
+    authScopes: { scope: READ },
+    args: {
+      hashes: t.arg.stringList({ required: true, description: 'The hashes of the files the launcher holds.' }),
+      channel: t.arg({
+        type: VersionChannelEnum,
+        required: false,
+        description:
+          'The least stable channel the launcher takes: RELEASE (releases only), BETA (betas and releases), ALPHA (any). Omitted: any channel.',
+      }),
+      compatibleWith: t.arg.stringList({
+        required: false,
+        description: `Only versions listing every one of these values in compatibleWith (at most ${LIMITS.maxCompatibleWith}).`,
+      }),
+    },
+    resolve: async (_r, args, ctx) => checkUpdates(fileDeps(ctx, await ctx.access()), args),
   }),
 }));
 
