@@ -191,6 +191,8 @@ function argsOf(w: World, field: string, t: any): { args: Record<string, unknown
       return input({ versionId: t.versionId });
     case 'deleteVersion':
       return input({ versionId: t.versionId, hard: false });
+    case 'resolveDependencies':
+      return { args: { versionId: t.versionId }, select: 'cycles' };
     case 'updates':
       return { args: { hashes: [hashOf(t.fileId)] }, select: 'current { versionId }', listKey: 'versionId' };
     case 'fileData':

@@ -18,6 +18,8 @@ const EXPECTED: Record<string, { plain: number; full: number }> = {
   // and the page (the list); the version with its download and category (get), plus its files with with=full.
   'GET /api/mc-dm-versions/': { plain: 3, full: 3 },
   'GET /api/mc-dm-versions/:version_id/': { plain: 1, full: 2 },
+  // The root version; then two a level (candidate versions, their downloads), none here (no dependencies).
+  'GET /api/mc-dm-versions/:version_id/dependencies/': { plain: 1, full: 1 },
   'GET /api/mc-dm-files/': { plain: 1, full: 1 },
   'GET /api/mc-dm-files/:file_id/': { plain: 1, full: 1 },
 };

@@ -1,7 +1,7 @@
 // Versions as a resource, end to end on both faces: list/get/create/update/delete/restore, channels, compatibility,
 // dependencies, the current version, and every bad input answering a defined error that changes nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
+import { forEachDatabase, startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';
 
 const FIELDS = [
   'version_id',
@@ -487,6 +487,180 @@ forEachDatabase((kind) => {
         'api_scope_missing',
       );
       expect((await t.rest('GET', '/api/mc-dm-updates/', { key: reader })).status).toBe(405);
+    });
+  });
+
+  describe('dependency resolution', () => {
+    /** A download with versions (the first made with the download), each optionally with fields; answers their ids. */
+    async function release(title: string, specs: [string, Record<string, unknown>?][]) {
+      const { downloadId, versionId } = await download(title, specs[0]![0]);
+      const ids = [versionId];
+      if (specs[0]![1]) {
+        const r = await t.rest('PUT', `/api/mc-dm-versions/${versionId}/`, { key: owner.key, json: specs[0]![1] });
+        expect(r.status, JSON.stringify(r.body)).toBe(200);
+      }
+      for (const [versionString, fields] of specs.slice(1)) {
+        const r = await create({ download_id: downloadId, version_string: versionString, ...fields });
+        expect(r.status, JSON.stringify(r.body)).toBe(200);
+        ids.push(r.body.version.version_id);
+      }
+      return { downloadId, ids };
+    }
+    const needs = (rows: [number, string, string?][]) =>
+      rows.map(([download_id, version_range, kind]) => ({ download_id, version_range, kind: kind ?? 'required' }));
+    const resolve = (versionId: number, query: Record<string, string> = {}, key = reader) =>
+      t.rest('GET', `/api/mc-dm-versions/${versionId}/dependencies/`, { key, query });
+
+    it('picks the newest matching version of each download, transitively, and reports conflicts and cycles', async () => {
+      const lib = await release('Lib', [['1.0.0'], ['1.5.0'], ['2.0.0']]);
+      const dated = await release('Dated', [['2026-01-01']]);
+      const api = await release('Api', [['3.0.0']]);
+      const gone = await release('Gone', [['1.0.0']]);
+      const enemy = await release('Enemy', [['1.0.0']]);
+      const extra = await release('Extra', [['1.0.0']]);
+      const app = await release('App', [['1.0.0']]);
+      // Lib 1.5.0 needs Api >=4 (none), Gone (deleted later), Enemy; it points back at App: a cycle.
+      await t.rest('PUT', `/api/mc-dm-versions/${lib.ids[1]}/`, {
+        key: owner.key,
+        json: {
+          dependencies: needs([
+            [api.downloadId, '>=4'],
+            [gone.downloadId, '*'],
+            [enemy.downloadId, '*'],
+            [app.downloadId, '^1'],
+          ]),
+        },
+      });
+      // Dated needs Lib ^2 (Lib 1.5.0 was chosen first: a version conflict), and a non-semver range would not parse.
+      await t.rest('PUT', `/api/mc-dm-versions/${dated.ids[0]}/`, {
+        key: owner.key,
+        json: { dependencies: needs([[lib.downloadId, '^2.0.0']]) },
+      });
+      const set = await t.rest('PUT', `/api/mc-dm-versions/${app.ids[0]}/`, {
+        key: owner.key,
+        json: {
+          dependencies: needs([
+            [lib.downloadId, '^1.0.0'],
+            [dated.downloadId, '*'],
+            [enemy.downloadId, '*', 'incompatible'],
+            [extra.downloadId, '*', 'optional'],
+          ]),
+        },
+      });
+      expect(set.status, JSON.stringify(set.body)).toBe(200);
+      await t.rest('DELETE', `/api/mc-dm-downloads/${gone.downloadId}/`, { key: owner.key });
+
+      const r = await resolve(app.ids[0]!);
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      expect(Object.keys(r.body)).toEqual(['versions', 'conflicts', 'cycles']);
+      expect(r.body.versions.map((v: any) => v.version_id)).toEqual([lib.ids[1], dated.ids[0], enemy.ids[0]]);
+      const reasons = r.body.conflicts.map((c: any) => [c.download_id, c.reason]);
+      expect(reasons).toEqual(
+        expect.arrayContaining([
+          [api.downloadId, 'unsatisfiable'],
+          [gone.downloadId, 'unavailable'],
+          [lib.downloadId, 'version_conflict'],
+          [enemy.downloadId, 'incompatible'],
+        ]),
+      );
+      expect(reasons).toHaveLength(4);
+      expect(r.body.conflicts.find((c: any) => c.reason === 'incompatible')).toMatchObject({
+        version_id: app.ids[0],
+        version_range: '*',
+      });
+      expect(r.body.cycles).toEqual([[app.ids[0], lib.ids[1]]]);
+      // A super-user key may view the deleted download: it is then available.
+      const sup = await resolve(app.ids[0]!, {}, SUPER_KEY);
+      expect(sup.body.conflicts.map((c: any) => c.reason)).not.toContain('unavailable');
+
+      const g = await t.gql(
+        'query($id: Int!) { version(versionId: $id) { resolvedDependencies { versions { versionId } conflicts { downloadId reason } cycles } } }',
+        { id: app.ids[0] },
+        reader,
+      );
+      expect(g.errors).toBeUndefined();
+      expect(g.data.version.resolvedDependencies.versions.map((v: any) => v.versionId)).toEqual(
+        r.body.versions.map((v: any) => v.version_id),
+      );
+      expect(g.data.version.resolvedDependencies.cycles).toEqual(r.body.cycles);
+      expect(g.data.version.resolvedDependencies.conflicts.map((c: any) => c.reason)).toContain('VERSION_CONFLICT');
+    });
+
+    it('filters by compatible_with and prefers releases', async () => {
+      const lib = await release('Loader lib', [
+        ['1.0.0', { compatible_with: ['fabric'] }],
+        ['1.1.0', { compatible_with: ['forge'] }],
+        ['1.2.0', { channel: 'beta', compatible_with: ['forge'] }],
+      ]);
+      const app = await release('Loader app', [['1.0.0']]);
+      await t.rest('PUT', `/api/mc-dm-versions/${app.ids[0]}/`, {
+        key: owner.key,
+        json: { dependencies: needs([[lib.downloadId, '*']]) },
+      });
+      expect((await resolve(app.ids[0]!)).body.versions.map((v: any) => v.version_id)).toEqual([lib.ids[1]]);
+      const fabric = await resolve(app.ids[0]!, { compatible_with: 'fabric' });
+      expect(fabric.body.versions.map((v: any) => v.version_id)).toEqual([lib.ids[0]]);
+      const none = await resolve(app.ids[0]!, { compatible_with: 'quilt' });
+      expect(none.body).toEqual({
+        versions: [],
+        conflicts: [
+          { version_id: app.ids[0], download_id: lib.downloadId, version_range: '*', reason: 'unsatisfiable' },
+        ],
+        cycles: [],
+      });
+      // Only a beta matches: it is taken.
+      await t.rest('PUT', `/api/mc-dm-versions/${app.ids[0]}/`, {
+        key: owner.key,
+        json: { dependencies: needs([[lib.downloadId, '>=1.2.0-0']]) },
+      });
+      expect((await resolve(app.ids[0]!)).body.versions.map((v: any) => v.version_id)).toEqual([lib.ids[2]]);
+    });
+
+    it('stops at the depth bound and never loops', async () => {
+      const chain: { downloadId: number; ids: number[] }[] = [];
+      for (let i = 0; i < 13; i++) chain.push(await release(`Chain ${i}`, [['1.0.0']]));
+      for (let i = 0; i < 12; i++) {
+        const r = await t.rest('PUT', `/api/mc-dm-versions/${chain[i]!.ids[0]}/`, {
+          key: owner.key,
+          json: { dependencies: needs([[chain[i + 1]!.downloadId, '*']]) },
+        });
+        expect(r.status).toBe(200);
+      }
+      // The last one points back at the ninth: a cycle, beyond the bound from the first.
+      await t.rest('PUT', `/api/mc-dm-versions/${chain[12]!.ids[0]}/`, {
+        key: owner.key,
+        json: { dependencies: needs([[chain[8]!.downloadId, '*']]) },
+      });
+      const r = await resolve(chain[0]!.ids[0]!);
+      expect(r.body.versions).toHaveLength(10);
+      expect(r.body.conflicts).toEqual([
+        {
+          version_id: chain[10]!.ids[0],
+          download_id: chain[11]!.downloadId,
+          version_range: '*',
+          reason: 'depth_limit',
+        },
+      ]);
+      // From the middle the cycle is within reach: reported once, not followed.
+      const mid = await resolve(chain[6]!.ids[0]!);
+      expect(mid.body.cycles).toEqual([chain.slice(8).map((c) => c.ids[0])]);
+      expect(mid.body.versions).toHaveLength(6);
+      expect(mid.body.conflicts).toEqual([]);
+    });
+
+    it('answers the defined errors for bad input', async () => {
+      expect((await resolve(999999)).body.errors[0].code).toBe('mc_dm_api_error.version_not_found');
+      expect((await resolve(0)).body.errors[0]).toMatchObject({
+        code: 'invalid_input',
+        params: { field: 'version_id' },
+      });
+      const { versionId, downloadId } = await download('Resolve bad');
+      const long = await resolve(versionId, { compatible_with: 'x'.repeat(51) });
+      expect(long.body.errors[0]).toMatchObject({ code: 'invalid_input', params: { field: 'compatible_with' } });
+      await t.rest('DELETE', `/api/mc-dm-downloads/${downloadId}/`, { key: owner.key });
+      expect((await resolve(versionId)).status).toBe(403);
+      const noScope = await t.key('USER', ['mc_dm_category:read'], other.userId);
+      expect((await resolve(versionId, {}, noScope)).body.errors[0].code).toBe('api_scope_missing');
     });
   });
 });

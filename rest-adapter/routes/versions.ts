@@ -13,6 +13,13 @@ export const versionsRoutes: Route[] = [
     document: ops.DeleteVersionDocument,
     envelope: 'success',
   },
+  {
+    method: 'GET',
+    path: '/api/mc-dm-versions/:version_id/dependencies/',
+    document: ops.ResolveDependenciesDocument,
+    envelope: 'versions',
+    spread: true,
+  },
   // The update check: a read, sent by POST because a launcher sends up to 500 hashes.
   { method: 'POST', path: '/api/mc-dm-updates/', document: ops.CheckUpdatesDocument, envelope: 'updates' },
 ];

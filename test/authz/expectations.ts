@@ -231,6 +231,7 @@ export const fields: Record<string, Row> = {
   filesByHash: { scopes: DR, target: 'file', expect: (w, s) => list(rules.canViewDownload(w, s)) },
   versions: { scopes: DR, target: 'download', expect: (w, s) => (rules.canViewDownload(w, s) ? 'listed' : DENY) },
   version: { scopes: DR, target: 'download', expect: (w, s) => check([rules.canViewDownload(w, s), DENY]) },
+  resolveDependencies: { scopes: DR, target: 'download', expect: (w, s) => check([rules.canViewDownload(w, s), DENY]) },
   // A lookup, as filesByHash: versions of files the visitor may not view are simply absent.
   updates: { scopes: DR, target: 'file', expect: (w, s) => list(rules.canViewDownload(w, s)) },
   categoriesConnection: { scopes: CR, target: 'category', expect: (w, c) => list(rules.canViewCategory(w, c)) },
@@ -406,6 +407,7 @@ export const restRoutes: Record<string, string> = {
   'POST /api/mc-dm-versions/': 'createVersion',
   'PUT /api/mc-dm-versions/:version_id/': 'updateVersion',
   'DELETE /api/mc-dm-versions/:version_id/': 'deleteVersion',
+  'GET /api/mc-dm-versions/:version_id/dependencies/': 'resolveDependencies',
   'POST /api/mc-dm-updates/': 'updates',
   'GET /api/mc-dm-files/': 'files',
   'GET /api/mc-dm-files/:file_id/': 'file',

@@ -13,6 +13,7 @@ import DataLoader from 'dataloader';
 import type { Context } from '../../graphql/context.js';
 import * as versions from './rules.js';
 import { checkUpdates, type UpdateCheck } from './updates.js';
+import { resolveDependencies, type DependencyConflict, type DependencyResolution } from './resolve.js';
 
 const READ = ['mc_dm_download:read'];
 const WRITE = ['mc_dm_download:write'];
@@ -152,6 +153,85 @@ function filesOf(ctx: Context, first: number): DataLoader<number, FileWithDownlo
   return l;
 }
 
+const ConflictReasonEnum = builder.enumType('DependencyConflictReason', {
+  description: 'Why a dependency could not be met.',
+  values: {
+    UNSATISFIABLE: {
+      value: 'unsatisfiable',
+      description: 'No visible version of the download matches the range (and the compatibleWith asked for).',
+    },
+    UNAVAILABLE: {
+      value: 'unavailable',
+      description: 'The download does not exist, or the visitor may not view it or download from it.',
+    },
+    VERSION_CONFLICT: {
+      value: 'version_conflict',
+      description: 'The version resolved for another dependent of the same download is outside this range.',
+    },
+    INCOMPATIBLE: {
+      value: 'incompatible',
+      description: 'An INCOMPATIBLE dependency: the resolved set (the root included) holds a version in its range.',
+    },
+    DEPTH_LIMIT: {
+      value: 'depth_limit',
+      description: `Not followed: more than ${LIMITS.maxResolveDepth} levels below the root.`,
+    },
+    SIZE_LIMIT: {
+      value: 'size_limit',
+      description: `Not followed: ${LIMITS.maxResolvedVersions} versions were resolved already.`,
+    },
+  } as const,
+});
+
+const ConflictRef = builder.objectRef<DependencyConflict>('DependencyConflict').implement({
+  description: 'A dependency the resolution could not meet.',
+  fields: (t) => ({
+    versionId: t.exposeInt('versionId', { description: 'The version that declares the dependency.' }),
+    downloadId: t.exposeInt('downloadId', { description: 'The download depended on.' }),
+    versionRange: t.exposeString('versionRange', { description: 'The range asked for.' }),
+    reason: t.field({ type: ConflictReasonEnum, description: 'Why it is not met.', resolve: (c) => c.reason }),
+  }),
+});
+
+const ResolutionRef = builder.objectRef<DependencyResolution>('DependencyResolution').implement({
+  description: `What a version needs, transitively: at most ${LIMITS.maxResolvedVersions} versions, ${LIMITS.maxResolveDepth} levels deep; what is past a bound is reported as a conflict.`,
+  fields: (t) => ({
+    versions: t.field({
+      type: [VersionRef],
+      description:
+        'The versions needed (REQUIRED dependencies, followed transitively), the root not included: for each download the version preferred among those that match every range met (RELEASE before BETA before ALPHA, then newest) and that the visitor may download.',
+      resolve: (r) => r.versions,
+    }),
+    conflicts: t.field({
+      type: [ConflictRef],
+      description: `Dependencies not met, at most ${LIMITS.maxResolveConflicts}.`,
+      resolve: (r) => r.conflicts,
+    }),
+    cycles: t.field({
+      type: t.listRef(t.listRef('Int')),
+      description: `Required dependencies that lead back to a version on their own path, each as the version ids from the one depended on down to the one depending on it (at most ${LIMITS.maxResolveCycles} cycles of at most ${LIMITS.maxResolveDepth + 1} ids). They are followed once, never looped.`,
+      resolve: (r) => r.cycles,
+    }),
+  }),
+});
+
+const COMPAT_ARG = {
+  required: false,
+  description: `Only versions listing every one of these values in compatibleWith (at most ${LIMITS.maxCompatibleWith}).`,
+} as const;
+
+builder.prismaObjectFields(VersionRef, (t) => ({
+  resolvedDependencies: t.field({
+    type: ResolutionRef,
+    description:
+      'The versions this version needs, transitively, with the conflicts and cycles found. Needs mc_dm_download:read. Errors: invalid_input (compatibleWith).',
+    authScopes: { scope: READ },
+    args: { compatibleWith: t.arg.stringList(COMPAT_ARG) },
+    resolve: async (v, args, ctx) =>
+      resolveDependencies(ctx.prisma, await ctx.access(), v, versions.checkCompatibleWith(args.compatibleWith ?? [])),
+  }),
+}));
+
 builder.prismaObjectFields(DownloadRef, (t) => ({
   currentVersionPinned: t.exposeBoolean('currentVersionPinned', {
     description:
@@ -233,6 +313,26 @@ builder.queryFields((t) => ({
       }),
     },
     resolve: async (_r, args, ctx) => checkUpdates(fileDeps(ctx, await ctx.access()), args),
+  }),
+}));
+
+builder.queryFields((t) => ({
+  resolveDependencies: t.field({
+    type: ResolutionRef,
+    nullable: true,
+    description:
+      'The versions a version needs, transitively (as Version.resolvedDependencies). Needs mc_dm_download:read and the view permission on its download. Errors: mc_dm_api_error.version_not_found, do_not_have_permission, invalid_input (compatibleWith).',
+    authScopes: { scope: READ },
+    args: {
+      versionId: t.arg.int({ required: true, description: 'The version whose dependencies to resolve.' }),
+      compatibleWith: t.arg.stringList(COMPAT_ARG),
+    },
+    resolve: async (_r, args, ctx) => {
+      const access = await ctx.access();
+      const compat = versions.checkCompatibleWith(args.compatibleWith ?? []);
+      const root = await versions.viewableVersion(ctx.prisma, access, ctx.team, args.versionId);
+      return resolveDependencies(ctx.prisma, access, root, compat);
+    },
   }),
 }));
 
