@@ -128,7 +128,10 @@ const fileLoaders = new WeakMap<object, Map<number, DataLoader<number, FileWithD
  */
 function filesOf(ctx: Context, first: number): DataLoader<number, FileWithDownload[]> {
   let byFirst = fileLoaders.get(ctx);
-  if (!byFirst) fileLoaders.set(ctx, (byFirst = new Map()));
+  if (!byFirst) {
+    byFirst = new Map();
+    fileLoaders.set(ctx, byFirst);
+  }
   let l = byFirst.get(first);
   if (!l) {
     l = new DataLoader<number, FileWithDownload[]>(

@@ -36,7 +36,7 @@ export async function checkUpdates(
   deps: Pick<FileDeps, 'prisma' | 'access' | 'isTeamMember'>,
   args: UpdateCheckArgs,
 ): Promise<UpdateCheck[]> {
-  const { prisma, access } = deps;
+  const { prisma } = deps;
   if (args.hashes.length === 0) throw requiredMissing(['hashes']);
   if (args.hashes.length > LIMITS.maxUpdateHashes) {
     throw invalidInput(
