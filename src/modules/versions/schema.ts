@@ -464,8 +464,11 @@ builder.mutationFields((t) => ({
     type: UpdateVersionPayload,
     authScopes: { scope: WRITE },
     args: { input: t.arg({ type: UpdateVersionInput, required: true, description: 'The version and the changes.' }) },
-    resolve: async (_r, { input }, ctx) =>
-      versions.updateVersion(ctx.prisma, await ctx.access(), ctx.team, dependencyInput(input)),
+    resolve: async (_r, { input }, ctx) => {
+      const result = await versions.updateVersion(ctx.prisma, await ctx.access(), ctx.team, dependencyInput(input));
+      ctx.events.downloadChanged(result.download);
+      return result;
+    },
   }),
   deleteVersion: t.field({
     nullable: true,
@@ -490,8 +493,11 @@ builder.mutationFields((t) => ({
     type: RestoreVersionPayload,
     authScopes: { scope: WRITE },
     args: { input: t.arg({ type: RestoreVersionInput, required: true, description: 'The version.' }) },
-    resolve: async (_r, { input }, ctx) =>
-      versions.restoreVersion(ctx.prisma, await ctx.access(), ctx.team, input.versionId),
+    resolve: async (_r, { input }, ctx) => {
+      const result = await versions.restoreVersion(ctx.prisma, await ctx.access(), ctx.team, input.versionId);
+      ctx.events.downloadChanged(result.download);
+      return result;
+    },
   }),
 }));
 
