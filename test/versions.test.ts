@@ -359,6 +359,14 @@ forEachDatabase((kind) => {
         owner.key,
       );
       expect(del.data.deleteVersion).toMatchObject({ success: true, version: { versionState: 'DELETED' } });
+      // The download's own lists of versions leave the deleted one out too.
+      const lists = await t.gql(
+        'query($d: Int!) { download(downloadId: $d) { versions { versionId } versionsConnection { totalCount nodes { versionId } } } }',
+        { d: downloadId },
+        owner.key,
+      );
+      expect(lists.data.download.versions).toEqual([{ versionId }]);
+      expect(lists.data.download.versionsConnection).toEqual({ totalCount: 1, nodes: [{ versionId }] });
     });
   });
 
