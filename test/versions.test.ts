@@ -127,6 +127,16 @@ forEachDatabase((kind) => {
       expect(after.body.versions.map((x: any) => x.version_id)).toEqual([first]);
     });
 
+    it('publishes versionReleased for a version created through REST', async () => {
+      const { downloadId } = await download('Announced');
+      const stream = t.app.services.events.subscribe('versionReleased');
+      const next = stream.next();
+      const made = await create({ download_id: downloadId, version_string: '1.0.1' });
+      expect(made.status).toBe(200);
+      expect((await next).value).toEqual({ versionId: made.body.version.version_id, downloadId });
+      await stream.return(undefined as never);
+    });
+
     it('hard delete needs the delete_hard scope and removes the row', async () => {
       const { downloadId } = await download();
       const v = (await create({ download_id: downloadId, version_string: '2.0.0' })).body.version;
