@@ -440,6 +440,17 @@ forEachDatabase((kind) => {
       });
       expect(form.body.updates[0].latest_version.version_id).toBe(v2);
 
+      // The same statements for one hash as for several (no statement per hash or per version).
+      const count = async (hashes: string[]) => {
+        const before = t.app.db.statements();
+        expect((await check({ hashes, channel: 'release' })).status).toBe(200);
+        return t.app.db.statements() - before;
+      };
+      await count([installed.sha256]);
+      expect(await count([installed.sha256, installed.sha1, installed.sha512, newest.sha256])).toBe(
+        await count([installed.sha256]),
+      );
+
       const g = await t.gql(
         'query($h: [String!]!) { updates(hashes: $h, channel: RELEASE) { hash current { versionId } latest { versionId fileList(first: 1) { fileId } } } }',
         { h: [installed.sha256, unknown] },
