@@ -315,6 +315,48 @@ forEachDatabase((kind) => {
     });
   });
 
+  describe('simultaneous writes', () => {
+    it('keep the current version the newest visible release, and answer no 500', async () => {
+      const { downloadId, versionId: first } = await download('Busy', '1.0.0');
+      const made = await Promise.all(
+        Array.from({ length: 6 }, (_, i) =>
+          create({ download_id: downloadId, version_string: `1.${i + 1}.0`, channel: i % 2 ? 'beta' : 'release' }),
+        ),
+      );
+      expect(made.map((r) => r.status)).toEqual(Array(6).fill(200));
+      const newestRelease = async () =>
+        (
+          await t.prisma.version.findFirst({
+            where: { downloadId, state: 'visible', channel: 'release' },
+            orderBy: [{ releaseDate: 'desc' }, { id: 'desc' }],
+          })
+        )?.id ?? null;
+      expect((await currentOf(downloadId)).id).toBe(await newestRelease());
+      // Every version deleted at once, soft and hard, twice each: one of each pair wins, the other finds nothing.
+      const ids = [first, ...made.map((r) => r.body.version.version_id as number)];
+      const deletes = await Promise.all(
+        ids.flatMap((id, i) => {
+          const form = { hard: i % 3 === 0 ? 1 : 0 };
+          return [
+            t.rest('DELETE', `/api/mc-dm-versions/${id}/`, { form }),
+            t.rest('DELETE', `/api/mc-dm-versions/${id}/`, { form }),
+          ];
+        }),
+      );
+      for (const r of deletes) expect([200, 404], JSON.stringify(r.body)).toContain(r.status);
+      expect((await currentOf(downloadId)).id).toBeNull();
+      await Promise.all(
+        ids.map((id) =>
+          t.gql('mutation($i: RestoreVersionInput!) { restoreVersion(input: $i) { version { versionId } } }', {
+            i: { versionId: id },
+          }),
+        ),
+      );
+      expect((await currentOf(downloadId)).id).toBe(await newestRelease());
+      expect(await newestRelease()).not.toBeNull();
+    });
+  });
+
   describe('GraphQL', () => {
     it('answers version, versions and the mutations with the same rules', async () => {
       const { downloadId, versionId } = await download('Graph');
