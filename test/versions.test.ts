@@ -521,6 +521,26 @@ forEachDatabase((kind) => {
       expect((await check({ hashes: [f.sha256] })).body.updates).toEqual([]);
     });
 
+    it("hides a soft-deleted version's files from readers, on every read path", async () => {
+      const { downloadId } = await download('Withdrawn', '1.0.0');
+      const v2 = (await create({ download_id: downloadId, version_string: '2.0.0' })).body.version.version_id;
+      const f = await upload(v2, `withdrawn ${kind}`);
+      await t.rest('DELETE', `/api/mc-dm-versions/${v2}/`, { key: owner.key });
+      expect((await t.rest('GET', `/api/mc-dm-files/${f.fileId}/`, { key: reader })).status).toBe(404);
+      expect((await t.rest('GET', `/api/mc-dm-files/${f.fileId}/data/`, { key: reader })).status).toBe(404);
+      const list = await t.rest('GET', '/api/mc-dm-files/', { key: reader, query: { version_id: v2 } });
+      expect(list.body.files).toEqual([]);
+      const byHash = await t.rest('GET', '/api/mc-dm-files/', { key: reader, query: { hash: f.sha256 } });
+      expect(byHash.body.files).toEqual([]);
+      const g = await t.gql('query($id: Int!) { file(fileId: $id) { fileId } }', { id: f.fileId }, reader);
+      expect(g.codes).toEqual(['mc_dm_api_error.file_not_found']);
+      // The owner still sees and gets them.
+      expect((await t.rest('GET', `/api/mc-dm-files/${f.fileId}/`, { key: owner.key })).status).toBe(200);
+      expect((await t.rest('GET', `/api/mc-dm-files/${f.fileId}/data/`, { key: owner.key })).status).toBe(200);
+      const owned = await t.rest('GET', '/api/mc-dm-files/', { key: owner.key, query: { version_id: v2 } });
+      expect(owned.body.files.map((x: any) => x.file_id)).toEqual([f.fileId]);
+    });
+
     it('answers the defined errors for bad input', async () => {
       const bad: [Record<string, unknown>, number, string, string?][] = [
         [{}, 400, 'required_input_missing'],
