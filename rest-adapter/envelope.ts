@@ -32,7 +32,8 @@ export function snakeKeys(value: unknown): unknown {
 }
 
 /** Wraps the value of the operation's single root field. */
-export function envelope(key: string, rootValue: unknown): Record<string, unknown> {
+export function envelope(key: string, rootValue: unknown, spread = false): Record<string, unknown> {
+  if (spread) return (snakeKeys(rootValue) ?? {}) as Record<string, unknown>;
   let value = rootValue as Record<string, unknown> | null;
   if (value && typeof value === 'object' && key in value && !Array.isArray(value))
     value = value[key] as Record<string, unknown>;

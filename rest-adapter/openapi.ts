@@ -333,7 +333,9 @@ export function buildOpenApi({ schema, routes, serverUrl, version = '1.0.0' }: O
       // A mutation payload (`createDownload { download { … } }`) is unwrapped, as envelope.ts does.
       const inner = props && route.envelope in props ? stripNull(props[route.envelope] as Json) : rootSchema;
       const innerProps = inner.properties as Json | undefined;
-      if (innerProps && 'nodes' in innerProps && 'pagination' in innerProps) {
+      if (route.spread) {
+        envelopeSchema = stripNull(rootSchema); // the root object's own fields
+      } else if (innerProps && 'nodes' in innerProps && 'pagination' in innerProps) {
         envelopeSchema = {
           type: 'object',
           properties: { [route.envelope]: innerProps.nodes, pagination: stripNull(innerProps.pagination as Json) },

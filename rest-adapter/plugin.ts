@@ -494,7 +494,9 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
         limit.clear();
       }
       if (result.errors?.length) return fail(result.errors.map(itemOf), headersOf(result.errors[0]));
-      const body = JSON.stringify(envelope(hit.r.envelope, lowerEnums(result.data?.[hit.r.rootField], hit.r.enums)));
+      const body = JSON.stringify(
+        envelope(hit.r.envelope, lowerEnums(result.data?.[hit.r.rootField], hit.r.enums), hit.r.spread),
+      );
       if (!kept) return jsonText(200, body);
       // Kept as UTF-8 bytes, written as they are on every hit (a string would be encoded again each time).
       const bytes = Buffer.from(body);

@@ -17,6 +17,11 @@ export interface Route {
    */
   envelope: string;
   /**
+   * The result's own fields are the envelope (`{ versions, conflicts, cycles }`), `envelope` naming the main one,
+   * instead of the result wrapped in `{ <envelope>: … }`.
+   */
+  spread?: boolean;
+  /**
    * The multipart field that carries a file, for upload routes. Its bytes are streamed to the server's
    * upload receiver while the request is read, and the result becomes that field's value (an `Upload`).
    */

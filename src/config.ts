@@ -37,6 +37,20 @@ export const LIMITS = {
   searchRankedCandidates: 2000,
   /** The trigram similarity (0 to 1) a title needs to be offered by the typo fallback. */
   searchTypoSimilarity: 0.3,
+  /** A version's compatible_with: entries, and characters in one; characters in its changelog. */
+  maxCompatibleWith: 100,
+  maxCompatibleLength: 50,
+  maxChangelog: 50_000,
+  /** A version's dependencies, and characters in one version range. */
+  maxDependencies: 100,
+  maxVersionRange: 100,
+  /** Hashes one update check takes (each answers at most one entry). */
+  maxUpdateHashes: 500,
+  /** Dependency resolution: levels followed from the root, versions answered, conflicts and cycles reported. */
+  maxResolveDepth: 10,
+  maxResolvedVersions: 100,
+  maxResolveConflicts: 100,
+  maxResolveCycles: 20,
   /** How long a comment's author may edit it without the edit being recorded. */
   commentEditGraceMs: 5 * 60 * 1000,
 } as const;

@@ -42,6 +42,7 @@ export const ERROR_CODES: Record<string, string> = {
   'mc_dm_api_error.category_not_empty':
     'a top-level category that holds downloads cannot be deleted under the reassign policy',
   'mc_dm_api_error.download_not_deleted': 'only a soft-deleted download can be restored',
+  'mc_dm_api_error.version_not_deleted': 'only a soft-deleted version can be restored',
   'mc_dm_api_error.prefix_not_allowed': 'the prefix is not assigned to the category',
   'mc_dm_api_error.versioning_disabled': 'the category does not keep versions',
   'mc_dm_api_error.too_many_team_members': 'the download has max_team_members already',

@@ -272,6 +272,15 @@ forEachDatabase((kind) => {
         headers: { 'Forum-Api-User': String(d.body.download.user_id) },
       });
       ids.comment_id = cm.body.comment.comment_id;
+      // A dependency, so that the version's resolved dependencies have a row.
+      const lib = await t.rest('POST', '/api/mc-dm-downloads/', {
+        form: { category_id: ids.category_id, title: 'Lib' },
+        headers: { 'Forum-Api-User': String(d.body.download.user_id) },
+      });
+      const dep = await t.rest('PUT', `/api/mc-dm-versions/${ids.version_id}/`, {
+        json: { dependencies: [{ download_id: lib.body.download.download_id, version_range: '*' }] },
+      });
+      expect(dep.status, JSON.stringify(dep.body)).toBe(200);
     });
 
     it('a generated example request for every GET route answers the documented envelope, plain and with=full', async () => {

@@ -188,6 +188,19 @@ function argsOf(w: World, field: string, t: any): { args: Record<string, unknown
       return { args: { fileId: t.fileId }, select: 'fileId' };
     case 'filesByHash':
       return { args: { hashes: [hashOf(t.fileId)] }, select: 'fileId', listKey: 'fileId' };
+    case 'versions':
+      return { args: { downloadId: t.downloadId, perPage: 100 }, select: 'nodes { versionId }', listKey: 'versionId' };
+    case 'version':
+      return { args: { versionId: t.versionId }, select: 'versionId' };
+    case 'updateVersion':
+    case 'restoreVersion':
+      return input({ versionId: t.versionId });
+    case 'deleteVersion':
+      return input({ versionId: t.versionId, hard: false });
+    case 'resolveDependencies':
+      return { args: { versionId: t.versionId }, select: 'cycles' };
+    case 'updates':
+      return { args: { hashes: [hashOf(t.fileId)] }, select: 'current { versionId }', listKey: 'versionId' };
     case 'fileData':
       return { args: { fileId: t.fileId } };
     case 'createCategory':
@@ -274,7 +287,7 @@ async function run(t: TestApp, w: World, c: Case): Promise<string> {
   const target: any = await targetOf(w, c);
   const { args, select, listKey } = argsOf(w, field, target);
   // The fixtures' files are links, which have no hash: the file looked up by hash gets one of its own.
-  if (field === 'filesByHash')
+  if (field === 'filesByHash' || field === 'updates')
     await t.prisma.file.update({ where: { id: target.fileId }, data: { sha1: hashOf(target.fileId) } });
   const scopes = scopesFor(c.row, c.set);
   const { key, headers } = await w.credentials(c.actor, scopes);
@@ -307,7 +320,8 @@ async function runGraphql(
   if (value == null) return 'null';
   if (listKey) {
     const rows: any[] = Array.isArray(value) ? value : value.nodes;
-    return rows.some((n: any) => n[listKey] === target[listKey]) ? 'listed' : 'unlisted';
+    // An update check lists the versions of the files it found.
+    return rows.some((n: any) => (n.current ?? n)[listKey] === target[listKey]) ? 'listed' : 'unlisted';
   }
   return 'ok';
 }
@@ -361,7 +375,7 @@ async function runRest(
   if (listKey) {
     const list = Object.values(body).find(Array.isArray) as any[] | undefined;
     const id = snake(listKey);
-    return list?.some((n) => n[id] === target[listKey]) ? 'listed' : 'unlisted';
+    return list?.some((n) => (n.current_version ?? n)[id] === target[listKey]) ? 'listed' : 'unlisted';
   }
   return 'ok';
 }

@@ -27,6 +27,12 @@ const FIXED_BOUNDS = {
   'SearchFacets.categories': 20, // the 20 most frequent (LIMITS.searchFacetSize)
   'SearchFacets.tags': 20,
   'SearchFacets.prefixes': 20,
+  'Version.compatibleWith': 100, // createVersion/updateVersion refuse more
+  'Version.dependencies': 100, // likewise
+  'Query.updates': 500, // one entry per hash at most, 500 hashes at most
+  'DependencyResolution.versions': 100, // resolution stops at 100 versions
+  'DependencyResolution.conflicts': 100, // and reports at most 100 conflicts
+  'DependencyResolution.cycles': 220, // 20 cycles of at most 11 ids
 };
 const PAGE_SIZE_ARGS = ['first', 'last', 'perPage'];
 

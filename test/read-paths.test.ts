@@ -14,6 +14,12 @@ const EXPECTED: Record<string, { plain: number; full: number }> = {
   'GET /api/mc-dm-downloads/:download_id/': { plain: 1, full: 1 },
   'GET /api/mc-dm-comments/': { plain: 1, full: 1 },
   'GET /api/mc-dm-comments/:comment_id/': { plain: 1, full: 1 },
+  // Versions are read by Prisma, not by a hand-written statement yet: the download (its view check), then the count
+  // and the page (the list); the version with its download and category (get), plus its files with with=full.
+  'GET /api/mc-dm-versions/': { plain: 3, full: 3 },
+  'GET /api/mc-dm-versions/:version_id/': { plain: 1, full: 2 },
+  // The root version; then two a level (candidate versions, their downloads), none here (no dependencies).
+  'GET /api/mc-dm-versions/:version_id/dependencies/': { plain: 1, full: 1 },
   'GET /api/mc-dm-files/': { plain: 1, full: 1 },
   'GET /api/mc-dm-files/:file_id/': { plain: 1, full: 1 },
 };
@@ -65,6 +71,7 @@ describe('read paths', () => {
       const query: Record<string, string | number> = {};
       if (key === 'GET /api/mc-dm-comments/') query.download_id = ids.download_id!;
       if (key === 'GET /api/mc-dm-files/') query.version_id = ids.version_id!;
+      if (key === 'GET /api/mc-dm-versions/') query.download_id = ids.download_id!;
       for (const [mode, expected] of [
         ['plain', counts.plain],
         ['full', counts.full],

@@ -60,6 +60,13 @@ export const LIST_BOUNDS: Readonly<Record<string, number>> = {
   'SearchFacets.categories': LIMITS.searchFacetSize,
   'SearchFacets.tags': LIMITS.searchFacetSize,
   'SearchFacets.prefixes': LIMITS.searchFacetSize,
+  'Version.compatibleWith': LIMITS.maxCompatibleWith,
+  'Version.dependencies': LIMITS.maxDependencies,
+  'Query.updates': LIMITS.maxUpdateHashes,
+  'DependencyResolution.versions': LIMITS.maxResolvedVersions,
+  'DependencyResolution.conflicts': LIMITS.maxResolveConflicts,
+  // A list of lists of ids: costed at every id it can hold.
+  'DependencyResolution.cycles': LIMITS.maxResolveCycles * (LIMITS.maxResolveDepth + 1),
 };
 
 export function operationOf(

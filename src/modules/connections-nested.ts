@@ -296,7 +296,7 @@ builder.prismaObjectFields(DownloadRef, (t) => ({
     type: VersionConnection,
     nullable: true,
     description:
-      "The download's versions as a cursor connection (default order RELEASE_DATE, DESC; ties by id): the paged form of `versions`.",
+      "The download's visible versions as a cursor connection (default order RELEASE_DATE, DESC; ties by id): the paged form of `versions`.",
     authScopes: { scope: DOWNLOAD_READ },
     args: {
       ...connectionArgs(t.arg),
@@ -312,7 +312,8 @@ builder.prismaObjectFields(DownloadRef, (t) => ({
       const w = windowOf(ctx.cursors, spec, args);
       const page = await childPage<Version>(
         ctx,
-        { from: 'version', parent: 'downloadId', model: 'Version' },
+        // Deleted versions are left out, as from every list of versions (the total counts the same rows).
+        { from: 'version', parent: 'downloadId', model: 'Version', where: () => [`t."state" = 'visible'`] },
         spec,
         w,
         null,

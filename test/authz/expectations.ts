@@ -231,6 +231,11 @@ export const fields: Record<string, Row> = {
   filesByHash: { scopes: DR, target: 'file', expect: (w, s) => list(rules.canViewDownload(w, s)) },
   // Search: the permission is part of the statement, so what the visitor may not view is simply not found.
   search: { scopes: DR, target: 'download', expect: (w, s) => list(rules.canViewDownload(w, s)) },
+  versions: { scopes: DR, target: 'download', expect: (w, s) => (rules.canViewDownload(w, s) ? 'listed' : DENY) },
+  version: { scopes: DR, target: 'download', expect: (w, s) => check([rules.canViewDownload(w, s), DENY]) },
+  resolveDependencies: { scopes: DR, target: 'download', expect: (w, s) => check([rules.canViewDownload(w, s), DENY]) },
+  // A lookup, as filesByHash: versions of files the visitor may not view are simply absent.
+  updates: { scopes: DR, target: 'file', expect: (w, s) => list(rules.canViewDownload(w, s)) },
   categoriesConnection: { scopes: CR, target: 'category', expect: (w, c) => list(rules.canViewCategory(w, c)) },
   downloadsConnection: { scopes: DR, target: 'download', expect: (w, s) => list(rules.listsDownload(w, s)) },
   commentsConnection: {
@@ -300,6 +305,29 @@ export const fields: Record<string, Row> = {
     scopes: DW,
     target: 'download',
     expect: (w, s) => check([rules.canViewDownload(w, s), DENY], [rules.canEditDownload(w, s), DENY]),
+  },
+  // versions (the target state is the version's download's): the rules of the download's files
+  updateVersion: {
+    scopes: DW,
+    target: 'download',
+    expect: (w, s) => check([rules.canViewDownload(w, s), DENY], [rules.canEditDownload(w, s), DENY]),
+  },
+  deleteVersion: {
+    scopes: DW,
+    target: 'download',
+    destructive: true,
+    expect: (w, s) => check([rules.canViewDownload(w, s), DENY], [rules.canEditDownload(w, s), DENY]),
+  },
+  // The fixtures' versions are visible: whoever may edit them is told there is nothing to restore.
+  restoreVersion: {
+    scopes: DW,
+    target: 'download',
+    expect: (w, s) =>
+      check(
+        [rules.canViewDownload(w, s), DENY],
+        [rules.canEditDownload(w, s), DENY],
+        [false, 'mc_dm_api_error.version_not_deleted'],
+      ),
   },
   addTeamMember: {
     scopes: DW,
@@ -376,6 +404,13 @@ export const restRoutes: Record<string, string> = {
   'POST /api/mc-dm-comments/': 'createComment',
   'PUT /api/mc-dm-comments/:comment_id/': 'updateComment',
   'DELETE /api/mc-dm-comments/:comment_id/': 'deleteComment',
+  'GET /api/mc-dm-versions/': 'versions',
+  'GET /api/mc-dm-versions/:version_id/': 'version',
+  'POST /api/mc-dm-versions/': 'createVersion',
+  'PUT /api/mc-dm-versions/:version_id/': 'updateVersion',
+  'DELETE /api/mc-dm-versions/:version_id/': 'deleteVersion',
+  'GET /api/mc-dm-versions/:version_id/dependencies/': 'resolveDependencies',
+  'POST /api/mc-dm-updates/': 'updates',
   'GET /api/mc-dm-files/': 'files',
   'GET /api/mc-dm-files/:file_id/': 'file',
   'POST /api/mc-dm-files/': 'createFile',

@@ -87,7 +87,8 @@ export const DownloadRef = builder.prismaObject('Download', {
     }),
     prefixId: t.int({ description: '0 when the download has no prefix.', resolve: (d) => d.prefixId ?? 0 }),
     currentVersionId: t.int({
-      description: 'The id of the newest version (set on create and by createVersion); 0 when none.',
+      description:
+        'The id of the current version: the newest visible RELEASE version, unless an editor pinned another (currentVersionPinned); 0 when none.',
       resolve: (d) => d.currentVersionId ?? 0,
     }),
     canView: t.boolean({
@@ -126,12 +127,14 @@ export const DownloadRef = builder.prismaObject('Download', {
     prefix: t.relation('prefix', { nullable: true, description: 'The title prefix; null when the download has none.' }),
     currentVersion: t.relation('currentVersion', {
       nullable: true,
-      description: 'The newest version (`currentVersionId`); null when none.',
+      description: 'The current version (`currentVersionId`); null when none.',
     }),
     versions: t.relation('versions', {
-      description: 'Its versions, newest first: the first `first` of them (versionsConnection pages through them all).',
+      description:
+        'Its visible versions, newest first: the first `first` of them (versionsConnection pages through them all).',
       args: { first: firstArg(t.arg, 'versions') },
       query: (args) => ({
+        where: { state: 'visible' as const },
         orderBy: [{ releaseDate: 'desc' as const }, { id: 'desc' as const }],
         take: firstOf(args.first),
       }),

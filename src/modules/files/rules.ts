@@ -59,10 +59,13 @@ async function canManage(deps: FileDeps, d: Download): Promise<boolean> {
   return deps.access.canManageFiles(d, false) || deps.access.canManageFiles(d, await deps.isTeamMember(d.id));
 }
 
-/** Failed (quarantined) and soft-deleted rows are shown only to visitors who may manage the download's files. */
-export async function fileVisibleTo(deps: FileDeps, f: File, d: Download): Promise<boolean> {
+/**
+ * Failed (quarantined) and soft-deleted rows, and the files of a soft-deleted version (when the row carries its
+ * version), are shown only to visitors who may manage the download's files.
+ */
+export async function fileVisibleTo(deps: FileDeps, f: File & { version?: Version }, d: Download): Promise<boolean> {
   if (!deps.access.canViewDownload(d)) return false;
-  if (f.isDeleted || f.validationStatus === 'failed') return canManage(deps, d);
+  if (f.isDeleted || f.validationStatus === 'failed' || f.version?.state === 'deleted') return canManage(deps, d);
   return true;
 }
 
@@ -614,6 +617,8 @@ export async function fileToServe(prisma: PrismaClient, access: Access, id: numb
   if (!f || f.isDeleted) throw notFound('file', id);
   const d = f.version.download;
   if (!access.canViewDownload(d)) throw noPermission('view this file');
+  // A soft-deleted version's files are served only to those who may manage them (as they are shown).
+  if (f.version.state === 'deleted' && !access.canManageFiles(d)) throw notFound('file', id);
   if (!access.canDownload(d)) throw noPermission('download this file');
   if (f.validationStatus === 'failed' || f.isQuarantined) {
     throw new ApiError(
