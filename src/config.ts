@@ -27,6 +27,12 @@ export const LIMITS = {
   maxHashes: 100,
   /** How long a comment's author may edit it without the edit being recorded. */
   commentEditGraceMs: 5 * 60 * 1000,
+  /** Characters in the reason of a rejection (approve/reject) and of a report. */
+  maxModerationReason: 1_000,
+  /** Characters in a review's message and in the owner's reply. */
+  maxReviewMessage: 10_000,
+  /** Characters in the version string a review names. */
+  maxReviewVersion: 50,
 } as const;
 
 export type StorageKind = 'local' | 's3';

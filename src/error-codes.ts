@@ -38,6 +38,8 @@ export const ERROR_CODES: Record<string, string> = {
   'mc_dm_api_error.category_not_empty':
     'a top-level category that holds downloads cannot be deleted under the reassign policy',
   'mc_dm_api_error.download_not_deleted': 'only a soft-deleted download can be restored',
+  'mc_dm_api_error.download_not_moderated': 'only a download awaiting approval (moderated) can be approved or rejected',
+  'mc_dm_api_error.comment_not_moderated': 'only a comment awaiting approval (moderated) can be approved or rejected',
   'mc_dm_api_error.prefix_not_allowed': 'the prefix is not assigned to the category',
   'mc_dm_api_error.versioning_disabled': 'the category does not keep versions',
   'mc_dm_api_error.too_many_team_members': 'the download has max_team_members already',

@@ -235,6 +235,14 @@ function argsOf(w: World, field: string, t: any): { args: Record<string, unknown
       return input({ commentId: t.commentId, message: COMMENT_TEXT });
     case 'deleteComment':
       return input({ commentId: t.commentId, hard: false });
+    case 'approveDownload':
+      return input({ downloadId: t.downloadId });
+    case 'rejectDownload':
+      return input({ downloadId: t.downloadId, reason: 'matrix' });
+    case 'approveComment':
+      return input({ commentId: t.commentId });
+    case 'rejectComment':
+      return input({ commentId: t.commentId, reason: 'matrix' });
     case 'createFile':
       return input({ versionId: t.versionId, externalUrl: LINK, linkOnly: true });
     case 'updateFile':

@@ -186,6 +186,15 @@ export const rules = {
   listsComment: (w: Who, s: State) => w.isSuper || (rules.canViewComment(w, s) && objectOf(s).state === 'visible'),
   canComment: (w: Who, s: State) =>
     rules.canViewCommentsOf(w, s) && rules.canViewDownload(w, s) && has(w, 'comment', objectOf(s).category),
+  /** Moderation: viewModerated and the matching edit (approve) or delete (reject) permission, on a moderated row. */
+  canApproveDownload: (w: Who, s: State) =>
+    w.isSuper || (has(w, 'viewModerated', objectOf(s).category) && rules.canEditDownload(w, s)),
+  canRejectDownload: (w: Who, s: State) =>
+    w.isSuper || (has(w, 'viewModerated', objectOf(s).category) && rules.canDeleteDownload(w, s)),
+  canApproveComment: (w: Who, s: State) =>
+    w.isSuper || (has(w, 'viewModerated', objectOf(s).category) && rules.canEditComment(w, s)),
+  canRejectComment: (w: Who, s: State) =>
+    w.isSuper || (has(w, 'viewModerated', objectOf(s).category) && rules.canDeleteComment(w, s)),
   adminRights: (w: Who) => w.isSuper || w.isAdmin,
   isGuest: (w: Who) => w.as === 'guest',
 };
@@ -331,6 +340,51 @@ export const fields: Record<string, Row> = {
     destructive: true,
     expect: (w, s) => check([rules.canViewComment(w, s), DENY], [rules.canDeleteComment(w, s), DENY]),
   },
+  // moderation: approve and reject what is moderated (a success changes the state)
+  approveDownload: {
+    scopes: DW,
+    target: 'download',
+    destructive: true,
+    expect: (w, s) =>
+      check(
+        [rules.canViewDownload(w, s), DENY],
+        [rules.canApproveDownload(w, s), DENY],
+        [objectOf(s).state === 'moderated', 'mc_dm_api_error.download_not_moderated'],
+      ),
+  },
+  rejectDownload: {
+    scopes: DW,
+    target: 'download',
+    destructive: true,
+    expect: (w, s) =>
+      check(
+        [rules.canViewDownload(w, s), DENY],
+        [rules.canRejectDownload(w, s), DENY],
+        [objectOf(s).state === 'moderated', 'mc_dm_api_error.download_not_moderated'],
+      ),
+  },
+  approveComment: {
+    scopes: DW,
+    target: 'comment',
+    destructive: true,
+    expect: (w, s) =>
+      check(
+        [rules.canViewComment(w, s), DENY],
+        [rules.canApproveComment(w, s), DENY],
+        [objectOf(s).state === 'moderated', 'mc_dm_api_error.comment_not_moderated'],
+      ),
+  },
+  rejectComment: {
+    scopes: DW,
+    target: 'comment',
+    destructive: true,
+    expect: (w, s) =>
+      check(
+        [rules.canViewComment(w, s), DENY],
+        [rules.canRejectComment(w, s), DENY],
+        [objectOf(s).state === 'moderated', 'mc_dm_api_error.comment_not_moderated'],
+      ),
+  },
   // files (the target state is the file's download's): managing files = editing the download
   createFile: {
     scopes: DW,
@@ -380,6 +434,10 @@ export const restRoutes: Record<string, string> = {
   'PUT /api/mc-dm-files/:file_id/': 'updateFile',
   'DELETE /api/mc-dm-files/:file_id/': 'deleteFile',
   'GET /api/mc-dm-files/:file_id/data/': 'fileData',
+  'POST /api/mc-dm-downloads/:download_id/approve/': 'approveDownload',
+  'POST /api/mc-dm-downloads/:download_id/reject/': 'rejectDownload',
+  'POST /api/mc-dm-comments/:comment_id/approve/': 'approveComment',
+  'POST /api/mc-dm-comments/:comment_id/reject/': 'rejectComment',
 };
 
 /** The scopes a key of scope set `set` holds for a row. */
