@@ -253,6 +253,12 @@ forEachDatabase((kind) => {
         headers: { 'Forum-Api-User': String(d.body.download.user_id) },
       });
       ids.comment_id = cm.body.comment.comment_id;
+      const reviewer = await t.user('api_reviewer');
+      const rv = await t.rest('POST', '/api/mc-dm-reviews/', {
+        key: reviewer.key,
+        form: { download_id: ids.download_id, rating: 4, message: 'ok' },
+      });
+      ids.review_id = rv.body.review.review_id;
     });
 
     it('a generated example request for every GET route answers the documented envelope, plain and with=full', async () => {

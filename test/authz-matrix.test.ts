@@ -135,6 +135,8 @@ async function targetOf(w: World, c: Case) {
       return fresh ? await w.freshDownload(c.state as State) : w.downloads[c.state as State];
     case 'comment':
       return fresh ? await w.freshComment(c.state as State) : w.comments[c.state as State];
+    case 'review':
+      return fresh ? await w.freshReview(c.state as State) : w.reviews[c.state as State];
     case 'file': {
       const d = w.downloads[c.state as State];
       return { ...d, fileId: fresh ? await w.freshFile(d) : d.fileId };
@@ -243,6 +245,18 @@ function argsOf(w: World, field: string, t: any): { args: Record<string, unknown
       return input({ commentId: t.commentId });
     case 'rejectComment':
       return input({ commentId: t.commentId, reason: 'matrix' });
+    case 'reviews':
+      return { args: { downloadId: t.downloadId, perPage: 100 }, select: 'nodes { reviewId }', listKey: 'reviewId' };
+    case 'review':
+      return { args: { reviewId: t.reviewId }, select: 'reviewId' };
+    case 'createReview':
+      return input({ downloadId: t.downloadId, rating: 4 });
+    case 'updateReview':
+      return input({ reviewId: t.reviewId, rating: 4 });
+    case 'deleteReview':
+      return input({ reviewId: t.reviewId });
+    case 'replyToReview':
+      return input({ reviewId: t.reviewId, message: 'thanks' });
     case 'createFile':
       return input({ versionId: t.versionId, externalUrl: LINK, linkOnly: true });
     case 'updateFile':

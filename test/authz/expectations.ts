@@ -43,7 +43,7 @@ export const STATES: State[] = ['visibleOwn', 'visibleOther', 'moderatedOwn', 'm
 export type CategoryState = 'open' | 'hidden';
 
 /** What an object kind's states are: downloads, comments (on alice's visible download) and files have six. */
-export type Target = 'none' | 'category' | 'download' | 'comment' | 'file';
+export type Target = 'none' | 'category' | 'download' | 'comment' | 'file' | 'review';
 export const statesOf = (t: Target): readonly string[] =>
   t === 'none' ? ['-'] : t === 'category' ? ['open', 'hidden'] : STATES;
 
@@ -68,7 +68,8 @@ type Permission =
   | 'editOwnComment'
   | 'editAnyComment'
   | 'deleteOwnComment'
-  | 'deleteAnyComment';
+  | 'deleteAnyComment'
+  | 'review';
 
 const GUEST_GROUP: Permission[] = ['view', 'viewComments', 'download'];
 const REGISTERED_GROUP: Permission[] = [
@@ -79,6 +80,7 @@ const REGISTERED_GROUP: Permission[] = [
   'deleteOwn',
   'editOwnComment',
   'deleteOwnComment',
+  'review',
 ];
 const STAFF_GROUP = 'every' as const; // moderator and administrator groups hold every permission
 
@@ -195,6 +197,29 @@ export const rules = {
     w.isSuper || (has(w, 'viewModerated', objectOf(s).category) && rules.canEditComment(w, s)),
   canRejectComment: (w: Who, s: State) =>
     w.isSuper || (has(w, 'viewModerated', objectOf(s).category) && rules.canDeleteComment(w, s)),
+  // Reviews: the state is the review's; its download (one per review) is bob's visible download (for `hidden`, alice's
+  // download in the hidden category). "own" = alice wrote it. Only the download's owner replies; the fixtures' owners never can
+  // (bob is no actor; alice cannot view the hidden category), so replies pass for super-user keys alone.
+  canViewReviewsOf: (w: Who, s: State) => w.isSuper || has(w, 'view', objectOf(s).category),
+  canViewReview(w: Who, s: State): boolean {
+    if (w.isSuper) return true;
+    const o = objectOf(s);
+    if (!has(w, 'view', o.category)) return false;
+    if (o.state === 'moderated') return owns(w, o) || has(w, 'viewModerated', o.category);
+    if (o.state === 'deleted') return has(w, 'viewDeleted', o.category);
+    return true;
+  },
+  canEditReview: (w: Who, s: State) =>
+    w.isSuper ||
+    (rules.canViewReview(w, s) &&
+      (has(w, 'editAnyComment', objectOf(s).category) ||
+        (owns(w, objectOf(s)) && has(w, 'review', objectOf(s).category)))),
+  canDeleteReview: (w: Who, s: State) =>
+    w.isSuper ||
+    (rules.canViewReview(w, s) &&
+      (has(w, 'deleteAnyComment', objectOf(s).category) ||
+        (owns(w, objectOf(s)) && has(w, 'review', objectOf(s).category)))),
+  listsReview: (w: Who, s: State) => w.isSuper || (rules.canViewReview(w, s) && objectOf(s).state === 'visible'),
   adminRights: (w: Who) => w.isSuper || w.isAdmin,
   isGuest: (w: Who) => w.as === 'guest',
 };
@@ -245,6 +270,12 @@ export const fields: Record<string, Row> = {
     target: 'comment',
     expect: (w, s) => (check([rules.canViewCommentsOf(w, s), DENY]) === 'ok' ? list(rules.listsComment(w, s)) : DENY),
   },
+  reviews: {
+    scopes: DR,
+    target: 'review',
+    expect: (w, s) => (check([rules.canViewReviewsOf(w, s), DENY]) === 'ok' ? list(rules.listsReview(w, s)) : DENY),
+  },
+  review: { scopes: DR, target: 'review', expect: (w, s) => check([rules.canViewReview(w, s), DENY]) },
   filesConnection: { scopes: DR, target: 'file', expect: (w, s) => (rules.canViewDownload(w, s) ? 'listed' : DENY) },
   // the operator's queries (admin rights and any write scope)
   users: { scopes: ANY_WRITE, target: 'none', expect: (w) => check([rules.adminRights(w), DENY]) },
@@ -385,6 +416,35 @@ export const fields: Record<string, Row> = {
         [objectOf(s).state === 'moderated', 'mc_dm_api_error.comment_not_moderated'],
       ),
   },
+  // reviews (createReview's target is the download reviewed; the others' the review's state)
+  createReview: {
+    scopes: DW,
+    target: 'download',
+    expect: (w, s) =>
+      check(
+        [rules.canViewDownload(w, s), DENY],
+        [!rules.isGuest(w), DENY],
+        [w.isSuper || has(w, 'review', objectOf(s).category), DENY],
+        [!owns(w, objectOf(s)), 'mc_dm_api_error.cannot_review_own_download'],
+      ),
+  },
+  updateReview: {
+    scopes: DW,
+    target: 'review',
+    expect: (w, s) => check([rules.canViewReview(w, s), DENY], [rules.canEditReview(w, s), DENY]),
+  },
+  deleteReview: {
+    scopes: DW,
+    target: 'review',
+    destructive: true,
+    expect: (w, s) => check([rules.canViewReview(w, s), DENY], [rules.canDeleteReview(w, s), DENY]),
+  },
+  replyToReview: {
+    scopes: DW,
+    target: 'review',
+    destructive: true,
+    expect: (w, s) => check([rules.canViewReview(w, s), DENY], [w.isSuper, DENY]),
+  },
   // files (the target state is the file's download's): managing files = editing the download
   createFile: {
     scopes: DW,
@@ -438,6 +498,12 @@ export const restRoutes: Record<string, string> = {
   'POST /api/mc-dm-downloads/:download_id/reject/': 'rejectDownload',
   'POST /api/mc-dm-comments/:comment_id/approve/': 'approveComment',
   'POST /api/mc-dm-comments/:comment_id/reject/': 'rejectComment',
+  'GET /api/mc-dm-reviews/': 'reviews',
+  'GET /api/mc-dm-reviews/:review_id/': 'review',
+  'POST /api/mc-dm-reviews/': 'createReview',
+  'PUT /api/mc-dm-reviews/:review_id/': 'updateReview',
+  'DELETE /api/mc-dm-reviews/:review_id/': 'deleteReview',
+  'POST /api/mc-dm-reviews/:review_id/reply/': 'replyToReview',
 };
 
 /** The scopes a key of scope set `set` holds for a row. */
