@@ -1,5 +1,5 @@
 // Reviews and ratings end to end, on both faces and both databases, with the counters checked against the rows.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { forEachDatabase, startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';
 
 type Actor = { userId: number; key: string };
@@ -219,16 +219,15 @@ forEachDatabase((kind) => {
   if (kind === 'postgres') {
     it('200 reviews from 200 users at once on one download: counters exact', async () => {
       const d = await download();
+      const registered = await t.prisma.group.findUniqueOrThrow({ where: { name: 'registered' } });
       const users = await Promise.all(
         Array.from({ length: 200 }, (_, i) =>
-          t.prisma.user.create({ data: { username: `rater${i}`, primaryGroupId: 2 }, select: { id: true } }),
+          t.prisma.user.create({
+            data: { username: `rater${i}`, primaryGroupId: registered.id },
+            select: { id: true },
+          }),
         ),
       );
-      const registered = await t.prisma.group.findUniqueOrThrow({ where: { name: 'registered' } });
-      await t.prisma.user.updateMany({
-        where: { username: { startsWith: 'rater' } },
-        data: { primaryGroupId: registered.id },
-      });
       const results = await Promise.all(
         users.map((u, i) =>
           t.gql(
