@@ -43,6 +43,8 @@ export const ERROR_CODES: Record<string, string> = {
   'mc_dm_api_error.review_not_found': 'no review has this id',
   'mc_dm_api_error.cannot_review_own_download': "a download's owner cannot review it",
   'mc_dm_api_error.review_already_replied': "the download's owner has replied to this review already (one reply)",
+  'mc_dm_api_error.report_not_found': 'no report has this id',
+  'mc_dm_api_error.report_already_resolved': 'the report is resolved already',
   'mc_dm_api_error.prefix_not_allowed': 'the prefix is not assigned to the category',
   'mc_dm_api_error.versioning_disabled': 'the category does not keep versions',
   'mc_dm_api_error.too_many_team_members': 'the download has max_team_members already',

@@ -126,7 +126,10 @@ async function targetOf(w: World, c: Case) {
   const field = c.face === 'rest' ? restRoutes[c.op]! : c.op;
   switch (c.row.target) {
     case 'none':
-      return { apiKeyId: fresh && field === 'revokeApiKey' ? await w.freshKeyId() : 0 };
+      return {
+        apiKeyId: fresh && field === 'revokeApiKey' ? await w.freshKeyId() : 0,
+        reportId: fresh && field === 'resolveReport' ? await w.freshReport() : w.reportId,
+      };
     case 'category': {
       const state = c.state as 'open' | 'hidden';
       return { categoryId: fresh ? await w.freshCategory(state) : w.categories[state] };
@@ -245,6 +248,12 @@ function argsOf(w: World, field: string, t: any): { args: Record<string, unknown
       return input({ commentId: t.commentId });
     case 'rejectComment':
       return input({ commentId: t.commentId, reason: 'matrix' });
+    case 'moderationQueue':
+      return { args: { first: 5 }, select: 'totalCount' };
+    case 'reportContent':
+      return input({ contentType: 'DOWNLOAD', contentId: t.downloadId, reason: 'matrix' });
+    case 'resolveReport':
+      return input({ reportId: t.reportId });
     case 'reviews':
       return { args: { downloadId: t.downloadId, perPage: 100 }, select: 'nodes { reviewId }', listKey: 'reviewId' };
     case 'review':

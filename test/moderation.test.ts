@@ -196,4 +196,101 @@ forEachDatabase((kind) => {
       });
     });
   });
+
+  describe('reports and the queue', () => {
+    const REPORT = `mutation($i: ReportContentInput!) { reportContent(input: $i) { report { reportId reportState reason } } }`;
+    const QUEUE = `query($first: Int, $after: String) { moderationQueue(first: $first, after: $after) {
+      totalCount pageInfo { hasNextPage endCursor }
+      nodes { __typename ... on Download { downloadId } ... on Comment { commentId } ... on File { fileId } ... on Report { reportId contentType contentId reason } } } }`;
+    const RESOLVE = `mutation($i: ResolveReportInput!) { resolveReport(input: $i) { report { reportState resolvedBy resolution } } }`;
+
+    it('a registered visitor reports; moderators page the queue and resolve; others are refused', async () => {
+      const d = await visibleDownload();
+      const r = await t.gqlOk(
+        REPORT,
+        { i: { contentType: 'DOWNLOAD', contentId: d, reason: ' Broken link ' } },
+        other.key,
+      );
+      expect(r.reportContent.report).toMatchObject({ reportState: 'OPEN', reason: 'Broken link' });
+      const reportId = r.reportContent.report.reportId;
+      // Reported again by the same visitor: the same report, its reason replaced.
+      const again = await t.gqlOk(
+        REPORT,
+        { i: { contentType: 'DOWNLOAD', contentId: d, reason: 'Still broken' } },
+        other.key,
+      );
+      expect(again.reportContent.report.reportId).toBe(reportId);
+      expect(await t.prisma.report.count({ where: { contentType: 'download', contentId: d } })).toBe(1);
+
+      const pending = await moderatedDownload();
+      // The whole queue, two at a time: everything the database holds, each once, oldest first.
+      const seen: string[] = [];
+      let after: string | null = null;
+      let total = -1;
+      for (let i = 0; i < 100; i++) {
+        const q: any = (await t.gqlOk(QUEUE, { first: 2, after }, mod.key)).moderationQueue;
+        total = q.totalCount;
+        for (const n of q.nodes) seen.push(`${n.__typename}:${n.downloadId ?? n.commentId ?? n.fileId ?? n.reportId}`);
+        if (!q.pageInfo.hasNextPage) break;
+        after = q.pageInfo.endCursor;
+      }
+      const expected =
+        (await t.prisma.download.count({ where: { state: 'moderated' } })) +
+        (await t.prisma.comment.count({ where: { state: 'moderated' } })) +
+        (await t.prisma.file.count({ where: { validationStatus: 'failed', isDeleted: false } })) +
+        (await t.prisma.report.count({ where: { state: 'open' } }));
+      expect(total).toBe(expected);
+      expect(seen).toHaveLength(expected);
+      expect(new Set(seen).size).toBe(seen.length);
+      expect(seen).toContain(`Report:${reportId}`);
+      expect(seen).toContain(`Download:${pending}`);
+      expect(seen.indexOf(`Report:${reportId}`)).toBeLessThan(seen.indexOf(`Download:${pending}`));
+
+      // Not for registered users or guests.
+      expect((await t.gql(QUEUE, {}, owner.key)).codes).toEqual(['do_not_have_permission']);
+      expect((await t.gql(RESOLVE, { i: { reportId } }, owner.key)).codes).toEqual(['do_not_have_permission']);
+      const res = await t.gqlOk(RESOLVE, { i: { reportId, resolution: 'Fixed' } }, mod.key);
+      expect(res.resolveReport.report).toEqual({
+        reportState: 'RESOLVED',
+        resolvedBy: mod.userId,
+        resolution: 'Fixed',
+      });
+      expect((await t.gql(RESOLVE, { i: { reportId } }, mod.key)).codes).toEqual([
+        'mc_dm_api_error.report_already_resolved',
+      ]);
+      expect((await t.gql(RESOLVE, { i: { reportId: 999999 } }, mod.key)).codes).toEqual([
+        'mc_dm_api_error.report_not_found',
+      ]);
+      expect(await t.prisma.moderatorLog.count({ where: { contentType: 'report', contentId: reportId } })).toBe(1);
+      // Once resolved, a new report opens a new one.
+      const fresh = await t.gqlOk(REPORT, { i: { contentType: 'DOWNLOAD', contentId: d, reason: 'Again' } }, other.key);
+      expect(fresh.reportContent.report.reportId).not.toBe(reportId);
+    });
+
+    it('bad reports answer a defined error and store nothing', async () => {
+      const d = await visibleDownload();
+      const c = await moderatedComment(d);
+      const before = await t.prisma.report.count();
+      const cases: [Record<string, unknown>, string, string][] = [
+        [{ contentType: 'DOWNLOAD', contentId: d, reason: '' }, other.key, 'required_input_missing'],
+        [{ contentType: 'DOWNLOAD', contentId: d, reason: '   ' }, other.key, 'required_input_missing'],
+        [{ contentType: 'DOWNLOAD', contentId: d, reason: 'x'.repeat(1001) }, other.key, 'invalid_input'],
+        [
+          { contentType: 'DOWNLOAD', contentId: 99999999, reason: 'x' },
+          other.key,
+          'mc_dm_api_error.download_not_found',
+        ],
+        [{ contentType: 'COMMENT', contentId: 99999999, reason: 'x' }, other.key, 'mc_dm_api_error.comment_not_found'],
+        [{ contentType: 'FILE', contentId: 99999999, reason: 'x' }, other.key, 'mc_dm_api_error.file_not_found'],
+        [{ contentType: 'REVIEW', contentId: 99999999, reason: 'x' }, other.key, 'mc_dm_api_error.review_not_found'],
+        // a moderated comment by `other`: its download's owner cannot see it
+        [{ contentType: 'COMMENT', contentId: c, reason: 'x' }, owner.key, 'do_not_have_permission'],
+        [{ contentType: 'DOWNLOAD', contentId: d, reason: 'x' }, await t.key('GUEST'), 'do_not_have_permission'],
+        [{ contentType: 'PAGE', contentId: d, reason: 'x' }, other.key, 'invalid_input'],
+      ];
+      for (const [i, key, code] of cases)
+        expect((await t.gql(REPORT, { i }, key)).codes, JSON.stringify(i)).toEqual([code]);
+      expect(await t.prisma.report.count()).toBe(before);
+    });
+  });
 });

@@ -220,6 +220,8 @@ export const rules = {
       (has(w, 'deleteAnyComment', objectOf(s).category) ||
         (owns(w, objectOf(s)) && has(w, 'review', objectOf(s).category)))),
   listsReview: (w: Who, s: State) => w.isSuper || (rules.canViewReview(w, s) && objectOf(s).state === 'visible'),
+  /** Moderator, administrator or super-user key: the moderation queue and reports. */
+  moderates: (w: Who) => w.isSuper || w.isModerator || w.isAdmin,
   adminRights: (w: Who) => w.isSuper || w.isAdmin,
   isGuest: (w: Who) => w.as === 'guest',
 };
@@ -276,6 +278,7 @@ export const fields: Record<string, Row> = {
     expect: (w, s) => (check([rules.canViewReviewsOf(w, s), DENY]) === 'ok' ? list(rules.listsReview(w, s)) : DENY),
   },
   review: { scopes: DR, target: 'review', expect: (w, s) => check([rules.canViewReview(w, s), DENY]) },
+  moderationQueue: { scopes: DR, target: 'none', expect: (w) => check([rules.moderates(w), DENY]) },
   filesConnection: { scopes: DR, target: 'file', expect: (w, s) => (rules.canViewDownload(w, s) ? 'listed' : DENY) },
   // the operator's queries (admin rights and any write scope)
   users: { scopes: ANY_WRITE, target: 'none', expect: (w) => check([rules.adminRights(w), DENY]) },
@@ -415,6 +418,18 @@ export const fields: Record<string, Row> = {
         [rules.canRejectComment(w, s), DENY],
         [objectOf(s).state === 'moderated', 'mc_dm_api_error.comment_not_moderated'],
       ),
+  },
+  // reports: any registered visitor who can view the content; moderators resolve (a success closes the report)
+  reportContent: {
+    scopes: DW,
+    target: 'download',
+    expect: (w, s) => check([rules.canViewDownload(w, s), DENY], [!rules.isGuest(w), DENY]),
+  },
+  resolveReport: {
+    scopes: DW,
+    target: 'none',
+    destructive: true,
+    expect: (w) => check([rules.moderates(w), DENY]),
   },
   // reviews (createReview's target is the download reviewed; the others' the review's state)
   createReview: {

@@ -31,6 +31,8 @@ export class World {
   downloads = {} as Record<State, DownloadIds>;
   comments = {} as Record<State, CommentIds>;
   reviews = {} as Record<State, ReviewIds>;
+  /** An open report that no case resolves (only refused cases use it; a resolve expected to pass gets a fresh one). */
+  reportId!: number;
   private keys = new Map<string, Promise<string>>();
   private seq = 0;
   aliceKey!: string;
@@ -105,6 +107,7 @@ export class World {
     ] as State[]) {
       this.reviews[s] = await this.freshReview(s);
     }
+    this.reportId = await this.freshReport();
     return this;
   }
 
@@ -204,6 +207,19 @@ export class World {
       },
     });
     return { reviewId: r.id, downloadId };
+  }
+
+  /** An open report by carol, of an id of its own (one open report per reporter and content). */
+  async freshReport(): Promise<number> {
+    const r = await this.t.prisma.report.create({
+      data: {
+        contentType: 'download',
+        contentId: 1_000_000 + this.next(),
+        userId: this.users.carol,
+        reason: 'matrix',
+      },
+    });
+    return r.id;
   }
 
   /** A fresh (empty) category in the category state. */

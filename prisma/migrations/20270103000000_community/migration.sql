@@ -36,3 +36,27 @@ ALTER TABLE "review" ADD CONSTRAINT "review_userId_fkey" FOREIGN KEY ("userId") 
 INSERT INTO "group_permission" ("groupId", "permission")
 SELECT "id", 'review' FROM "user_group" WHERE "name" IN ('registered', 'moderator', 'administrator')
 ON CONFLICT DO NOTHING;
+
+-- Reports of content to the moderators.
+CREATE TYPE "ReportContentType" AS ENUM ('download', 'comment', 'file', 'review');
+CREATE TYPE "ReportState" AS ENUM ('open', 'resolved');
+
+CREATE TABLE "report" (
+    "id" SERIAL NOT NULL,
+    "contentType" "ReportContentType" NOT NULL,
+    "contentId" INTEGER NOT NULL,
+    "userId" INTEGER NOT NULL,
+    "reason" TEXT NOT NULL,
+    "state" "ReportState" NOT NULL DEFAULT 'open',
+    "reportDate" TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    "resolvedBy" INTEGER,
+    "resolvedDate" TIMESTAMP(3),
+    "resolution" TEXT NOT NULL DEFAULT '',
+
+    CONSTRAINT "report_pkey" PRIMARY KEY ("id")
+);
+
+CREATE INDEX "report_state_reportDate_id_idx" ON "report"("state", "reportDate", "id");
+CREATE INDEX "report_contentType_contentId_idx" ON "report"("contentType", "contentId");
+-- One open report per reporter and content: a second report updates the first (INSERT … ON CONFLICT).
+CREATE UNIQUE INDEX "report_one_open_per_reporter" ON "report"("contentType", "contentId", "userId") WHERE "state" = 'open';

@@ -1,12 +1,18 @@
 // Moderation: approve or reject downloads and comments that wait in the moderated state. Writes need
 // mc_dm_download:write; the permissions are checked in rules.ts.
-import { builder } from '../../graphql/builder.js';
+import { builder, unix } from '../../graphql/builder.js';
 import { payloadOf } from '../../graphql/payloads.js';
-import type { Comment, Download } from '../../generated/prisma/client.js';
+import { connectionArgs, connectionFrom, connectionOf } from '../../graphql/connections.js';
+import { windowOf } from '../../db/keyset.js';
+import type { Comment, Download, Report } from '../../generated/prisma/client.js';
 import { DownloadRef } from '../downloads/index.js';
 import { CommentRef } from '../comments/index.js';
-import * as moderation from './rules.js';
+import { FileRef, deps as fileDeps } from '../files/index.js';
+import * as rules from './rules.js';
+import * as reports from './reports.js';
 
+const moderation = { ...rules, ...reports };
+const READ = ['mc_dm_download:read'];
 const WRITE = ['mc_dm_download:write'];
 
 const ApproveDownloadInput = builder.inputType('ApproveDownloadInput', {
@@ -91,6 +97,147 @@ builder.mutationFields((t) => ({
     args: { input: t.arg({ type: RejectCommentInput, required: true, description: 'The comment and the reason.' }) },
     resolve: async (_r, { input }, ctx) => ({
       comment: await moderation.rejectComment(ctx.prisma, await ctx.access(), input),
+    }),
+  }),
+}));
+
+// ───────────── reports and the queue
+
+const ReportContentTypeEnum = builder.enumType('ReportContentType', {
+  description: 'What a report is about.',
+  values: {
+    DOWNLOAD: { value: 'download', description: 'A download (contentId is its downloadId).' },
+    COMMENT: { value: 'comment', description: 'A comment (contentId is its commentId).' },
+    FILE: { value: 'file', description: 'A file (contentId is its fileId).' },
+    REVIEW: { value: 'review', description: 'A review (contentId is its reviewId).' },
+  } as const,
+});
+const ReportStateEnum = builder.enumType('ReportState', {
+  description: 'Whether a report still waits for a moderator.',
+  values: {
+    OPEN: { value: 'open', description: 'Waiting in the moderation queue.' },
+    RESOLVED: { value: 'resolved', description: 'Closed by a moderator (resolveReport).' },
+  } as const,
+});
+
+export const ReportRef = builder.prismaObject('Report', {
+  description:
+    'A report of content to the moderators, by a registered visitor. Read by its reporter (in the reportContent payload) and by moderators (the moderation queue).',
+  fields: (t) => ({
+    reportId: t.exposeInt('id', { description: 'The numeric report id.' }),
+    contentType: t.expose('contentType', { type: ReportContentTypeEnum, description: 'What is reported.' }),
+    contentId: t.exposeInt('contentId', { description: 'The id of what is reported (of the contentType).' }),
+    userId: t.exposeInt('userId', { description: "The reporter's user id." }),
+    reason: t.exposeString('reason', { description: 'Why, as the reporter wrote it.' }),
+    reportState: t.expose('state', { type: ReportStateEnum, description: 'OPEN or RESOLVED.' }),
+    reportDate: t.int({
+      description: 'When it was reported (or last reported again by the same visitor), in Unix seconds.',
+      resolve: (r) => unix(r.reportDate),
+    }),
+    resolvedBy: t.int({
+      description:
+        'The user id of the moderator who resolved it; 0 while open (or resolved by a super-user key as guest).',
+      resolve: (r) => r.resolvedBy ?? 0,
+    }),
+    resolvedDate: t.int({
+      description: 'When it was resolved, in Unix seconds; 0 while open.',
+      resolve: (r) => unix(r.resolvedDate),
+    }),
+    resolution: t.exposeString('resolution', { description: "The moderator's note on resolving; empty when none." }),
+  }),
+});
+
+const QueueItemRef = builder.unionType('ModerationQueueItem', {
+  description:
+    'Something waiting for a moderator: a MODERATED download or comment, a file that failed validation, or an OPEN report.',
+  types: [DownloadRef, CommentRef, FileRef, ReportRef],
+  resolveType: (item) => QUEUE_TYPES.get(item as object) ?? 'Report',
+});
+/** The GraphQL type of each queued row, set as the page is built. */
+const QUEUE_TYPES = new WeakMap<object, string>();
+const TYPE_OF: Record<reports.QueueKind, string> = {
+  download: 'Download',
+  comment: 'Comment',
+  file: 'File',
+  report: 'Report',
+};
+type QueueNode = reports.QueueRow & { item: reports.QueueItem | null };
+const ModerationQueueConnection = connectionOf<QueueNode, unknown>(
+  'ModerationQueue',
+  QueueItemRef as never,
+  'moderation queue item',
+);
+
+const ReportContentInput = builder.inputType('ReportContentInput', {
+  description: 'What to report, and why.',
+  fields: (t) => ({
+    contentType: t.field({ type: ReportContentTypeEnum, required: true, description: 'What kind of content.' }),
+    contentId: t.int({ required: true, description: 'Its id (downloadId, commentId, fileId or reviewId).' }),
+    reason: t.string({ required: true, description: 'Why: 1 to 1,000 characters after trimming.' }),
+  }),
+});
+const ResolveReportInput = builder.inputType('ResolveReportInput', {
+  description: 'The report to resolve.',
+  fields: (t) => ({
+    reportId: t.int({ required: true, description: 'The report.' }),
+    resolution: t.string({
+      required: false,
+      description: 'A note, written to the moderator log (at most 1,000 characters).',
+    }),
+  }),
+});
+const ReportContentPayload = payloadOf<Report>('ReportContentPayload', 'report', ReportRef);
+const ResolveReportPayload = payloadOf<Report>('ResolveReportPayload', 'report', ReportRef);
+
+builder.queryFields((t) => ({
+  moderationQueue: t.field({
+    type: ModerationQueueConnection,
+    nullable: true,
+    description:
+      'What waits for moderators, oldest first, as a cursor connection: MODERATED downloads and comments, files that failed validation, OPEN reports. Needs mc_dm_download:read and a moderator or administrator (or a super-user key); items the moderator may not view (a category denied to them) are left out of the page and still counted in totalCount.',
+    authScopes: { scope: READ },
+    args: { ...connectionArgs(t.arg) },
+    resolve: async (_r, args, ctx) => {
+      const access = await ctx.access();
+      const w = windowOf(ctx.cursors, moderation.QUEUE_SPEC, args);
+      const { total, rows } = await moderation.queuePage(ctx.prisma, access, w);
+      const connection = await connectionFrom(ctx.cursors, moderation.QUEUE_SPEC, w, rows, total, (r) =>
+        moderation.canSeeQueueItem(access, r.item),
+      );
+      return {
+        ...connection,
+        edges: connection.edges.map((e) => {
+          const row = e.node.item!.row;
+          QUEUE_TYPES.set(row, TYPE_OF[e.node.kind]);
+          return { cursor: e.cursor, node: row as never };
+        }),
+      };
+    },
+  }),
+}));
+
+builder.mutationFields((t) => ({
+  reportContent: t.field({
+    nullable: true,
+    description:
+      'Reports a download, comment, file or review to the moderators; it waits in moderationQueue until resolved. A second report of the same content by the same visitor, while the first is open, replaces its reason. Needs mc_dm_download:write and a registered visitor who can view the content. Errors: required_input_missing (empty reason), invalid_input (reason too long), mc_dm_api_error.<download|comment|file|review>_not_found, do_not_have_permission.',
+    type: ReportContentPayload,
+    authScopes: { scope: WRITE },
+    args: { input: t.arg({ type: ReportContentInput, required: true, description: 'The content and the reason.' }) },
+    resolve: async (_r, { input }, ctx) => {
+      const access = await ctx.access();
+      return { report: await moderation.reportContent(ctx.prisma, access, fileDeps(ctx, access), input) };
+    },
+  }),
+  resolveReport: t.field({
+    nullable: true,
+    description:
+      'Resolves an open report (moderator log action report.resolved). Needs mc_dm_download:write and a moderator or administrator (or a super-user key). Errors: mc_dm_api_error.report_already_resolved, mc_dm_api_error.report_not_found, invalid_input, do_not_have_permission.',
+    type: ResolveReportPayload,
+    authScopes: { scope: WRITE },
+    args: { input: t.arg({ type: ResolveReportInput, required: true, description: 'The report and a note.' }) },
+    resolve: async (_r, { input }, ctx) => ({
+      report: await moderation.resolveReport(ctx.prisma, await ctx.access(), input),
     }),
   }),
 }));
