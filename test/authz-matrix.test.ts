@@ -248,6 +248,8 @@ function argsOf(w: World, field: string, t: any): { args: Record<string, unknown
       return input({ commentId: t.commentId });
     case 'rejectComment':
       return input({ commentId: t.commentId, reason: 'matrix' });
+    case 'auditLog':
+      return { args: { first: 5 }, select: 'totalCount' };
     case 'moderationQueue':
       return { args: { first: 5 }, select: 'totalCount' };
     case 'reportContent':

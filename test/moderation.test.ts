@@ -1,6 +1,6 @@
 // Moderation both ways: approve and reject moderated downloads and comments, on both faces and both databases.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
+import { forEachDatabase, startTestApp, SUPER_KEY as SUPER, type TestApp } from './helpers/app.js';
 
 type Actor = { userId: number; key: string };
 
@@ -291,6 +291,69 @@ forEachDatabase((kind) => {
       for (const [i, key, code] of cases)
         expect((await t.gql(REPORT, { i }, key)).codes, JSON.stringify(i)).toEqual([code]);
       expect(await t.prisma.report.count()).toBe(before);
+    });
+  });
+
+  describe('the audit log', () => {
+    const LOG = `query($f: AuditLogFilter, $first: Int, $after: String) { auditLog(filter: $f, first: $first, after: $after) {
+      totalCount pageInfo { hasNextPage endCursor } nodes { entryId action contentType contentId userId reason date } } }`;
+
+    it('admins and super-user keys read it, filtered and paged, on both faces; moderators and users are refused', async () => {
+      const admin = await t.user('auditor', { isAdmin: true });
+      const id = await moderatedDownload();
+      await t.rest('POST', `/api/mc-dm-downloads/${id}/reject/`, { key: mod.key, form: { reason: 'Audited' } });
+      const one = await t.gqlOk(LOG, { f: { contentType: 'download', contentId: id } }, admin.key);
+      expect(one.auditLog.totalCount).toBe(1);
+      expect(one.auditLog.nodes[0]).toMatchObject({
+        action: 'download.rejected',
+        contentId: id,
+        userId: mod.userId,
+        reason: 'Audited',
+      });
+      // by action, all pages: newest first, each once, as many as the table holds
+      const all = await t.prisma.auditLog.findMany({
+        where: { action: 'download.approved' },
+        orderBy: [{ date: 'desc' }, { id: 'desc' }],
+      });
+      const seen: number[] = [];
+      let after: string | null = null;
+      for (let i = 0; i < 50; i++) {
+        const p: any = (await t.gqlOk(LOG, { f: { action: 'download.approved' }, first: 2, after }, SUPER)).auditLog;
+        expect(p.totalCount).toBe(all.length);
+        seen.push(...p.nodes.map((n: any) => n.entryId));
+        if (!p.pageInfo.hasNextPage) break;
+        after = p.pageInfo.endCursor;
+      }
+      expect(seen).toEqual(all.map((e) => e.id));
+      // a date window that ends before anything was written
+      const none = await t.gqlOk(LOG, { f: { to: '2000-01-01T00:00:00Z' } }, admin.key);
+      expect(none.auditLog).toMatchObject({ totalCount: 0, nodes: [] });
+      // the moderator log
+      const modLog = await t.gqlOk(LOG, { f: { log: 'MODERATOR', action: 'comment.rejected' } }, admin.key);
+      expect(modLog.auditLog.nodes.every((n: any) => n.contentType === 'comment')).toBe(true);
+      // REST
+      const r = await t.rest('GET', '/api/mc-dm-audit-log/', {
+        key: admin.key,
+        query: { content_type: 'download', content_id: id },
+      });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      expect(r.body.audit_log.total_count).toBe(1);
+      expect(r.body.audit_log.nodes[0]).toMatchObject({
+        action: 'download.rejected',
+        content_id: id,
+        reason: 'Audited',
+      });
+      // refusals and bad input
+      for (const key of [mod.key, owner.key]) {
+        expect((await t.gql(LOG, {}, key)).codes).toEqual(['do_not_have_permission']);
+        expect((await t.rest('GET', '/api/mc-dm-audit-log/', { key })).status).toBe(403);
+      }
+      expect((await t.gql(LOG, { f: { action: 'x'.repeat(101) } }, admin.key)).codes).toEqual(['invalid_input']);
+      const bad = await t.rest('GET', '/api/mc-dm-audit-log/', { key: admin.key, query: { from: 'yesterday' } });
+      expect(bad.status).toBe(400);
+      expect(bad.body.errors[0]).toMatchObject({ code: 'invalid_input', params: { field: 'from' } });
+      const badCursor = await t.rest('GET', '/api/mc-dm-audit-log/', { key: admin.key, query: { after: 'nope' } });
+      expect(badCursor.status).toBe(400);
     });
   });
 });

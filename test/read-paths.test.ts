@@ -21,6 +21,8 @@ const EXPECTED: Record<string, { plain: number; full: number }> = {
   // anything is listed), its total and its page, the last two side by side.
   'GET /api/mc-dm-reviews/': { plain: 3, full: 3 },
   'GET /api/mc-dm-reviews/:review_id/': { plain: 1, full: 1 },
+  // A page of the log and its total with the filter, side by side (through Prisma).
+  'GET /api/mc-dm-audit-log/': { plain: 2, full: 2 },
 };
 
 describe('read paths', () => {

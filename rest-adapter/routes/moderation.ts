@@ -1,4 +1,4 @@
-// The REST routes of moderation: approve or reject a moderated download or comment.
+// The REST routes of moderation: approve or reject a moderated download or comment; read the audit log.
 import * as ops from '../generated/operations.js';
 import type { Route } from '../route.js';
 
@@ -27,4 +27,5 @@ export const moderationRoutes: Route[] = [
     document: ops.RejectCommentDocument,
     envelope: 'comment',
   },
+  { method: 'GET', path: '/api/mc-dm-audit-log/', document: ops.AuditLogDocument, envelope: 'audit_log' },
 ];

@@ -279,6 +279,7 @@ export const fields: Record<string, Row> = {
   },
   review: { scopes: DR, target: 'review', expect: (w, s) => check([rules.canViewReview(w, s), DENY]) },
   moderationQueue: { scopes: DR, target: 'none', expect: (w) => check([rules.moderates(w), DENY]) },
+  auditLog: { scopes: DR, target: 'none', expect: (w) => check([rules.adminRights(w), DENY]) },
   filesConnection: { scopes: DR, target: 'file', expect: (w, s) => (rules.canViewDownload(w, s) ? 'listed' : DENY) },
   // the operator's queries (admin rights and any write scope)
   users: { scopes: ANY_WRITE, target: 'none', expect: (w) => check([rules.adminRights(w), DENY]) },
@@ -513,6 +514,7 @@ export const restRoutes: Record<string, string> = {
   'POST /api/mc-dm-downloads/:download_id/reject/': 'rejectDownload',
   'POST /api/mc-dm-comments/:comment_id/approve/': 'approveComment',
   'POST /api/mc-dm-comments/:comment_id/reject/': 'rejectComment',
+  'GET /api/mc-dm-audit-log/': 'auditLog',
   'GET /api/mc-dm-reviews/': 'reviews',
   'GET /api/mc-dm-reviews/:review_id/': 'review',
   'POST /api/mc-dm-reviews/': 'createReview',

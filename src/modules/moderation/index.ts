@@ -2,3 +2,4 @@
 export * from './schema.js';
 export * from './rules.js';
 export * from './reports.js';
+export * from './audit.js';

@@ -10,6 +10,7 @@ import { CommentRef } from '../comments/index.js';
 import { FileRef, deps as fileDeps } from '../files/index.js';
 import * as rules from './rules.js';
 import * as reports from './reports.js';
+import * as audit from './audit.js';
 
 const moderation = { ...rules, ...reports };
 const READ = ['mc_dm_download:read'];
@@ -239,5 +240,79 @@ builder.mutationFields((t) => ({
     resolve: async (_r, { input }, ctx) => ({
       report: await moderation.resolveReport(ctx.prisma, await ctx.access(), input),
     }),
+  }),
+}));
+
+// ───────────── the audit and moderator logs
+
+const LogNameEnum = builder.enumType('LogName', {
+  description: 'Which log auditLog reads.',
+  values: {
+    AUDIT: {
+      value: 'audit',
+      description:
+        "The audit log: downloads' soft and hard deletions, restores, purges, approvals (download.approved) and rejections (download.rejected).",
+    },
+    MODERATOR: {
+      value: 'moderator',
+      description:
+        "The moderator log: comments' and reviews' deletions, approvals and rejections (comment.approved, comment.rejected, review.soft_deleted, …) and resolved reports (report.resolved).",
+    },
+  } as const,
+});
+
+const LogEntryRef = builder.objectRef<audit.LogRow>('AuditLogEntry').implement({
+  description: 'One entry of the audit or moderator log: who did what to which content, when and why.',
+  fields: (t) => ({
+    entryId: t.exposeInt('id', { description: 'The entry id (numbered separately in each log).' }),
+    action: t.exposeString('action', { description: 'What happened, e.g. download.soft_deleted, comment.rejected.' }),
+    contentType: t.exposeString('contentType', {
+      description: 'The kind of content: download, comment, review, report.',
+    }),
+    contentId: t.exposeInt('contentId', { description: 'Its id.' }),
+    userId: t.exposeInt('userId', {
+      description: 'Who acted (0: the guest, a super-user key without a user, or a job).',
+    }),
+    reason: t.exposeString('reason', { description: 'The reason given; empty when none.' }),
+    date: t.int({ description: 'When, in Unix seconds.', resolve: (e) => unix(e.date) }),
+  }),
+});
+const AuditLogConnection = connectionOf<audit.LogRow>('AuditLog', LogEntryRef, 'log entry');
+
+const AuditLogFilter = builder.inputType('AuditLogFilter', {
+  description: 'Which entries auditLog answers; every field left out matches everything.',
+  fields: (t) => ({
+    log: t.field({ type: LogNameEnum, required: false, description: 'The log to read (default AUDIT).' }),
+    action: t.string({ required: false, description: 'Only this action, e.g. download.rejected (exact match).' }),
+    contentType: t.string({ required: false, description: 'Only this kind of content, e.g. download (exact match).' }),
+    contentId: t.int({ required: false, description: 'Only entries about the content with this id.' }),
+    from: t.field({ type: 'DateTime', required: false, description: 'Only entries at or after this moment.' }),
+    to: t.field({ type: 'DateTime', required: false, description: 'Only entries at or before this moment.' }),
+  }),
+});
+
+builder.queryFields((t) => ({
+  auditLog: t.field({
+    type: AuditLogConnection,
+    nullable: true,
+    description:
+      'The audit log (or, with filter.log MODERATOR, the moderator log), newest first, as a cursor connection. Needs mc_dm_download:read and admin rights (an administrator, or a super-user key). Errors: do_not_have_permission, invalid_input.',
+    authScopes: { scope: READ },
+    args: {
+      filter: t.arg({
+        type: AuditLogFilter,
+        required: false,
+        description: 'Which entries (default: all of the audit log).',
+      }),
+      ...connectionArgs(t.arg),
+    },
+    resolve: async (_r, args, ctx) => {
+      const access = await ctx.access();
+      const filter = args.filter ?? {};
+      const spec = audit.logSpec(filter.log ?? 'audit');
+      const w = windowOf(ctx.cursors, spec, args);
+      const { total, rows } = await audit.logPage(ctx.prisma, access, filter, w);
+      return connectionFrom(ctx.cursors, spec, w, rows, total, () => true);
+    },
   }),
 }));
