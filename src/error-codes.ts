@@ -41,6 +41,7 @@ export const ERROR_CODES: Record<string, string> = {
   'mc_dm_api_error.download_not_moderated': 'only a download awaiting approval (moderated) can be approved or rejected',
   'mc_dm_api_error.comment_not_moderated': 'only a comment awaiting approval (moderated) can be approved or rejected',
   'mc_dm_api_error.review_not_found': 'no review has this id',
+  'mc_dm_api_error.review_not_moderated': 'only a review awaiting approval (moderated) can be approved or rejected',
   'mc_dm_api_error.cannot_review_own_download': "a download's owner cannot review it",
   'mc_dm_api_error.review_already_replied': "the download's owner has replied to this review already (one reply)",
   'mc_dm_api_error.report_not_found': 'no report has this id',

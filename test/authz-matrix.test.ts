@@ -266,6 +266,10 @@ function argsOf(w: World, field: string, t: any): { args: Record<string, unknown
       return input({ reviewId: t.reviewId, rating: 4 });
     case 'deleteReview':
       return input({ reviewId: t.reviewId });
+    case 'approveReview':
+      return input({ reviewId: t.reviewId });
+    case 'rejectReview':
+      return input({ reviewId: t.reviewId, reason: 'matrix' });
     case 'replyToReview':
       return input({ reviewId: t.reviewId, message: 'thanks' });
     case 'createFile':

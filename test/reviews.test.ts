@@ -213,7 +213,28 @@ forEachDatabase((kind) => {
     const byMod = await t.rest('POST', '/api/mc-dm-reviews/', { key: mod.key, form: { download_id: d, rating: 4 } });
     expect(byMod.body.review.review_state).toBe('visible');
     expect(await expectExact(d)).toEqual({ avg: 4, count: 1, reviews: 0 });
-    expect((await t.rest('GET', `/api/mc-dm-reviews/${r.body.review.review_id}/`, { key: bob.key })).status).toBe(403);
+    const id = r.body.review.review_id;
+    expect((await t.rest('GET', `/api/mc-dm-reviews/${id}/`, { key: bob.key })).status).toBe(403);
+    // Only moderators approve; then it counts.
+    expect((await t.rest('POST', `/api/mc-dm-reviews/${id}/approve/`, { key: owner.key })).status).toBe(403);
+    const ok = await t.rest('POST', `/api/mc-dm-reviews/${id}/approve/`, { key: mod.key });
+    expect(ok.body.review.review_state).toBe('visible');
+    expect(await expectExact(d)).toEqual({ avg: 3, count: 2, reviews: 0 });
+    const again = await t.rest('POST', `/api/mc-dm-reviews/${id}/approve/`, { key: mod.key });
+    expect(again.status).toBe(422);
+    expect(again.body.errors[0].code).toBe('mc_dm_api_error.review_not_moderated');
+    // bob's moderated review, rejected with a reason: never counted, in the moderator log.
+    const b = await t.rest('POST', '/api/mc-dm-reviews/', { key: bob.key, form: { download_id: d, rating: 1 } });
+    const reject = `mutation($i: RejectReviewInput!) { rejectReview(input: $i) { review { reviewState } } }`;
+    expect((await t.gql(reject, { i: { reviewId: b.body.review.review_id, reason: ' ' } }, mod.key)).codes).toEqual([
+      'required_input_missing',
+    ]);
+    const rej = await t.gqlOk(reject, { i: { reviewId: b.body.review.review_id, reason: 'Rude' } }, mod.key);
+    expect(rej.rejectReview.review.reviewState).toBe('DELETED');
+    expect(
+      await t.prisma.moderatorLog.findFirst({ where: { contentType: 'review', contentId: b.body.review.review_id } }),
+    ).toMatchObject({ action: 'review.rejected', reason: 'Rude' });
+    expect(await expectExact(d)).toEqual({ avg: 3, count: 2, reviews: 0 });
   });
 
   if (kind === 'postgres') {

@@ -27,5 +27,17 @@ export const moderationRoutes: Route[] = [
     document: ops.RejectCommentDocument,
     envelope: 'comment',
   },
+  {
+    method: 'POST',
+    path: '/api/mc-dm-reviews/:review_id/approve/',
+    document: ops.ApproveReviewDocument,
+    envelope: 'review',
+  },
+  {
+    method: 'POST',
+    path: '/api/mc-dm-reviews/:review_id/reject/',
+    document: ops.RejectReviewDocument,
+    envelope: 'review',
+  },
   { method: 'GET', path: '/api/mc-dm-audit-log/', document: ops.AuditLogDocument, envelope: 'audit_log' },
 ];

@@ -455,6 +455,28 @@ export const fields: Record<string, Row> = {
     destructive: true,
     expect: (w, s) => check([rules.canViewReview(w, s), DENY], [rules.canDeleteReview(w, s), DENY]),
   },
+  approveReview: {
+    scopes: DW,
+    target: 'review',
+    destructive: true,
+    expect: (w, s) =>
+      check(
+        [rules.canViewReview(w, s), DENY],
+        [w.isSuper || (has(w, 'viewModerated', objectOf(s).category) && rules.canEditReview(w, s)), DENY],
+        [objectOf(s).state === 'moderated', 'mc_dm_api_error.review_not_moderated'],
+      ),
+  },
+  rejectReview: {
+    scopes: DW,
+    target: 'review',
+    destructive: true,
+    expect: (w, s) =>
+      check(
+        [rules.canViewReview(w, s), DENY],
+        [w.isSuper || (has(w, 'viewModerated', objectOf(s).category) && rules.canDeleteReview(w, s)), DENY],
+        [objectOf(s).state === 'moderated', 'mc_dm_api_error.review_not_moderated'],
+      ),
+  },
   replyToReview: {
     scopes: DW,
     target: 'review',
@@ -521,6 +543,8 @@ export const restRoutes: Record<string, string> = {
   'PUT /api/mc-dm-reviews/:review_id/': 'updateReview',
   'DELETE /api/mc-dm-reviews/:review_id/': 'deleteReview',
   'POST /api/mc-dm-reviews/:review_id/reply/': 'replyToReview',
+  'POST /api/mc-dm-reviews/:review_id/approve/': 'approveReview',
+  'POST /api/mc-dm-reviews/:review_id/reject/': 'rejectReview',
 };
 
 /** The scopes a key of scope set `set` holds for a row. */

@@ -10,19 +10,27 @@ import { LIMITS } from '../../config.js';
 import { viewableDownload } from '../downloads/index.js';
 import { viewableComment } from '../comments/index.js';
 import { refreshCategoryCounts } from '../categories/index.js';
+import { canDeleteReview, canEditReview, lockDownload, recountRatings, viewableReview } from '../reviews/index.js';
+import type { Review } from '../../generated/prisma/client.js';
 
-const notModerated = (kind: 'download' | 'comment', id: number) =>
-  kind === 'download'
+const notModerated = (kind: 'download' | 'comment' | 'review', id: number) =>
+  kind === 'review'
     ? new ApiError(
-        'mc_dm_api_error.download_not_moderated',
-        `The download (${id}) is not awaiting approval, so it cannot be approved or rejected.`,
-        { download_id: id },
+        'mc_dm_api_error.review_not_moderated',
+        `The review (${id}) is not awaiting approval, so it cannot be approved or rejected.`,
+        { review_id: id },
       )
-    : new ApiError(
-        'mc_dm_api_error.comment_not_moderated',
-        `The comment (${id}) is not awaiting approval, so it cannot be approved or rejected.`,
-        { comment_id: id },
-      );
+    : kind === 'download'
+      ? new ApiError(
+          'mc_dm_api_error.download_not_moderated',
+          `The download (${id}) is not awaiting approval, so it cannot be approved or rejected.`,
+          { download_id: id },
+        )
+      : new ApiError(
+          'mc_dm_api_error.comment_not_moderated',
+          `The comment (${id}) is not awaiting approval, so it cannot be approved or rejected.`,
+          { comment_id: id },
+        );
 
 /** A rejection's reason: required (the author is told why), trimmed, at most LIMITS.maxModerationReason characters. */
 export function rejectionReason(raw: string | null | undefined): string {
@@ -141,5 +149,56 @@ export async function rejectComment(
       },
     });
     return tx.comment.findUniqueOrThrow({ where: { id: c.id }, include: { download: true } });
+  });
+}
+
+/** Approving a review: viewModerated and canEdit on it (or a super-user key); the download's ratings follow. */
+export async function approveReview(prisma: PrismaClient, access: Access, reviewId: number): Promise<Review> {
+  const r = await viewableReview(prisma, access, reviewId);
+  if (!(access.isSuper || (access.has('viewModerated', r.download.categoryId) && canEditReview(access, r, r.download))))
+    throw noPermission('approve this review');
+  return prisma.$transaction(async (tx) => {
+    await lockDownload(tx, r.downloadId);
+    const { count } = await tx.review.updateMany({
+      where: { id: r.id, state: 'moderated' },
+      data: { state: 'visible' },
+    });
+    if (count === 0) throw notModerated('review', r.id);
+    await tx.moderatorLog.create({
+      data: { action: 'review.approved', contentType: 'review', contentId: r.id, userId: access.visitor.userId },
+    });
+    await recountRatings(tx, r.downloadId);
+    return tx.review.findUniqueOrThrow({ where: { id: r.id } });
+  });
+}
+
+/** Rejecting a review: viewModerated and canDelete on it (or a super-user key), the reason in the moderator log. */
+export async function rejectReview(
+  prisma: PrismaClient,
+  access: Access,
+  input: { reviewId: number; reason?: string | null },
+): Promise<Review> {
+  const r = await viewableReview(prisma, access, input.reviewId);
+  if (
+    !(access.isSuper || (access.has('viewModerated', r.download.categoryId) && canDeleteReview(access, r, r.download)))
+  )
+    throw noPermission('reject this review');
+  const reason = rejectionReason(input.reason);
+  return prisma.$transaction(async (tx) => {
+    const { count } = await tx.review.updateMany({
+      where: { id: r.id, state: 'moderated' },
+      data: { state: 'deleted', stateBeforeDelete: 'moderated' },
+    });
+    if (count === 0) throw notModerated('review', r.id);
+    await tx.moderatorLog.create({
+      data: {
+        action: 'review.rejected',
+        contentType: 'review',
+        contentId: r.id,
+        userId: access.visitor.userId,
+        reason,
+      },
+    });
+    return tx.review.findUniqueOrThrow({ where: { id: r.id } });
   });
 }

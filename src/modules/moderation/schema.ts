@@ -4,10 +4,11 @@ import { builder, unix } from '../../graphql/builder.js';
 import { payloadOf } from '../../graphql/payloads.js';
 import { connectionArgs, connectionFrom, connectionOf } from '../../graphql/connections.js';
 import { windowOf } from '../../db/keyset.js';
-import type { Comment, Download, Report } from '../../generated/prisma/client.js';
+import type { Comment, Download, Report, Review } from '../../generated/prisma/client.js';
 import { DownloadRef } from '../downloads/index.js';
 import { CommentRef } from '../comments/index.js';
 import { FileRef, deps as fileDeps } from '../files/index.js';
+import { ReviewRef } from '../reviews/index.js';
 import * as rules from './rules.js';
 import * as reports from './reports.js';
 import * as audit from './audit.js';
@@ -44,6 +45,23 @@ const RejectCommentInput = builder.inputType('RejectCommentInput', {
     }),
   }),
 });
+
+const ApproveReviewInput = builder.inputType('ApproveReviewInput', {
+  description: 'The moderated review to approve.',
+  fields: (t) => ({ reviewId: t.int({ required: true, description: 'The review to approve.' }) }),
+});
+const RejectReviewInput = builder.inputType('RejectReviewInput', {
+  description: 'The moderated review to reject, and why.',
+  fields: (t) => ({
+    reviewId: t.int({ required: true, description: 'The review to reject.' }),
+    reason: t.string({
+      required: true,
+      description: 'Why, written to the moderator log: 1 to 1,000 characters after trimming.',
+    }),
+  }),
+});
+const ApproveReviewPayload = payloadOf<Review>('ApproveReviewPayload', 'review', ReviewRef);
+const RejectReviewPayload = payloadOf<Review>('RejectReviewPayload', 'review', ReviewRef);
 
 const ApproveDownloadPayload = payloadOf<Download>('ApproveDownloadPayload', 'download', DownloadRef);
 const RejectDownloadPayload = payloadOf<Download>('RejectDownloadPayload', 'download', DownloadRef);
@@ -87,6 +105,28 @@ builder.mutationFields((t) => ({
       comment: ctx.events.commentPosted(
         await moderation.approveComment(ctx.prisma, await ctx.access(), input.commentId),
       ),
+    }),
+  }),
+  approveReview: t.field({
+    nullable: true,
+    description:
+      "Approves a review awaiting approval: MODERATED becomes VISIBLE and counts in the download's ratings from then on (moderator log action review.approved). Needs mc_dm_download:write, the viewModerated permission and canEdit on the review (or a super-user key). Errors: mc_dm_api_error.review_not_moderated (it is not MODERATED; nothing changes), mc_dm_api_error.review_not_found, do_not_have_permission.",
+    type: ApproveReviewPayload,
+    authScopes: { scope: WRITE },
+    args: { input: t.arg({ type: ApproveReviewInput, required: true, description: 'The review.' }) },
+    resolve: async (_r, { input }, ctx) => ({
+      review: await moderation.approveReview(ctx.prisma, await ctx.access(), input.reviewId),
+    }),
+  }),
+  rejectReview: t.field({
+    nullable: true,
+    description:
+      'Rejects a review awaiting approval: MODERATED becomes DELETED, with the reason in the moderator log (action review.rejected). Needs mc_dm_download:write, the viewModerated permission and canDelete on the review (or a super-user key). Errors: mc_dm_api_error.review_not_moderated, required_input_missing (reason), invalid_input (reason too long), mc_dm_api_error.review_not_found, do_not_have_permission.',
+    type: RejectReviewPayload,
+    authScopes: { scope: WRITE },
+    args: { input: t.arg({ type: RejectReviewInput, required: true, description: 'The review and the reason.' }) },
+    resolve: async (_r, { input }, ctx) => ({
+      review: await moderation.rejectReview(ctx.prisma, await ctx.access(), input),
     }),
   }),
   rejectComment: t.field({
