@@ -201,7 +201,7 @@ forEachDatabase((kind) => {
     const REPORT = `mutation($i: ReportContentInput!) { reportContent(input: $i) { report { reportId reportState reason } } }`;
     const QUEUE = `query($first: Int, $after: String) { moderationQueue(first: $first, after: $after) {
       totalCount pageInfo { hasNextPage endCursor }
-      nodes { __typename ... on Download { downloadId } ... on Comment { commentId } ... on File { fileId } ... on Report { reportId contentType contentId reason } } } }`;
+      nodes { __typename ... on Download { downloadId } ... on Comment { commentId } ... on File { fileId } ... on Report { reportId contentType contentId reason } ... on Review { reviewId } } } }`;
     const RESOLVE = `mutation($i: ResolveReportInput!) { resolveReport(input: $i) { report { reportState resolvedBy resolution } } }`;
 
     it('a registered visitor reports; moderators page the queue and resolve; others are refused', async () => {
@@ -223,6 +223,11 @@ forEachDatabase((kind) => {
       expect(await t.prisma.report.count({ where: { contentType: 'download', contentId: d } })).toBe(1);
 
       const pending = await moderatedDownload();
+      const review = await t.rest('POST', '/api/mc-dm-reviews/', {
+        key: other.key,
+        form: { download_id: d, rating: 2 },
+      });
+      expect(review.body.review.review_state).toBe('moderated');
       // The whole queue, two at a time: everything the database holds, each once, oldest first.
       const seen: string[] = [];
       let after: string | null = null;
@@ -230,7 +235,8 @@ forEachDatabase((kind) => {
       for (let i = 0; i < 100; i++) {
         const q: any = (await t.gqlOk(QUEUE, { first: 2, after }, mod.key)).moderationQueue;
         total = q.totalCount;
-        for (const n of q.nodes) seen.push(`${n.__typename}:${n.downloadId ?? n.commentId ?? n.fileId ?? n.reportId}`);
+        for (const n of q.nodes)
+          seen.push(`${n.__typename}:${n.downloadId ?? n.commentId ?? n.fileId ?? n.reportId ?? n.reviewId}`);
         if (!q.pageInfo.hasNextPage) break;
         after = q.pageInfo.endCursor;
       }
@@ -238,12 +244,14 @@ forEachDatabase((kind) => {
         (await t.prisma.download.count({ where: { state: 'moderated' } })) +
         (await t.prisma.comment.count({ where: { state: 'moderated' } })) +
         (await t.prisma.file.count({ where: { validationStatus: 'failed', isDeleted: false } })) +
-        (await t.prisma.report.count({ where: { state: 'open' } }));
+        (await t.prisma.report.count({ where: { state: 'open' } })) +
+        (await t.prisma.review.count({ where: { state: 'moderated' } }));
       expect(total).toBe(expected);
       expect(seen).toHaveLength(expected);
       expect(new Set(seen).size).toBe(seen.length);
       expect(seen).toContain(`Report:${reportId}`);
       expect(seen).toContain(`Download:${pending}`);
+      expect(seen).toContain(`Review:${review.body.review.review_id}`);
       expect(seen.indexOf(`Report:${reportId}`)).toBeLessThan(seen.indexOf(`Download:${pending}`));
 
       // Not for registered users or guests.

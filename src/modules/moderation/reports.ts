@@ -1,14 +1,14 @@
 // Reports and the moderation queue (contract "Community, moderation, statistics"). A registered visitor reports what
 // they can see (a download, comment, file or review) with a reason; moderators read the queue (moderated downloads,
 // moderated comments, failed files, open reports: oldest first) and resolve reports.
-import type { Comment, Download, File, PrismaClient, Report } from '../../generated/prisma/client.js';
+import type { Comment, Download, File, PrismaClient, Report, Review } from '../../generated/prisma/client.js';
 import type { Access } from '../../permissions/access.js';
 import { ApiError, noPermission, notFound, requiredMissing } from '../../errors.js';
 import { LIMITS } from '../../config.js';
 import { viewableDownload } from '../downloads/index.js';
 import { viewableComment } from '../comments/index.js';
 import { viewableFile, type FileDeps } from '../files/index.js';
-import { viewableReview } from '../reviews/index.js';
+import { canViewReview, viewableReview } from '../reviews/index.js';
 import type { KeysetSpec, Window } from '../../db/keyset.js';
 import { scanDirection } from '../../db/keyset.js';
 
@@ -119,13 +119,14 @@ export const QUEUE_SPEC: KeysetSpec = {
   direction: 'asc',
   column: { name: 'sortKey', kind: 'string' },
 };
-const KINDS = ['download', 'comment', 'file', 'report'] as const;
+const KINDS = ['download', 'comment', 'file', 'report', 'review'] as const;
 export type QueueKind = (typeof KINDS)[number];
 export type QueueItem =
   | { kind: 'download'; row: Download }
   | { kind: 'comment'; row: Comment & { download: Download } }
   | { kind: 'file'; row: File & { version: { download: Download } } }
-  | { kind: 'report'; row: Report };
+  | { kind: 'report'; row: Report }
+  | { kind: 'review'; row: Review & { download: Download } };
 
 /** One queue row as read: its kind, id and sort key (`id` and `sortKey` are what its cursor carries). */
 export interface QueueRow {
@@ -142,12 +143,15 @@ const QUEUE_SQL = `
   UNION ALL
   SELECT 'file', f.id, ${KEY('f."createdAt"', 3)} FROM "file" f WHERE f."validationStatus" = 'failed' AND NOT f."isDeleted"
   UNION ALL
-  SELECT 'report', r.id, ${KEY('r."reportDate"', 4)} FROM "report" r WHERE r.state = 'open'`;
+  SELECT 'report', r.id, ${KEY('r."reportDate"', 4)} FROM "report" r WHERE r.state = 'open'
+  UNION ALL
+  SELECT 'review', v.id, ${KEY('v."reviewDate"', 5)} FROM "review" v WHERE v.state = 'moderated'`;
 const COUNT_SQL = `SELECT
   (SELECT count(*) FROM "download" WHERE state = 'moderated')
   + (SELECT count(*) FROM "comment" WHERE state = 'moderated')
   + (SELECT count(*) FROM "file" WHERE "validationStatus" = 'failed' AND NOT "isDeleted")
-  + (SELECT count(*) FROM "report" WHERE state = 'open') AS total`;
+  + (SELECT count(*) FROM "report" WHERE state = 'open')
+  + (SELECT count(*) FROM "review" WHERE state = 'moderated') AS total`;
 
 /**
  * A page of the queue for moderators (isModerator: moderator or admin users, super-user keys): the rows (size + 1 at
@@ -173,7 +177,7 @@ export async function queuePage(
     ),
   ]);
   const ids = (k: QueueKind) => rows.filter((r) => r.kind === k).map((r) => r.id);
-  const [downloads, comments, files, reports] = await Promise.all([
+  const [downloads, comments, files, reports, reviews] = await Promise.all([
     ids('download').length ? prisma.download.findMany({ where: { id: { in: ids('download') } } }) : [],
     ids('comment').length
       ? prisma.comment.findMany({ where: { id: { in: ids('comment') } }, include: { download: true } })
@@ -185,9 +189,18 @@ export async function queuePage(
         })
       : [],
     ids('report').length ? prisma.report.findMany({ where: { id: { in: ids('report') } } }) : [],
+    ids('review').length
+      ? prisma.review.findMany({ where: { id: { in: ids('review') } }, include: { download: true } })
+      : [],
   ]);
   const byId = <T extends { id: number }>(list: T[]) => new Map(list.map((x) => [x.id, x]));
-  const maps = { download: byId(downloads), comment: byId(comments), file: byId(files), report: byId(reports) };
+  const maps = {
+    download: byId(downloads),
+    comment: byId(comments),
+    file: byId(files),
+    report: byId(reports),
+    review: byId(reviews),
+  };
   // An item removed between the two reads has no row: it is left out of the page like a row the visitor may not see.
   const out = rows.map((r) => {
     const row = maps[r.kind].get(r.id);
@@ -208,5 +221,7 @@ export function canSeeQueueItem(access: Access, item: QueueItem | null): boolean
       return access.canViewDownload(item.row.version.download) && access.canManageFiles(item.row.version.download);
     case 'report':
       return access.isModerator;
+    case 'review':
+      return canViewReview(access, item.row, item.row.download);
   }
 }

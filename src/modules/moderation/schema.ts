@@ -190,8 +190,8 @@ export const ReportRef = builder.prismaObject('Report', {
 
 const QueueItemRef = builder.unionType('ModerationQueueItem', {
   description:
-    'Something waiting for a moderator: a MODERATED download or comment, a file that failed validation, or an OPEN report.',
-  types: [DownloadRef, CommentRef, FileRef, ReportRef],
+    'Something waiting for a moderator: a MODERATED download, comment or review, a file that failed validation, or an OPEN report.',
+  types: [DownloadRef, CommentRef, FileRef, ReportRef, ReviewRef],
   resolveType: (item) => QUEUE_TYPES.get(item as object) ?? 'Report',
 });
 /** The GraphQL type of each queued row, set as the page is built. */
@@ -201,6 +201,7 @@ const TYPE_OF: Record<reports.QueueKind, string> = {
   comment: 'Comment',
   file: 'File',
   report: 'Report',
+  review: 'Review',
 };
 type QueueNode = reports.QueueRow & { item: reports.QueueItem | null };
 const ModerationQueueConnection = connectionOf<QueueNode, unknown>(
@@ -235,7 +236,7 @@ builder.queryFields((t) => ({
     type: ModerationQueueConnection,
     nullable: true,
     description:
-      'What waits for moderators, oldest first, as a cursor connection: MODERATED downloads and comments, files that failed validation, OPEN reports. Needs mc_dm_download:read and a moderator or administrator (or a super-user key); items the moderator may not view (a category denied to them) are left out of the page and still counted in totalCount.',
+      'What waits for moderators, oldest first, as a cursor connection: MODERATED downloads, comments and reviews, files that failed validation, OPEN reports. Needs mc_dm_download:read and a moderator or administrator (or a super-user key); items the moderator may not view (a category denied to them) are left out of the page and still counted in totalCount.',
     authScopes: { scope: READ },
     args: { ...connectionArgs(t.arg) },
     resolve: async (_r, args, ctx) => {
