@@ -203,6 +203,24 @@ forEachDatabase((kind) => {
       'required_input_missing',
     );
     expect((await t.rest('GET', '/api/mc-dm-reviews/424242/', { key: alice.key })).status).toBe(404);
+    // malformed values: 400 invalid_input naming the field, on REST
+    const malformed: [string, string, Record<string, string | number>, string][] = [
+      ['POST', '/api/mc-dm-reviews/', { download_id: 'abc', rating: 3 }, 'download_id'],
+      ['POST', '/api/mc-dm-reviews/', { download_id: d, rating: 3.5 }, 'rating'],
+      ['GET', '/api/mc-dm-reviews/', { download_id: d, per_page: 0 }, 'per_page'],
+      ['GET', '/api/mc-dm-reviews/', { download_id: d, page: -1 }, 'page'],
+      ['GET', '/api/mc-dm-reviews/0/', {}, 'review_id'],
+      ['PUT', '/api/mc-dm-reviews/abc/', { rating: 3 }, 'review_id'],
+    ];
+    for (const [method, path, form, field] of malformed) {
+      const r =
+        method === 'GET'
+          ? await t.rest(method, path, { key: alice.key, query: form })
+          : await t.rest(method, path, { key: alice.key, form });
+      expect(r.status, `${method} ${path} ${JSON.stringify(form)}`).toBe(400);
+      expect(r.body.errors[0]).toMatchObject({ code: 'invalid_input', params: { field } });
+    }
+    expect(await t.prisma.review.count({ where: { downloadId: d } })).toBe(0);
   });
 
   it('moderated like comments: a moderated review counts only once approved', async () => {
