@@ -33,6 +33,12 @@ export const LIMITS = {
   maxReviewMessage: 10_000,
   /** Characters in the version string a review names. */
   maxReviewVersion: 50,
+  /** A visitor's reads of one download count as one view per this window. */
+  viewWindowMs: 10 * 60 * 1000,
+  /** How often counted views are added to view_count (a kill -9 loses at most this much). */
+  viewFlushMs: 30 * 1000,
+  /** Visitor windows kept in memory per instance; past it the oldest are forgotten. */
+  maxViewVisitors: 200_000,
 } as const;
 
 export type StorageKind = 'local' | 's3';
