@@ -440,6 +440,11 @@ export function buildOpenApi({ schema, routes, serverUrl, version = '1.0.0' }: O
       { name: 'mc-dm-downloads', description: 'Downloads, with their first version.' },
       { name: 'mc-dm-comments', description: 'Comments on downloads.' },
       { name: 'mc-dm-files', description: 'Files of a version, uploaded or linked, and their bytes.' },
+      {
+        name: 'mc-dm-reviews',
+        description: 'Ratings and reviews of downloads, the owner’s replies, their moderation.',
+      },
+      { name: 'mc-dm-audit-log', description: 'The audit and moderator logs, for administrators.' },
     ],
     paths,
     components: {

@@ -5,6 +5,8 @@ import { downloadsRoutes } from './routes/downloads.js';
 import { commentsRoutes } from './routes/comments.js';
 import { filesRoutes } from './routes/files.js';
 import { versionsRoutes } from './routes/versions.js';
+import { moderationRoutes } from './routes/moderation.js';
+import { reviewsRoutes } from './routes/reviews.js';
 import type { Route } from './route.js';
 
 export type { Method, Route } from './route.js';
@@ -15,4 +17,6 @@ export const routes: Route[] = [
   ...commentsRoutes,
   ...versionsRoutes,
   ...filesRoutes,
+  ...moderationRoutes,
+  ...reviewsRoutes,
 ];

@@ -15,7 +15,9 @@ import { CursorSeal } from './db/keyset.js';
 import { createLogger, type Logger } from './log.js';
 import { schema } from './modules/index.js';
 import type { Services } from './graphql/context.js';
-import { ReadCache } from './http/read-cache.js';
+import { ReadCache, onlyEnded } from './http/read-cache.js';
+import { ViewCounter, flushViews } from './modules/downloads/index.js';
+import { LIMITS } from './config.js';
 import { createRequestHandler } from './http/server.js';
 import { releaseMemoryWhenIdle } from './http/idle-memory.js';
 import { RateLimits } from './http/rate-limit.js';
@@ -46,6 +48,8 @@ export interface App {
   generatedKey?: string;
   /** Answers to reads kept while the database is unchanged (src/http/read-cache.ts). */
   readCache: ReadCache;
+  /** Adds the views counted so far to view_count now (it also runs every LIMITS.viewFlushMs, and on close). */
+  flushViews(): Promise<void>;
   /**
    * Stops accepting connections, lets requests in flight finish for up to `graceMs` (uploads included), then closes
    * what is left, the jobs, the database (releasing the embedded database's lock) and the other connections. The
@@ -179,6 +183,31 @@ export async function startApp(
     // Emptied by any change announced on the feed: the key and permission caches it would otherwise outlive.
     const readCache = new ReadCache({ maxBytes: config.readCacheMb * 2 ** 20, ttlMs: cacheMs, snapshot: db.snapshot });
     feed.onChange(() => readCache.clear());
+    // Views: counted in memory per request, added to view_count in one transaction per batch. A batch that was the
+    // only write since the snapshot before it carries the read cache's answers over (they may show view_count one
+    // flush late), so flushing does not empty the cache.
+    const views = new ViewCounter();
+    services.views = views;
+    const openDb = db;
+    let flushing: Promise<void> = Promise.resolve();
+    const flushNow = () => {
+      flushing = flushing.then(async () => {
+        const counts = views.take();
+        if (counts.size === 0) return;
+        try {
+          const before = await openDb.snapshot();
+          const xid = await flushViews(openDb.prisma, counts);
+          const after = await openDb.snapshot();
+          if (xid && onlyEnded(before, after, xid)) readCache.carryOver(before, after);
+        } catch (err) {
+          views.giveBack(counts);
+          log.warn({ err }, 'views not flushed; they are tried again with the next batch');
+        }
+      });
+      return flushing;
+    };
+    const viewTimer = setInterval(() => void flushNow(), LIMITS.viewFlushMs);
+    viewTimer.unref();
     handler = createRequestHandler({
       schema,
       services,
@@ -211,6 +240,7 @@ export async function startApp(
       log,
       generatedKey,
       readCache,
+      flushViews: flushNow,
       async close({ graceMs = 0 } = {}) {
         const deadline = Date.now() + graceMs;
         stopPurge();
@@ -226,6 +256,13 @@ export async function startApp(
         await drained;
         clearInterval(idle);
         clearTimeout(cut);
+        clearInterval(viewTimer);
+        // The views counted since the last flush, within the grace (at least a second): a database that does not
+        // answer cannot hold the stop longer.
+        await Promise.race([
+          flushNow(),
+          new Promise((resolve) => setTimeout(resolve, Math.max(1000, deadline - Date.now())).unref()),
+        ]);
         await services.events.close();
         if (!(storage instanceof LocalStorage)) storage.destroy();
         await closeAll();

@@ -53,6 +53,18 @@ export const LIMITS = {
   maxResolveCycles: 20,
   /** How long a comment's author may edit it without the edit being recorded. */
   commentEditGraceMs: 5 * 60 * 1000,
+  /** Characters in the reason of a rejection (approve/reject) and of a report. */
+  maxModerationReason: 1_000,
+  /** Characters in a review's message and in the owner's reply. */
+  maxReviewMessage: 10_000,
+  /** Characters in the version string a review names. */
+  maxReviewVersion: 50,
+  /** A visitor's reads of one download count as one view per this window. */
+  viewWindowMs: 10 * 60 * 1000,
+  /** How often counted views are added to view_count (a kill -9 loses at most this much). */
+  viewFlushMs: 30 * 1000,
+  /** Visitor windows kept in memory per instance; past it the oldest are forgotten. */
+  maxViewVisitors: 200_000,
 } as const;
 
 export type StorageKind = 'local' | 's3';

@@ -69,7 +69,18 @@ export class ApiError extends GraphQLError {
 }
 
 export const notFound = (
-  kind: 'category' | 'download' | 'comment' | 'file' | 'version' | 'user' | 'prefix' | 'api_key' | 'group',
+  kind:
+    | 'category'
+    | 'download'
+    | 'comment'
+    | 'file'
+    | 'version'
+    | 'user'
+    | 'prefix'
+    | 'api_key'
+    | 'group'
+    | 'review'
+    | 'report',
   id: number,
 ) =>
   new ApiError(

@@ -281,6 +281,12 @@ forEachDatabase((kind) => {
         json: { dependencies: [{ download_id: lib.body.download.download_id, version_range: '*' }] },
       });
       expect(dep.status, JSON.stringify(dep.body)).toBe(200);
+      const reviewer = await t.user('api_reviewer');
+      const rv = await t.rest('POST', '/api/mc-dm-reviews/', {
+        key: reviewer.key,
+        form: { download_id: ids.download_id, rating: 4, message: 'ok' },
+      });
+      ids.review_id = rv.body.review.review_id;
     });
 
     it('a generated example request for every GET route answers the documented envelope, plain and with=full', async () => {

@@ -126,7 +126,10 @@ async function targetOf(w: World, c: Case) {
   const field = c.face === 'rest' ? restRoutes[c.op]! : c.op;
   switch (c.row.target) {
     case 'none':
-      return { apiKeyId: fresh && field === 'revokeApiKey' ? await w.freshKeyId() : 0 };
+      return {
+        apiKeyId: fresh && field === 'revokeApiKey' ? await w.freshKeyId() : 0,
+        reportId: fresh && field === 'resolveReport' ? await w.freshReport() : w.reportId,
+      };
     case 'category': {
       const state = c.state as 'open' | 'hidden';
       return { categoryId: fresh ? await w.freshCategory(state) : w.categories[state] };
@@ -135,6 +138,8 @@ async function targetOf(w: World, c: Case) {
       return fresh ? await w.freshDownload(c.state as State) : w.downloads[c.state as State];
     case 'comment':
       return fresh ? await w.freshComment(c.state as State) : w.comments[c.state as State];
+    case 'review':
+      return fresh ? await w.freshReview(c.state as State) : w.reviews[c.state as State];
     case 'file': {
       const d = w.downloads[c.state as State];
       return { ...d, fileId: fresh ? await w.freshFile(d) : d.fileId };
@@ -254,6 +259,38 @@ function argsOf(w: World, field: string, t: any): { args: Record<string, unknown
       return input({ commentId: t.commentId, message: COMMENT_TEXT });
     case 'deleteComment':
       return input({ commentId: t.commentId, hard: false });
+    case 'approveDownload':
+      return input({ downloadId: t.downloadId });
+    case 'rejectDownload':
+      return input({ downloadId: t.downloadId, reason: 'matrix' });
+    case 'approveComment':
+      return input({ commentId: t.commentId });
+    case 'rejectComment':
+      return input({ commentId: t.commentId, reason: 'matrix' });
+    case 'auditLog':
+      return { args: { first: 5 }, select: 'totalCount' };
+    case 'moderationQueue':
+      return { args: { first: 5 }, select: 'totalCount' };
+    case 'reportContent':
+      return input({ contentType: 'DOWNLOAD', contentId: t.downloadId, reason: 'matrix' });
+    case 'resolveReport':
+      return input({ reportId: t.reportId });
+    case 'reviews':
+      return { args: { downloadId: t.downloadId, perPage: 100 }, select: 'nodes { reviewId }', listKey: 'reviewId' };
+    case 'review':
+      return { args: { reviewId: t.reviewId }, select: 'reviewId' };
+    case 'createReview':
+      return input({ downloadId: t.downloadId, rating: 4 });
+    case 'updateReview':
+      return input({ reviewId: t.reviewId, rating: 4 });
+    case 'deleteReview':
+      return input({ reviewId: t.reviewId });
+    case 'approveReview':
+      return input({ reviewId: t.reviewId });
+    case 'rejectReview':
+      return input({ reviewId: t.reviewId, reason: 'matrix' });
+    case 'replyToReview':
+      return input({ reviewId: t.reviewId, message: 'thanks' });
     case 'createFile':
       return input({ versionId: t.versionId, externalUrl: LINK, linkOnly: true });
     case 'updateFile':

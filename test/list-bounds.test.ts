@@ -21,8 +21,8 @@ const FIXED_BOUNDS = {
   'Download.tags': 20, // MAX_TAGS: createDownload/updateDownload refuse more
   'Viewer.scopes': 6, // the six API scopes
   'ApiKey.scopes': 6, // a subset of the six, without repeats (normalizeScopes)
-  'Group.permissions': 19, // the permission names, each at most once per group (primary key)
-  'Query.effectivePermissions': 19, // one per permission name
+  'Group.permissions': 20, // the permission names, each at most once per group (primary key)
+  'Query.effectivePermissions': 20, // one per permission name
   'Query.filesByHash': 100, // at most 100 files answered, whatever the hashes match
   'SearchFacets.categories': 20, // the 20 most frequent (LIMITS.searchFacetSize)
   'SearchFacets.tags': 20,
@@ -91,11 +91,11 @@ describe('every list field of the schema is bounded', () => {
     expect(cost('{ download(downloadId: 1) { versions { versionId } } }')).toBe(1 + 1 + 20);
     expect(cost('{ download(downloadId: 1) { versions(first: 3) { versionId } } }')).toBe(1 + 1 + 3);
     expect(cost('{ download(downloadId: 1) { versions(first: 500) { versionId } } }')).toBe(1 + 1 + 100);
-    // a fixed bound: a download's tags (20), each 1; 19 permission names, each with its rules (first 2)
+    // a fixed bound: a download's tags (20), each 1; 20 permission names, each with its rules (first 2)
     expect(cost('{ download(downloadId: 1) { tags } }')).toBe(1 + 1 + 20);
     expect(cost('{ prefixes(perPage: 5) { categoryIds(first: 7) } }')).toBe(1 + 5 * (1 + 1 + 7));
     expect(cost('{ effectivePermissions(userId: 1) { permission rules(first: 2) { groupId } } }')).toBe(
-      1 + 19 * (1 + 1 + 2),
+      1 + 20 * (1 + 1 + 2),
     );
   });
 });
@@ -207,7 +207,7 @@ forEachDatabase((kind) => {
     const perms = await t.gqlOk(
       `{ effectivePermissions(userId: ${uid}) { permission rules { groupName } one: rules(first: 1) { groupName } } }`,
     );
-    expect(perms.effectivePermissions.length).toBe(19);
+    expect(perms.effectivePermissions.length).toBe(20);
     expect(perms.effectivePermissions[0].rules.map((r: any) => r.groupName)).toEqual(['registered', 'moderator']);
     expect(perms.effectivePermissions[0].one.map((r: any) => r.groupName)).toEqual(['registered']);
 

@@ -59,6 +59,7 @@ describe('built-in group defaults', () => {
         'deleteOwn',
         'editOwnComment',
         'deleteOwnComment',
+        'review',
       ].sort(),
     );
     expect([...BUILT_IN_GROUPS.moderator].sort()).toEqual([...PERMISSIONS].sort());

@@ -22,6 +22,13 @@ const EXPECTED: Record<string, { plain: number; full: number }> = {
   'GET /api/mc-dm-versions/:version_id/dependencies/': { plain: 1, full: 1 },
   'GET /api/mc-dm-files/': { plain: 1, full: 1 },
   'GET /api/mc-dm-files/:file_id/': { plain: 1, full: 1 },
+  // Reviews are read through Prisma (one statement with joins for a review, its download and its author). The list
+  // sends three, not yet one hand-written statement (src/db/resource-reads.ts): its download (404/403 before
+  // anything is listed), its total and its page, the last two side by side.
+  'GET /api/mc-dm-reviews/': { plain: 3, full: 3 },
+  'GET /api/mc-dm-reviews/:review_id/': { plain: 1, full: 1 },
+  // A page of the log and its total with the filter, side by side (through Prisma).
+  'GET /api/mc-dm-audit-log/': { plain: 2, full: 2 },
 };
 
 /** The same list answering a search (`q`): the page, its total and its facets in one statement too. */
@@ -57,6 +64,12 @@ describe('read paths', () => {
     });
     ids.comment_id = comment.body.comment.comment_id;
     ids.version_id = versionId;
+    const reviewer = await t.user('reviewer');
+    const review = await t.rest('POST', '/api/mc-dm-reviews/', {
+      key: reviewer.key,
+      form: { download_id: ids.download_id, rating: 5, message: 'Fits.' },
+    });
+    ids.review_id = review.body.review.review_id;
   });
   afterAll(() => t?.close());
 
@@ -72,6 +85,7 @@ describe('read paths', () => {
       if (key === 'GET /api/mc-dm-comments/') query.download_id = ids.download_id!;
       if (key === 'GET /api/mc-dm-files/') query.version_id = ids.version_id!;
       if (key === 'GET /api/mc-dm-versions/') query.download_id = ids.download_id!;
+      if (key === 'GET /api/mc-dm-reviews/') query.download_id = ids.download_id!;
       for (const [mode, expected] of [
         ['plain', counts.plain],
         ['full', counts.full],

@@ -24,6 +24,8 @@ export interface Services {
   events: Events;
   /** Seals and opens connection cursors with the secret every instance shares (src/db/keyset.ts). */
   cursors: CursorSeal;
+  /** Views of downloads, counted in memory and flushed in batches (src/modules/downloads/views.ts); absent: none. */
+  views?: { record(v: { userId: number; apiKeyId: number }, d: { id: number; userId: number }): void };
 }
 
 export interface Context extends Services {

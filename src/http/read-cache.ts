@@ -132,6 +132,42 @@ export class ReadCache {
     this.entries.clear();
     this.bytes = 0;
   }
+
+  /**
+   * Answers kept at snapshot `before` stay valid at `after`: for a write the caller knows leaves them good enough (the
+   * batched view counts, which answers may show one flush late), when it was the only transaction that ended
+   * between the two snapshots (onlyEnded). Anything else written meanwhile leaves them as they were: misses.
+   */
+  carryOver(before: string, after: string): number {
+    let n = 0;
+    for (const e of this.entries.values()) {
+      if (e.snapshot === before) {
+        e.snapshot = after;
+        n++;
+      }
+    }
+    return n;
+  }
+}
+
+/**
+ * Whether transaction `xid` is the only one that ended (committed or rolled back) between snapshots `before` and
+ * `after` (`pg_current_snapshot()` texts, `xmin:xmax:xip,…`): every other transaction is in the same state in both.
+ */
+export function onlyEnded(before: string, after: string, xid: string): boolean {
+  const parse = (s: string) => {
+    const [xmin, xmax, xip = ''] = s.split(':');
+    return { xmin: BigInt(xmin!), xmax: BigInt(xmax!), xip: new Set(xip ? xip.split(',').map(BigInt) : []) };
+  };
+  const a = parse(before);
+  const b = parse(after);
+  const x = BigInt(xid);
+  if (b.xmax - a.xmin > 10_000n) return false; // a long-running transaction: not worth the walk
+  const ended = (s: typeof a, id: bigint) => id < s.xmin || (id < s.xmax && !s.xip.has(id));
+  for (let id = a.xmin; id < b.xmax; id++) {
+    if (ended(b, id) !== ended(a, id) && id !== x) return false;
+  }
+  return ended(b, x) && !ended(a, x);
 }
 
 function noop(): void {}

@@ -11,6 +11,8 @@ import './versions/index.js';
 import './comments/index.js';
 import './files/index.js';
 import './search/index.js';
+import './reviews/index.js';
+import './moderation/index.js';
 import './connections-root.js';
 import './connections-nested.js';
 import './subscriptions.js';

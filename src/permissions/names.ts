@@ -20,6 +20,7 @@ export const PERMISSIONS = [
   'editAnyComment',
   'deleteOwnComment',
   'deleteAnyComment',
+  'review',
 ] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
@@ -36,6 +37,7 @@ const REGISTERED: Permission[] = [
   'deleteOwn',
   'editOwnComment',
   'deleteOwnComment',
+  'review',
 ];
 
 /** The four built-in groups and the permissions each holds globally when first created. */

@@ -43,7 +43,7 @@ export const STATES: State[] = ['visibleOwn', 'visibleOther', 'moderatedOwn', 'm
 export type CategoryState = 'open' | 'hidden';
 
 /** What an object kind's states are: downloads, comments (on alice's visible download) and files have six. */
-export type Target = 'none' | 'category' | 'download' | 'comment' | 'file';
+export type Target = 'none' | 'category' | 'download' | 'comment' | 'file' | 'review';
 export const statesOf = (t: Target): readonly string[] =>
   t === 'none' ? ['-'] : t === 'category' ? ['open', 'hidden'] : STATES;
 
@@ -68,7 +68,8 @@ type Permission =
   | 'editOwnComment'
   | 'editAnyComment'
   | 'deleteOwnComment'
-  | 'deleteAnyComment';
+  | 'deleteAnyComment'
+  | 'review';
 
 const GUEST_GROUP: Permission[] = ['view', 'viewComments', 'download'];
 const REGISTERED_GROUP: Permission[] = [
@@ -79,6 +80,7 @@ const REGISTERED_GROUP: Permission[] = [
   'deleteOwn',
   'editOwnComment',
   'deleteOwnComment',
+  'review',
 ];
 const STAFF_GROUP = 'every' as const; // moderator and administrator groups hold every permission
 
@@ -186,6 +188,40 @@ export const rules = {
   listsComment: (w: Who, s: State) => w.isSuper || (rules.canViewComment(w, s) && objectOf(s).state === 'visible'),
   canComment: (w: Who, s: State) =>
     rules.canViewCommentsOf(w, s) && rules.canViewDownload(w, s) && has(w, 'comment', objectOf(s).category),
+  /** Moderation: viewModerated and the matching edit (approve) or delete (reject) permission, on a moderated row. */
+  canApproveDownload: (w: Who, s: State) =>
+    w.isSuper || (has(w, 'viewModerated', objectOf(s).category) && rules.canEditDownload(w, s)),
+  canRejectDownload: (w: Who, s: State) =>
+    w.isSuper || (has(w, 'viewModerated', objectOf(s).category) && rules.canDeleteDownload(w, s)),
+  canApproveComment: (w: Who, s: State) =>
+    w.isSuper || (has(w, 'viewModerated', objectOf(s).category) && rules.canEditComment(w, s)),
+  canRejectComment: (w: Who, s: State) =>
+    w.isSuper || (has(w, 'viewModerated', objectOf(s).category) && rules.canDeleteComment(w, s)),
+  // Reviews: the state is the review's; its download (one per review) is bob's visible download (for `hidden`, alice's
+  // download in the hidden category). "own" = alice wrote it. Only the download's owner replies; the fixtures' owners never can
+  // (bob is no actor; alice cannot view the hidden category), so replies pass for super-user keys alone.
+  canViewReviewsOf: (w: Who, s: State) => w.isSuper || has(w, 'view', objectOf(s).category),
+  canViewReview(w: Who, s: State): boolean {
+    if (w.isSuper) return true;
+    const o = objectOf(s);
+    if (!has(w, 'view', o.category)) return false;
+    if (o.state === 'moderated') return owns(w, o) || has(w, 'viewModerated', o.category);
+    if (o.state === 'deleted') return has(w, 'viewDeleted', o.category);
+    return true;
+  },
+  canEditReview: (w: Who, s: State) =>
+    w.isSuper ||
+    (rules.canViewReview(w, s) &&
+      (has(w, 'editAnyComment', objectOf(s).category) ||
+        (owns(w, objectOf(s)) && has(w, 'review', objectOf(s).category)))),
+  canDeleteReview: (w: Who, s: State) =>
+    w.isSuper ||
+    (rules.canViewReview(w, s) &&
+      (has(w, 'deleteAnyComment', objectOf(s).category) ||
+        (owns(w, objectOf(s)) && has(w, 'review', objectOf(s).category)))),
+  listsReview: (w: Who, s: State) => w.isSuper || (rules.canViewReview(w, s) && objectOf(s).state === 'visible'),
+  /** Moderator, administrator or super-user key: the moderation queue and reports. */
+  moderates: (w: Who) => w.isSuper || w.isModerator || w.isAdmin,
   adminRights: (w: Who) => w.isSuper || w.isAdmin,
   isGuest: (w: Who) => w.as === 'guest',
 };
@@ -243,6 +279,14 @@ export const fields: Record<string, Row> = {
     target: 'comment',
     expect: (w, s) => (check([rules.canViewCommentsOf(w, s), DENY]) === 'ok' ? list(rules.listsComment(w, s)) : DENY),
   },
+  reviews: {
+    scopes: DR,
+    target: 'review',
+    expect: (w, s) => (check([rules.canViewReviewsOf(w, s), DENY]) === 'ok' ? list(rules.listsReview(w, s)) : DENY),
+  },
+  review: { scopes: DR, target: 'review', expect: (w, s) => check([rules.canViewReview(w, s), DENY]) },
+  moderationQueue: { scopes: DR, target: 'none', expect: (w) => check([rules.moderates(w), DENY]) },
+  auditLog: { scopes: DR, target: 'none', expect: (w) => check([rules.adminRights(w), DENY]) },
   filesConnection: { scopes: DR, target: 'file', expect: (w, s) => (rules.canViewDownload(w, s) ? 'listed' : DENY) },
   // the operator's queries (admin rights and any write scope)
   users: { scopes: ANY_WRITE, target: 'none', expect: (w) => check([rules.adminRights(w), DENY]) },
@@ -361,6 +405,114 @@ export const fields: Record<string, Row> = {
     destructive: true,
     expect: (w, s) => check([rules.canViewComment(w, s), DENY], [rules.canDeleteComment(w, s), DENY]),
   },
+  // moderation: approve and reject what is moderated (a success changes the state)
+  approveDownload: {
+    scopes: DW,
+    target: 'download',
+    destructive: true,
+    expect: (w, s) =>
+      check(
+        [rules.canViewDownload(w, s), DENY],
+        [rules.canApproveDownload(w, s), DENY],
+        [objectOf(s).state === 'moderated', 'mc_dm_api_error.download_not_moderated'],
+      ),
+  },
+  rejectDownload: {
+    scopes: DW,
+    target: 'download',
+    destructive: true,
+    expect: (w, s) =>
+      check(
+        [rules.canViewDownload(w, s), DENY],
+        [rules.canRejectDownload(w, s), DENY],
+        [objectOf(s).state === 'moderated', 'mc_dm_api_error.download_not_moderated'],
+      ),
+  },
+  approveComment: {
+    scopes: DW,
+    target: 'comment',
+    destructive: true,
+    expect: (w, s) =>
+      check(
+        [rules.canViewComment(w, s), DENY],
+        [rules.canApproveComment(w, s), DENY],
+        [objectOf(s).state === 'moderated', 'mc_dm_api_error.comment_not_moderated'],
+      ),
+  },
+  rejectComment: {
+    scopes: DW,
+    target: 'comment',
+    destructive: true,
+    expect: (w, s) =>
+      check(
+        [rules.canViewComment(w, s), DENY],
+        [rules.canRejectComment(w, s), DENY],
+        [objectOf(s).state === 'moderated', 'mc_dm_api_error.comment_not_moderated'],
+      ),
+  },
+  // reports: any registered visitor who can view the content; moderators resolve (a success closes the report)
+  reportContent: {
+    scopes: DW,
+    target: 'download',
+    expect: (w, s) => check([rules.canViewDownload(w, s), DENY], [!rules.isGuest(w), DENY]),
+  },
+  resolveReport: {
+    scopes: DW,
+    target: 'none',
+    destructive: true,
+    expect: (w) => check([rules.moderates(w), DENY]),
+  },
+  // reviews (createReview's target is the download reviewed; the others' the review's state)
+  createReview: {
+    scopes: DW,
+    target: 'download',
+    expect: (w, s) =>
+      check(
+        [rules.canViewDownload(w, s), DENY],
+        [!rules.isGuest(w), DENY],
+        [w.isSuper || has(w, 'review', objectOf(s).category), DENY],
+        [!owns(w, objectOf(s)), 'mc_dm_api_error.cannot_review_own_download'],
+      ),
+  },
+  updateReview: {
+    scopes: DW,
+    target: 'review',
+    expect: (w, s) => check([rules.canViewReview(w, s), DENY], [rules.canEditReview(w, s), DENY]),
+  },
+  deleteReview: {
+    scopes: DW,
+    target: 'review',
+    destructive: true,
+    expect: (w, s) => check([rules.canViewReview(w, s), DENY], [rules.canDeleteReview(w, s), DENY]),
+  },
+  approveReview: {
+    scopes: DW,
+    target: 'review',
+    destructive: true,
+    expect: (w, s) =>
+      check(
+        [rules.canViewReview(w, s), DENY],
+        [w.isSuper || (has(w, 'viewModerated', objectOf(s).category) && rules.canEditReview(w, s)), DENY],
+        [objectOf(s).state === 'moderated', 'mc_dm_api_error.review_not_moderated'],
+      ),
+  },
+  rejectReview: {
+    scopes: DW,
+    target: 'review',
+    destructive: true,
+    expect: (w, s) =>
+      check(
+        [rules.canViewReview(w, s), DENY],
+        [w.isSuper || (has(w, 'viewModerated', objectOf(s).category) && rules.canDeleteReview(w, s)), DENY],
+        [objectOf(s).state === 'moderated', 'mc_dm_api_error.review_not_moderated'],
+      ),
+  },
+  replyToReview: {
+    scopes: DW,
+    target: 'review',
+    destructive: true,
+    expect: (w, s) => check([rules.canViewReview(w, s), DENY], [w.isSuper, DENY]),
+  },
   // files (the target state is the file's download's): managing files = editing the download
   createFile: {
     scopes: DW,
@@ -417,6 +569,19 @@ export const restRoutes: Record<string, string> = {
   'PUT /api/mc-dm-files/:file_id/': 'updateFile',
   'DELETE /api/mc-dm-files/:file_id/': 'deleteFile',
   'GET /api/mc-dm-files/:file_id/data/': 'fileData',
+  'POST /api/mc-dm-downloads/:download_id/approve/': 'approveDownload',
+  'POST /api/mc-dm-downloads/:download_id/reject/': 'rejectDownload',
+  'POST /api/mc-dm-comments/:comment_id/approve/': 'approveComment',
+  'POST /api/mc-dm-comments/:comment_id/reject/': 'rejectComment',
+  'GET /api/mc-dm-audit-log/': 'auditLog',
+  'GET /api/mc-dm-reviews/': 'reviews',
+  'GET /api/mc-dm-reviews/:review_id/': 'review',
+  'POST /api/mc-dm-reviews/': 'createReview',
+  'PUT /api/mc-dm-reviews/:review_id/': 'updateReview',
+  'DELETE /api/mc-dm-reviews/:review_id/': 'deleteReview',
+  'POST /api/mc-dm-reviews/:review_id/reply/': 'replyToReview',
+  'POST /api/mc-dm-reviews/:review_id/approve/': 'approveReview',
+  'POST /api/mc-dm-reviews/:review_id/reject/': 'rejectReview',
 };
 
 /** The scopes a key of scope set `set` holds for a row. */

@@ -15,6 +15,11 @@ export interface CommentIds {
   downloadId: number;
 }
 
+export interface ReviewIds {
+  reviewId: number;
+  downloadId: number;
+}
+
 export const SPARE_GROUP = 'matrix_spare';
 export const COMMENT_TEXT = 'matrix comment';
 export const LINK = 'https://example.com/matrix.zip';
@@ -25,6 +30,9 @@ export class World {
   prefixId!: number;
   downloads = {} as Record<State, DownloadIds>;
   comments = {} as Record<State, CommentIds>;
+  reviews = {} as Record<State, ReviewIds>;
+  /** An open report that no case resolves (only refused cases use it; a resolve expected to pass gets a fresh one). */
+  reportId!: number;
   private keys = new Map<string, Promise<string>>();
   private seq = 0;
   aliceKey!: string;
@@ -89,6 +97,17 @@ export class World {
     ] as State[]) {
       this.comments[s] = await this.freshComment(s);
     }
+    for (const s of [
+      'visibleOwn',
+      'visibleOther',
+      'moderatedOwn',
+      'moderatedOther',
+      'deletedOwn',
+      'hidden',
+    ] as State[]) {
+      this.reviews[s] = await this.freshReview(s);
+    }
+    this.reportId = await this.freshReport();
     return this;
   }
 
@@ -167,6 +186,40 @@ export class World {
       });
     }
     return { commentId: c.commentId, downloadId };
+  }
+
+  /**
+   * A review in `state` (the review's), rating 4, on a download of its own: bob's, visible (for `hidden`, alice's in the
+   * hidden category), by alice ("own") or carol. Written to the database directly: the API would not let alice review
+   * her own hidden download, nor put a review straight into a state.
+   */
+  async freshReview(state: State): Promise<ReviewIds> {
+    const downloadId = (await this.freshDownload(state === 'hidden' ? 'hidden' : 'visibleOther')).downloadId;
+    const own = state !== 'visibleOther' && state !== 'moderatedOther';
+    const userId = own ? this.users.alice : this.users.carol;
+    const r = await this.t.prisma.review.create({
+      data: {
+        downloadId,
+        userId,
+        rating: 4,
+        message: 'matrix review',
+        state: state.startsWith('moderated') ? 'moderated' : state === 'deletedOwn' ? 'deleted' : 'visible',
+      },
+    });
+    return { reviewId: r.id, downloadId };
+  }
+
+  /** An open report by carol, of an id of its own (one open report per reporter and content). */
+  async freshReport(): Promise<number> {
+    const r = await this.t.prisma.report.create({
+      data: {
+        contentType: 'download',
+        contentId: 1_000_000 + this.next(),
+        userId: this.users.carol,
+        reason: 'matrix',
+      },
+    });
+    return r.id;
   }
 
   /** A fresh (empty) category in the category state. */

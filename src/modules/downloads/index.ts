@@ -2,3 +2,4 @@
 export * from './schema.js';
 export * from './rules.js';
 export * from './tags.js';
+export * from './views.js';

@@ -223,11 +223,15 @@ builder.queryFields((t) => ({
     type: 'Download',
     nullable: true,
     description:
-      'One download. Needs mc_dm_download:read. Unknown ids answer mc_dm_api_error.download_not_found; downloads the visitor may not view, do_not_have_permission.',
+      'One download. Needs mc_dm_download:read. Unknown ids answer mc_dm_api_error.download_not_found; downloads the visitor may not view, do_not_have_permission. Reading it counts a view (viewCount) when the visitor is not its owner, once per visitor per 10 minutes.',
     authScopes: { scope: READ },
     args: { downloadId: t.arg.int({ required: true, description: 'The numeric download id.' }) },
-    resolve: async (query, _r, args, ctx) =>
-      downloads.readDownload(ctx, await ctx.access(), args.downloadId, query as object),
+    resolve: async (query, _r, args, ctx) => {
+      const d = await downloads.readDownload(ctx, await ctx.access(), args.downloadId, query as object);
+      // A view: counted in memory, once per visitor per window, never the owner's (src/modules/downloads/views.ts).
+      ctx.views?.record(ctx.visitor, d);
+      return d;
+    },
   }),
 }));
 

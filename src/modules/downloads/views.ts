@@ -1,0 +1,79 @@
+// Views of downloads (contract "Community, moderation, statistics"): a read of one download by a visitor other than
+// its owner counts once per visitor and download per LIMITS.viewWindowMs, in memory; the counts are added to
+// `view_count` in batches (flushViews), never one write per read. A visitor is a user (by user id) or, for the
+// guest, the API key it reads with. Each instance counts and flushes on its own: flushes add, so instances sharing a
+// database lose nothing, but the once-per-window rule holds per instance. A process killed with kill -9 loses the
+// views counted since its last flush (LIMITS.viewFlushMs at most); a normal stop flushes first.
+import type { PrismaClient } from '../../generated/prisma/client.js';
+import { LIMITS } from '../../config.js';
+
+export interface ViewVisitor {
+  userId: number;
+  apiKeyId: number;
+}
+
+export class ViewCounter {
+  /** visitor:download → when its window ends. */
+  private readonly seen = new Map<string, number>();
+  private pending = new Map<number, number>();
+
+  constructor(
+    private readonly windowMs: number = LIMITS.viewWindowMs,
+    private readonly maxSeen: number = LIMITS.maxViewVisitors,
+  ) {}
+
+  /** Counts a read of download `d` by `v`, unless it is the owner's or a repeat within the window. */
+  record(v: ViewVisitor, d: { id: number; userId: number }, now = Date.now()): void {
+    if (v.userId !== 0 && v.userId === d.userId) return;
+    const key = `${v.userId === 0 ? `k${v.apiKeyId}` : `u${v.userId}`}:${d.id}`;
+    const until = this.seen.get(key);
+    if (until !== undefined && until > now) return;
+    this.seen.delete(key); // to the back: the map stays ordered by window end
+    this.seen.set(key, now + this.windowMs);
+    this.pending.set(d.id, (this.pending.get(d.id) ?? 0) + 1);
+    // Bounded memory: past the bound the oldest windows are forgotten (those visitors may count again).
+    if (this.seen.size > this.maxSeen) {
+      for (const [k, end] of this.seen) {
+        if (this.seen.size <= this.maxSeen && end > now) break;
+        this.seen.delete(k);
+      }
+    }
+  }
+
+  /** Views counted and not yet flushed, by download. */
+  get pendingCount(): number {
+    let n = 0;
+    for (const c of this.pending.values()) n += c;
+    return n;
+  }
+
+  /** Takes the pending counts (the next views start a new batch). */
+  take(): Map<number, number> {
+    const out = this.pending;
+    this.pending = new Map();
+    return out;
+  }
+
+  /** Gives counts back after a failed flush, so they are tried again with the next batch. */
+  giveBack(counts: Map<number, number>): void {
+    for (const [id, n] of counts) this.pending.set(id, (this.pending.get(id) ?? 0) + n);
+  }
+}
+
+/**
+ * Adds `counts` to the downloads' view_count in one transaction (one UPDATE for the whole batch; downloads deleted
+ * meanwhile are skipped). Returns the transaction's id (for the read cache, which may carry its answers over a
+ * flush), or null when there was nothing to write.
+ */
+export async function flushViews(prisma: PrismaClient, counts: Map<number, number>): Promise<string | null> {
+  if (counts.size === 0) return null;
+  const ids = [...counts.keys()].sort((a, b) => a - b);
+  const ns = ids.map((id) => counts.get(id)!);
+  return prisma.$transaction(async (tx) => {
+    const [{ xid }] = await tx.$queryRaw<{ xid: string }[]>`SELECT pg_current_xact_id()::text AS xid`;
+    await tx.$executeRaw`
+      UPDATE "download" d SET "viewCount" = d."viewCount" + v.n
+      FROM unnest(${ids}::int[], ${ns}::int[]) AS v(id, n) WHERE d.id = v.id`;
+    return xid!;
+  });
+}

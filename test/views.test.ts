@@ -1,0 +1,93 @@
+// view_count: counted in memory (once per visitor per window, never the owner), added in batches, no write per read,
+// and a flush leaves the read cache's answers good: on both faces and both databases.
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
+import { onlyEnded } from '../src/http/read-cache.js';
+import { ViewCounter } from '../src/modules/downloads/views.js';
+
+it('onlyEnded: the flush alone ended between the snapshots, or something else did too', () => {
+  expect(onlyEnded('100:100:', '101:101:', '100')).toBe(true);
+  expect(onlyEnded('100:100:', '102:102:', '100')).toBe(false); // 101 committed too
+  expect(onlyEnded('100:101:100', '100:102:100', '101')).toBe(true); // 100 still running
+  expect(onlyEnded('100:101:100', '102:102:', '101')).toBe(false); // 100 ended meanwhile
+  expect(onlyEnded('100:100:', '100:102:100', '101')).toBe(true); // 100 started, still running
+  expect(onlyEnded('100:100:', '100:100:', '100')).toBe(false); // nothing ended
+});
+
+it('ViewCounter: once per visitor and download per window, never the owner, guests by key', () => {
+  const c = new ViewCounter(1000, 10);
+  const d = { id: 7, userId: 1 };
+  c.record({ userId: 1, apiKeyId: 1 }, d, 0); // the owner
+  c.record({ userId: 2, apiKeyId: 2 }, d, 0);
+  c.record({ userId: 2, apiKeyId: 9 }, d, 500); // same user, other key: same visitor
+  c.record({ userId: 0, apiKeyId: 3 }, d, 0);
+  c.record({ userId: 0, apiKeyId: 4 }, d, 0);
+  c.record({ userId: 2, apiKeyId: 2 }, d, 1000); // the window is over
+  expect(c.take()).toEqual(new Map([[7, 4]]));
+  expect(c.take().size).toBe(0);
+  // bounded: 20 visitors through a bound of 10 keep at most 10 windows, and every first read counts
+  for (let u = 100; u < 120; u++) c.record({ userId: u, apiKeyId: u }, d, 2000);
+  expect(c.take()).toEqual(new Map([[7, 20]]));
+});
+
+forEachDatabase((kind) => {
+  let t: TestApp;
+  let owner: { userId: number; key: string };
+  let readers: { userId: number; key: string }[];
+  let id: number;
+  beforeAll(async () => {
+    t = await startTestApp(kind);
+    owner = await t.user('owner');
+    readers = [];
+    for (let i = 0; i < 5; i++) readers.push(await t.user(`reader${i}`));
+    const cat = (await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'C' } })).body.category.category_id;
+    id = (await t.rest('POST', '/api/mc-dm-downloads/', { key: owner.key, form: { category_id: cat, title: 'D' } }))
+      .body.download.download_id;
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+  const viewCount = async () => (await t.prisma.download.findUniqueOrThrow({ where: { id } })).viewCount;
+
+  it('counts each reader once on either face, not the owner; nothing is written until the flush', async () => {
+    await t.app.flushViews();
+    const before = await viewCount();
+    const q = `query($id: Int!) { download(downloadId: $id) { downloadId viewCount } }`;
+    for (let round = 0; round < 3; round++) {
+      await t.rest('GET', `/api/mc-dm-downloads/${id}/`, { key: owner.key });
+      for (const r of readers) {
+        expect((await t.rest('GET', `/api/mc-dm-downloads/${id}/`, { key: r.key })).status).toBe(200);
+        expect((await t.gql(q, { id }, r.key)).data.download.downloadId).toBe(id);
+      }
+    }
+    // Lists do not count: only reads of the download itself.
+    await t.rest('GET', '/api/mc-dm-downloads/', { key: readers[0]!.key });
+    expect(await viewCount()).toBe(before); // 33 reads, no write
+    await t.app.flushViews();
+    expect(await viewCount()).toBe(before + readers.length);
+    // A read not kept in the cache shows the new count; one kept before the flush may show the old one until it
+    // expires (CACHE_SECONDS): the flush carried the cache over.
+    const shown = await t.rest('GET', `/api/mc-dm-downloads/${id}/`, { key: owner.key, query: { with: 'full' } });
+    expect(shown.body.download.view_count).toBe(before + readers.length);
+  });
+
+  it('a flush keeps the read cache: the same read again is a hit', async () => {
+    const other = await t.user(`late${kind}`);
+    const path = `/api/mc-dm-downloads/${id}/`;
+    // The keys' first uses are stamped on them (a write): done before the answers that should stay.
+    await t.rest('GET', '/api/mc-dm-categories/', { key: other.key });
+    await t.rest('GET', '/api/mc-dm-categories/', { key: readers[0]!.key });
+    await t.rest('GET', path, { key: readers[0]!.key }); // computed and kept
+    await t.rest('GET', path, { key: other.key }); // a view waiting to be flushed
+    const statements = t.app.db.statements();
+    await t.app.flushViews();
+    const flushStatements = t.app.db.statements() - statements;
+    const hits = t.app.readCache.counts.hit;
+    await t.rest('GET', path, { key: readers[0]!.key });
+    expect(t.app.readCache.counts.hit).toBe(hits + 1);
+    // the flush itself, whatever the batch size: its two snapshots, the transaction id and one UPDATE (the pool's
+    // statement count; the embedded database's counts only prepared reads)
+    expect(flushStatements).toBeLessThanOrEqual(6);
+    if (kind === 'postgres') console.log(`views: one flush sent ${flushStatements} statements`);
+  });
+});
