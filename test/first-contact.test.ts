@@ -146,6 +146,28 @@ describe('first contact', () => {
       }
     });
 
+    it('answers 400 invalid_input on both faces for an id beyond 32 bits, written in the document or sent as a variable', async () => {
+      const rest = await t.rest('GET', '/api/mc-dm-categories/99999999999/');
+      expect(rest.status).toBe(400);
+      expect(rest.body.errors[0]).toMatchObject({ code: 'invalid_input', params: { field: 'category_id' } });
+      for (const accept of ['application/json', GRAPHQL_RESPONSE]) {
+        for (const [query, variables] of [
+          ['{ category(categoryId: 99999999999) { title } }', undefined],
+          ['query($id: Int!) { category(categoryId: $id) { title } }', { id: 99999999999 }],
+        ] as const) {
+          const res = await raw('/graphql', {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', accept },
+            body: JSON.stringify({ query, variables }),
+          });
+          expect(res.status, `${query} ${accept}`).toBe(400);
+          const body = (await res.json()) as any;
+          expect(body.errors[0].extensions.code).toBe('invalid_input');
+          expect(body.errors[0].message).toContain('2147483647');
+        }
+      }
+    });
+
     it('names a field inside an input object, and refuses negative counts, changing nothing', async () => {
       const before = await t.prisma.download.count();
       const r = await t.gql(

@@ -119,8 +119,11 @@ export function contractCodesPlugin(): Plugin {
             // Not a GraphQL request at all: 400 under either media type (Yoga marks it as a spec error, 200 under JSON).
             ext.http = { status: 400 };
           }
-          if (code === 'invalid_input' && INT_OUT_OF_RANGE.test(e.message))
+          if (code === 'invalid_input' && INT_OUT_OF_RANGE.test(e.message)) {
             (e as { message: string }).message = `${e.message}${INT_RANGE_HINT}.`;
+            // A number no id or count can be: 400 under either media type, as the REST face answers it.
+            (e.extensions as Record<string, unknown>).http = { status: 400 };
+          }
         }
       }
     },
