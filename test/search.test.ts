@@ -3,7 +3,9 @@
 // the rest escaped), facets, and permissions inside the statement (a hidden download is absent from rows, totals,
 // facets and highlights); bad input answers 400 with a named field and changes nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureSearchLanguage } from '../src/db/search.js';
+import { ConfigError, loadConfig } from '../src/config.js';
+import { MARK_END, MARK_START, ensureSearchLanguage, searchTextOf } from '../src/db/search.js';
+import { highlightHtml } from '../src/modules/search/index.js';
 import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
 
 const SEARCH = `query($q: String!, $f: DownloadFilter, $o: SearchOrder, $first: Int, $after: String) {
@@ -325,5 +327,28 @@ forEachDatabase((kind) => {
       expect(await ensureSearchLanguage(t.app.db, 'english')).toBe(true);
       expect(titles(await search('run '))).toEqual(['Café Racer']);
     });
+  });
+});
+
+describe('the query language and the configuration, as plain functions', () => {
+  it('splits a query: the last plain word is a prefix unless quoted, excluded, `or`, or followed by a space', () => {
+    expect(searchTextOf('big map pa', 'q')).toMatchObject({ head: 'big map', prefix: 'pa', prefixOr: false });
+    expect(searchTextOf('castle or dra', 'q')).toMatchObject({ head: 'castle', prefix: 'dra', prefixOr: true });
+    expect(searchTextOf('"stone castle"', 'q')).toMatchObject({ head: '"stone castle"', prefix: null });
+    expect(searchTextOf('castle -ruins', 'q')).toMatchObject({ prefix: null, text: 'castle', excluded: 'ruins' });
+    expect(searchTextOf('castle ', 'q')).toMatchObject({ prefix: null });
+    expect(searchTextOf('c++', 'q')).toMatchObject({ prefix: null });
+  });
+
+  it('highlights escape the text and turn the marks into <mark>', () => {
+    expect(highlightHtml(`a <b> & "q" 'x' ${MARK_START}hit${MARK_END}`)).toBe(
+      'a &lt;b&gt; &amp; &quot;q&quot; &#39;x&#39; <mark>hit</mark>',
+    );
+  });
+
+  it("SEARCH_LANGUAGE is one of PostgreSQL's text search languages", () => {
+    expect(loadConfig({}).searchLanguage).toBe('english');
+    expect(loadConfig({ SEARCH_LANGUAGE: 'german' }).searchLanguage).toBe('german');
+    expect(() => loadConfig({ SEARCH_LANGUAGE: 'klingon' })).toThrow(ConfigError);
   });
 });
