@@ -34,6 +34,8 @@ import { applyServerTimeouts } from './http/timeouts.js';
 import { answerClientErrors } from './http/client-errors.js';
 import { loadTrustedDocuments } from './graphql/trusted-documents.js';
 import { createEvents } from './events.js';
+import { EventDispatcher } from './jobs/events.js';
+import { webhookRenderer } from '../rest-adapter/render.js';
 
 export interface App {
   url: string;
@@ -45,6 +47,8 @@ export interface App {
   generatedKey?: string;
   /** Answers to reads kept while the database is unchanged (src/http/read-cache.ts). */
   readCache: ReadCache;
+  /** The outbox dispatcher of this instance: subscriptions and webhook deliveries (src/jobs/events.ts). */
+  dispatcher: EventDispatcher;
   /**
    * Stops accepting connections, lets requests in flight finish for up to `graceMs` (uploads included), then closes
    * what is left, the jobs, the database (releasing the embedded database's lock) and the other connections. The
@@ -176,7 +180,16 @@ export async function startApp(
     // Emptied by any change announced on the feed: the key and permission caches it would otherwise outlive.
     const readCache = new ReadCache({ maxBytes: config.readCacheMb * 2 ** 20, ttlMs: cacheMs, snapshot: db.snapshot });
     feed.onChange(() => readCache.clear());
+    const dispatcher = new EventDispatcher(db.prisma, services.events, log, {
+      render: webhookRenderer(schema, services),
+      retrySeconds: config.webhooks.retrySeconds,
+      timeoutMs: config.webhooks.timeoutMs,
+      pollMs: config.webhooks.pollMs,
+      allowPrivate: config.externalUrlAllowPrivate,
+    });
+    services.events.onWritten(() => dispatcher.wake());
     handler = createRequestHandler({
+      dispatcher,
       schema,
       services,
       ping: db.ping,
@@ -192,6 +205,7 @@ export async function startApp(
     const stopRevalidation = scheduleRevalidation(db.prisma, storage, config.externalUrlAllowPrivate, log);
     const stopReclaim = scheduleReclaim(db.prisma, storage, log);
     const stopHashBackfill = scheduleHashBackfill(db.prisma, storage, log);
+    dispatcher.start();
     const stopIdleRelease = releaseMemoryWhenIdle(server, {
       idleMs: config.memoryReleaseIdleSeconds * 1000,
       onRelease: (before, after) =>
@@ -208,6 +222,7 @@ export async function startApp(
       log,
       generatedKey,
       readCache,
+      dispatcher,
       async close({ graceMs = 0 } = {}) {
         const deadline = Date.now() + graceMs;
         stopPurge();
@@ -223,6 +238,7 @@ export async function startApp(
         await drained;
         clearInterval(idle);
         clearTimeout(cut);
+        await dispatcher.stop();
         await services.events.close();
         if (!(storage instanceof LocalStorage)) storage.destroy();
         await closeAll();

@@ -18,6 +18,7 @@ import type { RateLimits } from './rate-limit.js';
 import { httpPolicyPlugin } from './security-headers.js';
 import { pagesPlugin, renderGraphiQLPage } from './pages.js';
 import { metricsPlugin } from './metrics.js';
+import type { EventDispatcher } from '../jobs/events.js';
 import type { Database } from '../db/client.js';
 import { textInputPlugin } from '../input/text.js';
 import { UploadSlots } from './upload-slots.js';
@@ -58,6 +59,8 @@ export interface HttpOptions {
   trustedDocuments?: TrustedDocuments;
   /** Answers to reads, given again while the database is unchanged (src/http/read-cache.ts). */
   readCache: ReadCache;
+  /** The outbox dispatcher, for /metrics (queue depth, delivery latency, failures). */
+  dispatcher?: EventDispatcher;
 }
 
 /** The request handler of the service (the server that listens is made by app.ts, before the database is touched). */
@@ -70,6 +73,7 @@ export function createRequestHandler({
   rateLimits,
   trustedDocuments = new Map(),
   readCache,
+  dispatcher,
 }: HttpOptions): http.RequestListener {
   const contextFor = async (request: Request) => {
     const visitor = await visitorFromHeaders(services.prisma, request.headers, services.groups, services.auth);
@@ -206,6 +210,7 @@ export function createRequestHandler({
         operations: shares,
         executions: compiled.runs,
         readCache: readCache.counts,
+        webhooks: dispatcher,
         isSuperKey: async (request) =>
           (await visitorFromHeaders(services.prisma, request.headers, services.groups, services.auth)).isSuper,
       }),

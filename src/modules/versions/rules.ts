@@ -2,6 +2,7 @@
 import type { Category, Download, PrismaClient } from '../../generated/prisma/client.js';
 import type { Access } from '../../permissions/access.js';
 import { ApiError, noPermission } from '../../errors.js';
+import { recordEvents } from '../../db/outbox.js';
 import { versionStringFor, viewableDownload, type TeamLookup } from '../downloads/index.js';
 
 export interface CreateVersionInput {
@@ -34,6 +35,10 @@ export async function createVersion(prisma: PrismaClient, access: Access, team: 
       where: { id: d.id },
       data: { currentVersionId: version.id, lastUpdate: now },
     });
+    await recordEvents(tx, [
+      { type: 'version.released', objectId: version.id, downloadId: d.id },
+      { type: 'download.updated', objectId: d.id, downloadId: d.id },
+    ]);
     return { version, download };
   });
 }
