@@ -31,8 +31,15 @@ export function snakeKeys(value: unknown): unknown {
   return out;
 }
 
-/** Wraps the value of the operation's single root field. */
+/**
+ * Wraps the value of the operation's single root field. A key naming several fields (`webhook,secret`) answers
+ * those fields of the payload side by side.
+ */
 export function envelope(key: string, rootValue: unknown): Record<string, unknown> {
+  if (key.includes(',')) {
+    const payload = (rootValue ?? {}) as Record<string, unknown>;
+    return Object.fromEntries(key.split(',').map((k) => [k, snakeKeys(payload[k] ?? null)]));
+  }
   let value = rootValue as Record<string, unknown> | null;
   if (value && typeof value === 'object' && key in value && !Array.isArray(value))
     value = value[key] as Record<string, unknown>;

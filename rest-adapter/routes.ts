@@ -4,8 +4,15 @@ import { categoriesRoutes } from './routes/categories.js';
 import { downloadsRoutes } from './routes/downloads.js';
 import { commentsRoutes } from './routes/comments.js';
 import { filesRoutes } from './routes/files.js';
+import { webhooksRoutes } from './routes/webhooks.js';
 import type { Route } from './route.js';
 
 export type { Method, Route } from './route.js';
 
-export const routes: Route[] = [...categoriesRoutes, ...downloadsRoutes, ...commentsRoutes, ...filesRoutes];
+export const routes: Route[] = [
+  ...categoriesRoutes,
+  ...downloadsRoutes,
+  ...commentsRoutes,
+  ...filesRoutes,
+  ...webhooksRoutes,
+];

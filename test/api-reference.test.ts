@@ -253,6 +253,10 @@ forEachDatabase((kind) => {
         headers: { 'Forum-Api-User': String(d.body.download.user_id) },
       });
       ids.comment_id = cm.body.comment.comment_id;
+      const hook = await t.rest('POST', '/api/mc-dm-webhooks/', {
+        form: { url: 'https://93.184.215.14/hook', events: ['*'] },
+      });
+      ids.webhook_id = hook.body.webhook.webhook_id;
     });
 
     it('a generated example request for every GET route answers the documented envelope, plain and with=full', async () => {

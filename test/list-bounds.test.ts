@@ -24,6 +24,7 @@ const FIXED_BOUNDS = {
   'Group.permissions': 19, // the permission names, each at most once per group (primary key)
   'Query.effectivePermissions': 19, // one per permission name
   'Query.filesByHash': 100, // at most 100 files answered, whatever the hashes match
+  'Webhook.events': 11, // the event types, each at most once (or `*` alone)
 };
 const PAGE_SIZE_ARGS = ['first', 'last', 'perPage'];
 

@@ -38,6 +38,7 @@ import {
   type ValueNode,
 } from 'graphql';
 import { PERMISSIONS, SCOPES } from '../permissions/names.js';
+import { EVENT_TYPES } from '../db/outbox.js';
 
 export const DEFAULT_PAGE_SIZE = LIMITS.defaultPageSize;
 /** Lists answer at most this many rows whatever the page size asked for (larger values are clamped or refused). */
@@ -57,6 +58,7 @@ export const LIST_BOUNDS: Readonly<Record<string, number>> = {
   'Group.permissions': PERMISSIONS.length,
   'Query.effectivePermissions': PERMISSIONS.length,
   'Query.filesByHash': LIMITS.maxHashes,
+  'Webhook.events': EVENT_TYPES.length,
 };
 
 export function operationOf(

@@ -8,6 +8,7 @@ import './downloads/index.js';
 import './versions/index.js';
 import './comments/index.js';
 import './files/index.js';
+import './webhooks/index.js';
 import './connections-root.js';
 import './connections-nested.js';
 import './subscriptions.js';
