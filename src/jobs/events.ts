@@ -173,7 +173,8 @@ export class EventDispatcher {
 
   /** Claims the deliveries that are due (a lease past the attempt's deadline) and attempts them. */
   async deliverDue(): Promise<number> {
-    const leaseMs = this.opts.timeoutMs + 30_000;
+    // Long enough for an attempt and its bookkeeping; an instance killed mid-attempt delays that delivery this long.
+    const leaseMs = 2 * this.opts.timeoutMs + 5_000;
     const claimed = await this.prisma.$queryRaw<DeliveryRow[]>`
       UPDATE webhook_delivery SET "nextAttemptAt" = now() + ${leaseMs} * interval '1 millisecond'
       WHERE id IN (
