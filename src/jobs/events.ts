@@ -17,6 +17,7 @@ import type { Events } from '../events.js';
 import type { Logger } from '../log.js';
 import { LIMITS } from '../config.js';
 import { send, type Attempt } from './webhook-send.js';
+import { unbound } from '../db/operation-scope.js';
 
 /** Who a webhook belongs to: a user, or a super-user key (userId 0). */
 export interface WebhookOwner {
@@ -67,7 +68,8 @@ interface DeliveryRow {
 }
 
 const BATCH = 100;
-const DELIVERY_BATCH = 20;
+/** Delivery attempts in flight at once per instance (each holds a pool connection for its bookkeeping now and then). */
+const DELIVERY_BATCH = 8;
 const PRUNE_EVERY_MS = 60_000;
 
 export class EventDispatcher {
@@ -99,7 +101,8 @@ export class EventDispatcher {
       this.again = true;
       return;
     }
-    this.running = this.loop().finally(() => {
+    // Outside the operation of the request that woke it: its statements are not that request's to cancel.
+    this.running = unbound(() => this.loop()).finally(() => {
       this.running = null;
     });
   }
@@ -171,25 +174,32 @@ export class EventDispatcher {
     });
   }
 
-  /** Claims the deliveries that are due (a lease past the attempt's deadline) and attempts them. */
+  /**
+   * Claims the deliveries that are due (a lease past the attempt's deadline), as many as there is room for beside the
+   * attempts in flight (at most DELIVERY_BATCH at once per instance), and attempts them.
+   */
   async deliverDue(): Promise<number> {
+    const room = DELIVERY_BATCH - this.inFlight.size;
+    if (room <= 0) return 0;
     // Long enough for an attempt and its bookkeeping; an instance killed mid-attempt delays that delivery this long.
     const leaseMs = 2 * this.opts.timeoutMs + 5_000;
     const claimed = await this.prisma.$queryRaw<DeliveryRow[]>`
       UPDATE webhook_delivery SET "nextAttemptAt" = now() + ${leaseMs} * interval '1 millisecond'
       WHERE id IN (
         SELECT id FROM webhook_delivery WHERE status = 'pending' AND "nextAttemptAt" <= now()
-        ORDER BY "nextAttemptAt", id LIMIT ${DELIVERY_BATCH} FOR UPDATE SKIP LOCKED
+        ORDER BY "nextAttemptAt", id LIMIT ${room} FOR UPDATE SKIP LOCKED
       )
       RETURNING id, "webhookId", "eventId", type, "objectId", "downloadId", "eventAt", attempts`;
     for (const d of claimed) {
-      const p = this.attempt(d)
+      const p: Promise<void> = this.attempt(d)
         .catch((err) => this.log.warn({ err, delivery: d.id }, 'webhooks: a delivery attempt could not be recorded'))
-        .finally(() => this.inFlight.delete(p));
+        .finally(() => {
+          this.inFlight.delete(p);
+          // The slot is free: more may be due (a full claim left some behind).
+          if (claimed.length === room) this.wake();
+        });
       this.inFlight.add(p);
     }
-    // The next round starts once these have settled only if more are due; a slow receiver does not hold the outbox.
-    if (claimed.length === DELIVERY_BATCH) Promise.allSettled([...this.inFlight]).then(() => this.wake());
     return claimed.length;
   }
 
