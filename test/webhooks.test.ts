@@ -256,6 +256,35 @@ forEachDatabase((kind) => {
     }, 30_000);
   }
 
+  it('a webhook failing for 3 days is deactivated at its next failure; a success ends a run of failures', async () => {
+    const d = await newDownload('Deactivate');
+    const { webhook } = await create({
+      url: `${r.base}/fail/old`,
+      events: ['download.updated'],
+      downloadId: d.download_id,
+    });
+    const longAgo = new Date(Date.now() - 3 * 24 * 3600 * 1000 - 60_000);
+    await t.prisma.webhook.update({ where: { id: webhook.webhookId }, data: { failingSince: longAgo } });
+    await t.rest('PUT', `/api/mc-dm-downloads/${d.download_id}/`, { form: { title: 'Fails again' } });
+    await until('the deactivation', async () => {
+      const w = (await t.gqlOk(`query($w: Int!) { webhook(webhookId: $w) { active } }`, { w: webhook.webhookId }))
+        .webhook;
+      return w.active === false;
+    });
+    // Its pending retries are skipped, not sent.
+    const n = await until('the retry skipped', async () => {
+      const x = (await t.gqlOk(DELIVERIES, { w: webhook.webhookId })).webhookDeliveries.nodes[0];
+      return x?.status === 'SKIPPED' ? x : null;
+    });
+    expect(n.lastError).toMatch(/inactive/);
+    // Reactivated, pointed at a receiver that answers: the run of failures ends.
+    await t.rest('PUT', `/api/mc-dm-webhooks/${webhook.webhookId}/`, { form: { active: 1, url: `${r.base}/ok/back` } });
+    await t.rest('PUT', `/api/mc-dm-downloads/${d.download_id}/`, { form: { title: 'Works again' } });
+    await until('the delivery', () => r.got.some((g) => g.path === '/ok/back'));
+    const hook = await t.prisma.webhook.findUniqueOrThrow({ where: { id: webhook.webhookId } });
+    expect(hook).toMatchObject({ active: true, failingSince: null });
+  });
+
   it('redelivery sends the event again with the same webhook-id; the log pages with cursors', async () => {
     const d = await newDownload('Again');
     const { secret, webhook } = await create({ url: `${r.base}/ok/again`, events: ['*'], downloadId: d.download_id });

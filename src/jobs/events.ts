@@ -243,10 +243,7 @@ export class EventDispatcher {
     const n = d.attempts + 1;
     if (result.error === null) {
       await this.settle(d, 'delivered', result, null, n);
-      await this.prisma.webhook.updateMany({
-        where: { id: hook.id, failingSince: { not: null } },
-        data: { failingSince: null },
-      });
+      if (hook.failingSince) await this.prisma.webhook.update({ where: { id: hook.id }, data: { failingSince: null } });
       return;
     }
     const delay = this.opts.retrySeconds[n - 1];
