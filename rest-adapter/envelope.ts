@@ -31,9 +31,16 @@ export function snakeKeys(value: unknown): unknown {
   return out;
 }
 
-/** Wraps the value of the operation's single root field. */
+/**
+ * Wraps the value of the operation's single root field. A key naming several fields (`webhook,secret`) answers
+ * those fields of the payload side by side; `spread` answers the fields of the result itself.
+ */
 export function envelope(key: string, rootValue: unknown, spread = false): Record<string, unknown> {
   if (spread) return (snakeKeys(rootValue) ?? {}) as Record<string, unknown>;
+  if (key.includes(',')) {
+    const payload = (rootValue ?? {}) as Record<string, unknown>;
+    return Object.fromEntries(key.split(',').map((k) => [k, snakeKeys(payload[k] ?? null)]));
+  }
   let value = rootValue as Record<string, unknown> | null;
   if (value && typeof value === 'object' && key in value && !Array.isArray(value))
     value = value[key] as Record<string, unknown>;

@@ -13,7 +13,8 @@ export interface Route {
   document: TypedDocumentNode<unknown, never>;
   /**
    * Envelope key: a list result (`{ nodes, pagination }`) answers `{ <key>: [...], pagination }`,
-   * a `{ success }` payload answers `{ success: true }`, anything else `{ <key>: {...} }`.
+   * a `{ success }` payload answers `{ success: true }`, anything else `{ <key>: {...} }`; keys joined by commas
+   * (`webhook,secret`) answer those fields of the payload side by side.
    */
   envelope: string;
   /**

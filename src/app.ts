@@ -37,6 +37,8 @@ import { applyServerTimeouts } from './http/timeouts.js';
 import { answerClientErrors } from './http/client-errors.js';
 import { loadTrustedDocuments } from './graphql/trusted-documents.js';
 import { createEvents } from './events.js';
+import { EventDispatcher } from './jobs/events.js';
+import { webhookRenderer } from '../rest-adapter/render.js';
 
 export interface App {
   url: string;
@@ -50,6 +52,8 @@ export interface App {
   readCache: ReadCache;
   /** Adds the views counted so far to view_count now (it also runs every LIMITS.viewFlushMs, and on close). */
   flushViews(): Promise<void>;
+  /** The outbox dispatcher of this instance: subscriptions and webhook deliveries (src/jobs/events.ts). */
+  dispatcher: EventDispatcher;
   /**
    * Stops accepting connections, lets requests in flight finish for up to `graceMs` (uploads included), then closes
    * what is left, the jobs, the database (releasing the embedded database's lock) and the other connections. The
@@ -208,7 +212,16 @@ export async function startApp(
     };
     const viewTimer = setInterval(() => void flushNow(), LIMITS.viewFlushMs);
     viewTimer.unref();
+    const dispatcher = new EventDispatcher(db.prisma, services.events, log, {
+      render: webhookRenderer(schema, services),
+      retrySeconds: config.webhooks.retrySeconds,
+      timeoutMs: config.webhooks.timeoutMs,
+      pollMs: config.webhooks.pollMs,
+      allowPrivate: config.externalUrlAllowPrivate,
+    });
+    services.events.onWritten(() => dispatcher.wake());
     handler = createRequestHandler({
+      dispatcher,
       schema,
       services,
       ping: db.ping,
@@ -224,6 +237,7 @@ export async function startApp(
     const stopRevalidation = scheduleRevalidation(db.prisma, storage, config.externalUrlAllowPrivate, log);
     const stopReclaim = scheduleReclaim(db.prisma, storage, log);
     const stopHashBackfill = scheduleHashBackfill(db.prisma, storage, log);
+    dispatcher.start();
     const stopIdleRelease = releaseMemoryWhenIdle(server, {
       idleMs: config.memoryReleaseIdleSeconds * 1000,
       onRelease: (before, after) =>
@@ -241,6 +255,7 @@ export async function startApp(
       generatedKey,
       readCache,
       flushViews: flushNow,
+      dispatcher,
       async close({ graceMs = 0 } = {}) {
         const deadline = Date.now() + graceMs;
         stopPurge();
@@ -263,6 +278,7 @@ export async function startApp(
           flushNow(),
           new Promise((resolve) => setTimeout(resolve, Math.max(1000, deadline - Date.now())).unref()),
         ]);
+        await dispatcher.stop();
         await services.events.close();
         if (!(storage instanceof LocalStorage)) storage.destroy();
         await closeAll();

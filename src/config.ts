@@ -65,6 +65,22 @@ export const LIMITS = {
   viewFlushMs: 30 * 1000,
   /** Visitor windows kept in memory per instance; past it the oldest are forgotten. */
   maxViewVisitors: 200_000,
+  /** Characters in a webhook's URL. */
+  maxWebhookUrl: 2000,
+  /** Webhooks one owner (a user, or a super-user key) may have. */
+  maxWebhooksPerOwner: 100,
+  /** A delivery attempt is cut after this long (connect, answer and body together). */
+  webhookTimeoutMs: 10_000,
+  /** Bytes of a receiver's answer that are read; past it the attempt is cut and counted failed. */
+  webhookMaxResponseBytes: 64 * 1024,
+  /** Seconds before each retry of a failed delivery (then it is failed): ≈5 s, 30 s, 2 min, 10 min, 1 h, 6 h. */
+  webhookRetrySeconds: [5, 30, 120, 600, 3600, 21600],
+  /** A webhook whose deliveries have failed for this long, without a success, is deactivated. */
+  webhookDeactivateAfterMs: 3 * 24 * 3600 * 1000,
+  /** The outbox is polled this often when no write of this instance wakes the dispatcher (other instances' writes). */
+  outboxPollMs: 500,
+  /** Dispatched outbox rows, and finished deliveries with their attempts, are pruned after this long. */
+  outboxRetentionMs: 7 * 24 * 3600 * 1000,
 } as const;
 
 export type StorageKind = 'local' | 's3';
@@ -140,6 +156,8 @@ export interface Config {
   rateLimitPerMinute: number;
   /** Requests a minute per super-user key (0: no limit, the default). */
   rateLimitSuperPerMinute: number;
+  /** Webhook delivery: the retry schedule (WEBHOOK_RETRY_SECONDS) and an attempt's deadline (defaults in LIMITS). */
+  webhooks: { retrySeconds: number[]; timeoutMs: number; pollMs: number };
   /** Redis, shared by the instances (rate-limit counts, subscription events); undefined keeps them in each process. */
   redisUrl?: string;
   /** Put before every Redis channel name: deployments sharing a Redis server need different prefixes. */
@@ -244,6 +262,18 @@ function origins(env: NodeJS.ProcessEnv): string[] {
   });
 }
 
+/** WEBHOOK_RETRY_SECONDS: the delays before each retry of a failed delivery, comma-separated seconds. */
+function retrySchedule(env: NodeJS.ProcessEnv): number[] {
+  const raw = env.WEBHOOK_RETRY_SECONDS;
+  if (raw === undefined || raw.trim() === '') return [...LIMITS.webhookRetrySeconds];
+  return raw.split(',').map((v) => {
+    const n = Number(v.trim());
+    if (!/^\d+$/.test(v.trim()) || n > 86_400 * 7)
+      throw new ConfigError(`WEBHOOK_RETRY_SECONDS must list whole seconds (up to a week), got "${raw}"`);
+    return n;
+  });
+}
+
 function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, values: readonly T[], fallback: T): T {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
@@ -290,6 +320,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     readCacheMb: int(env, 'READ_CACHE_MB', 64),
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 600),
     rateLimitSuperPerMinute: int(env, 'RATE_LIMIT_SUPER_PER_MINUTE', 0),
+    webhooks: {
+      retrySeconds: retrySchedule(env),
+      timeoutMs: LIMITS.webhookTimeoutMs,
+      pollMs: LIMITS.outboxPollMs,
+    },
     redisUrl: env.REDIS_URL || undefined,
     redisChannelPrefix: env.REDIS_CHANNEL_PREFIX ?? 'dcs:',
     maxConcurrentUploads: int(env, 'MAX_CONCURRENT_UPLOADS', 16, 1),

@@ -66,5 +66,9 @@ export const ERROR_CODES: Record<string, string> = {
     'the version has max_files_per_version files already (or one, without allow_multi_file)',
   'mc_dm_api_error.external_url_forbidden': 'the URL may not be fetched (scheme, or a private or reserved address)',
   'mc_dm_api_error.external_url_unreachable': 'fetching the URL failed',
+  'mc_dm_api_error.webhook_not_found': 'no webhook of yours has this id',
+  'mc_dm_api_error.webhook_delivery_not_found': 'no delivery of a webhook of yours has this id',
+  'mc_dm_api_error.webhook_inactive': 'the webhook is inactive: activate it before redelivering',
+  'mc_dm_api_error.too_many_webhooks': 'the owner has the most webhooks one owner may have',
   'mc_dm_api_error.file_not_available': 'the file failed validation, or its bytes are missing from storage (404)',
 };

@@ -1,5 +1,7 @@
-// The events front-ends subscribe to, published after a write has committed. A payload carries ids only: every
-// subscriber re-reads the object and checks its own rights when the event reaches it (src/modules/subscriptions.ts).
+// The events front-ends subscribe to. A write records its events in the outbox in its own transaction
+// (src/db/outbox.ts); the dispatcher (src/jobs/events.ts) claims them and publishes them here, so an event reaches
+// subscribers exactly when its change committed. A payload carries ids only: every subscriber re-reads the object
+// and checks its own rights when the event reaches it (src/modules/subscriptions.ts).
 // In-process by default; with REDIS_URL, through Redis pub/sub, so an event published on one instance reaches the
 // subscribers of every instance.
 import { createPubSub, Repeater, SlidingBuffer, type PubSub, type PubSubEventTarget } from 'graphql-yoga';
@@ -247,39 +249,72 @@ export class Events {
     }, new SlidingBuffer(BUFFERED));
   }
 
-  /** A new comment (in any state: delivery decides who may see it). Returns the comment. */
-  commentPosted<C extends CommentRow>(c: C): C {
-    this.pubsub.publish('commentPosted', c.downloadId, { commentId: c.id, downloadId: c.downloadId });
-    return c;
+  /**
+   * Publishes one event the dispatcher claimed from the outbox (src/jobs/events.ts) to the subscriptions of every
+   * instance. Types without a subscription topic (files, moderation) go to webhooks only.
+   */
+  publishEvent(type: string, objectId: number, downloadId: number): void {
+    switch (type) {
+      case 'comment.posted':
+        this.pubsub.publish('commentPosted', downloadId, { commentId: objectId, downloadId });
+        break;
+      case 'version.released':
+        this.pubsub.publish('versionReleased', { versionId: objectId, downloadId });
+        break;
+      case 'download.updated':
+      case 'download.state_changed':
+      case 'download.deleted':
+      case 'download.restored':
+        this.pubsub.publish('downloadChanged', downloadId, { downloadId });
+        break;
+    }
   }
 
-  /** A new download: its first version is a release. Returns the download. */
-  downloadCreated<D extends DownloadRow>(d: D): D {
-    if (d.currentVersionId !== null)
-      this.pubsub.publish('versionReleased', { versionId: d.currentVersionId, downloadId: d.id });
-    return d;
-  }
+  private readonly wakers = new Set<() => void>();
 
-  /** A new version of an existing download: a release, and a change of the download (current version, last update). */
-  versionCreated<P extends { version: VersionRow; download: { id: number } }>(p: P): P {
-    this.pubsub.publish('versionReleased', { versionId: p.version.id, downloadId: p.version.downloadId });
-    this.downloadChanged(p.download);
-    return p;
+  /** Registers what a committed write wakes (the outbox dispatcher of this instance); returns its removal. */
+  onWritten(wake: () => void): () => void {
+    this.wakers.add(wake);
+    return () => this.wakers.delete(wake);
   }
 
   /**
-   * The download after an update: published only when the update changed something, which the write path shows by
-   * moving `lastUpdate` (an update that changes nothing returns the row as it was, last updated before `started`).
+   * Says a write that recorded events in the outbox has committed: the dispatcher of this instance claims them at
+   * once instead of at its next poll. The write paths below call it after their transaction; each returns its
+   * argument, so a resolver wraps its write in it.
    */
-  async downloadUpdated<D extends DownloadRow>(started: number, write: Promise<D>): Promise<D> {
-    const d = await write;
-    if (d.lastUpdate.getTime() >= started) this.downloadChanged(d);
+  written(): void {
+    for (const wake of this.wakers) wake();
+  }
+
+  /** A new comment has committed. Returns the comment. */
+  commentPosted<C extends CommentRow>(c: C): C {
+    this.written();
+    return c;
+  }
+
+  /** A new download (and its first version, a release) has committed. Returns the download. */
+  downloadCreated<D extends DownloadRow>(d: D): D {
+    this.written();
     return d;
   }
 
-  /** Soft delete, hard delete, restore, a new version. Returns the download. */
+  /** A new version of an existing download has committed. */
+  versionCreated<P extends { version: VersionRow; download: { id: number } }>(p: P): P {
+    this.written();
+    return p;
+  }
+
+  /** The download after an update (an update that changed nothing recorded no event: waking finds nothing). */
+  async downloadUpdated<D extends DownloadRow>(_started: number, write: Promise<D>): Promise<D> {
+    const d = await write;
+    this.written();
+    return d;
+  }
+
+  /** Soft delete, hard delete, restore. Returns the download. */
   downloadChanged<D extends { id: number }>(d: D): D {
-    this.pubsub.publish('downloadChanged', d.id, { downloadId: d.id });
+    this.written();
     return d;
   }
 

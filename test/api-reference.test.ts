@@ -287,6 +287,10 @@ forEachDatabase((kind) => {
         form: { download_id: ids.download_id, rating: 4, message: 'ok' },
       });
       ids.review_id = rv.body.review.review_id;
+      const hook = await t.rest('POST', '/api/mc-dm-webhooks/', {
+        form: { url: 'https://93.184.215.14/hook', events: ['*'] },
+      });
+      ids.webhook_id = hook.body.webhook.webhook_id;
     });
 
     it('a generated example request for every GET route answers the documented envelope, plain and with=full', async () => {

@@ -24,7 +24,7 @@ import {
   type ScopeSet,
   type State,
 } from './authz/expectations.js';
-import { COMMENT_TEXT, LINK, SPARE_GROUP, World } from './authz/fixtures.js';
+import { COMMENT_TEXT, LINK, SPARE_GROUP, WEBHOOK_URL, World } from './authz/fixtures.js';
 
 const rootFields = (): Map<string, GraphQLField<unknown, unknown>> =>
   new Map([
@@ -129,6 +129,12 @@ async function targetOf(w: World, c: Case) {
       return {
         apiKeyId: fresh && field === 'revokeApiKey' ? await w.freshKeyId() : 0,
         reportId: fresh && field === 'resolveReport' ? await w.freshReport() : w.reportId,
+        ...(field.toLowerCase().includes('webhook')
+          ? {
+              ...(await w.webhook()),
+              ...(fresh && field === 'deleteWebhook' ? { webhookId: await w.freshWebhook() } : {}),
+            }
+          : {}),
       };
     case 'category': {
       const state = c.state as 'open' | 'hidden';
@@ -297,6 +303,20 @@ function argsOf(w: World, field: string, t: any): { args: Record<string, unknown
       return input({ fileId: t.fileId });
     case 'deleteFile':
       return input({ fileId: t.fileId, hard: false });
+    case 'webhooks':
+      return { args: { perPage: 100 }, select: 'nodes { webhookId }', listKey: 'webhookId' };
+    case 'webhook':
+      return { args: { webhookId: t.webhookId }, select: 'webhookId' };
+    case 'webhookDeliveries':
+      return { args: { webhookId: t.webhookId, first: 5 }, select: 'totalCount' };
+    case 'createWebhook':
+      return input({ url: WEBHOOK_URL, events: ['*'], downloadId: t.downloadId, active: false });
+    case 'updateWebhook':
+      return input({ webhookId: t.webhookId, active: false });
+    case 'deleteWebhook':
+      return input({ webhookId: t.webhookId });
+    case 'redeliverWebhook':
+      return input({ deliveryId: t.deliveryId });
     default:
       throw new Error(`no arguments for ${field}: add them to argsOf`);
   }

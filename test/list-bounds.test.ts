@@ -33,6 +33,7 @@ const FIXED_BOUNDS = {
   'DependencyResolution.versions': 100, // resolution stops at 100 versions
   'DependencyResolution.conflicts': 100, // and reports at most 100 conflicts
   'DependencyResolution.cycles': 220, // 20 cycles of at most 11 ids
+  'Webhook.events': 11, // the event types, each at most once (or `*` alone)
 };
 const PAGE_SIZE_ARGS = ['first', 'last', 'perPage'];
 

@@ -29,6 +29,10 @@ const EXPECTED: Record<string, { plain: number; full: number }> = {
   'GET /api/mc-dm-reviews/:review_id/': { plain: 1, full: 1 },
   // A page of the log and its total with the filter, side by side (through Prisma).
   'GET /api/mc-dm-audit-log/': { plain: 2, full: 2 },
+  // Webhooks are an integration's settings, read by Prisma: the page and its count are two statements (read rarely,
+  // by their owner; not worth a hand-written read); one webhook is one.
+  'GET /api/mc-dm-webhooks/': { plain: 2, full: 2 },
+  'GET /api/mc-dm-webhooks/:webhook_id/': { plain: 1, full: 1 },
 };
 
 /** The same list answering a search (`q`): the page, its total and its facets in one statement too. */
@@ -70,6 +74,10 @@ describe('read paths', () => {
       form: { download_id: ids.download_id, rating: 5, message: 'Fits.' },
     });
     ids.review_id = review.body.review.review_id;
+    const hook = await t.rest('POST', '/api/mc-dm-webhooks/', {
+      form: { url: 'https://93.184.215.14/hook', events: ['*'] },
+    });
+    ids.webhook_id = hook.body.webhook.webhook_id;
   });
   afterAll(() => t?.close());
 

@@ -27,3 +27,11 @@ export function boundTo<T>(signal: AbortSignal, fn: () => T): T {
 export function operationSignal(): AbortSignal | undefined {
   return enabled ? scopes.getStore() : undefined;
 }
+
+/**
+ * Runs `fn` outside any operation: work a request starts but does not own (the outbox dispatcher it wakes) must not
+ * have its statements cut when that request ends or passes its deadline.
+ */
+export function unbound<T>(fn: () => T): T {
+  return enabled ? scopes.exit(fn) : fn();
+}

@@ -38,6 +38,7 @@ import {
   type ValueNode,
 } from 'graphql';
 import { PERMISSIONS, SCOPES } from '../permissions/names.js';
+import { EVENT_TYPES } from '../db/outbox.js';
 
 export const DEFAULT_PAGE_SIZE = LIMITS.defaultPageSize;
 /** Lists answer at most this many rows whatever the page size asked for (larger values are clamped or refused). */
@@ -67,6 +68,7 @@ export const LIST_BOUNDS: Readonly<Record<string, number>> = {
   'DependencyResolution.conflicts': LIMITS.maxResolveConflicts,
   // A list of lists of ids: costed at every id it can hold.
   'DependencyResolution.cycles': LIMITS.maxResolveCycles * (LIMITS.maxResolveDepth + 1),
+  'Webhook.events': EVENT_TYPES.length,
 };
 
 export function operationOf(

@@ -14,6 +14,7 @@ import { ingestedBytes } from '../files/ingest.js';
 import type { Database } from '../db/client.js';
 import type { MetricsAccess } from '../config.js';
 import type { Route } from '../../rest-adapter/routes.js';
+import type { EventDispatcher } from '../jobs/events.js';
 
 const MAX_OPERATION_NAMES = 100;
 const OPERATION_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
@@ -32,6 +33,8 @@ export interface MetricsOptions {
   executions?: { readonly compiled: number; readonly interpreted: number };
   /** Reads answered from the read cache, and looked up there in vain (src/http/read-cache.ts). */
   readCache?: { readonly hit: number; readonly miss: number };
+  /** The outbox dispatcher: webhook deliveries waiting, attempts and their failures, commit → first attempt. */
+  webhooks?: Pick<EventDispatcher, 'stats' | 'queueDepth'>;
   /** Resolves the request's key (throws 401/403 ApiErrors); metrics then need a super-user key. */
   isSuperKey(request: Request): Promise<boolean>;
 }
@@ -144,6 +147,34 @@ export function metricsPlugin(opts: MetricsOptions): Plugin {
     'result',
     () => ({ hit: opts.readCache?.hit ?? 0, miss: opts.readCache?.miss ?? 0 }),
   );
+
+  const webhooks = opts.webhooks;
+  if (webhooks) {
+    new Gauge({
+      name: 'dcs_webhook_queue_depth',
+      help: 'Webhook deliveries waiting for an attempt (pending: new, or waiting for a retry), on every instance.',
+      registers: [registry],
+      async collect() {
+        this.set(await webhooks.queueDepth());
+      },
+    });
+    countsOf(
+      'dcs_webhook_attempts_total',
+      'Webhook delivery attempts by this instance, by outcome.',
+      'outcome',
+      () => ({
+        ok: webhooks.stats.attempts - webhooks.stats.failures,
+        failed: webhooks.stats.failures,
+      }),
+    );
+    const latency = new Histogram({
+      name: 'dcs_webhook_first_attempt_seconds',
+      help: "From an event's commit to the first attempt to deliver it to a webhook (this instance's attempts).",
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
+      registers: [registry],
+    });
+    webhooks.stats.onFirstAttempt = (seconds) => latency.observe(seconds);
+  }
 
   const matchers = routeMatchers(opts.routes);
   const started = new WeakMap<Request, number>();

@@ -26,6 +26,7 @@ import { notFoundPlugin, pagesPlugin, renderGraphiQLPage } from './pages.js';
 import { wholeNumbersPlugin } from '../graphql/whole-numbers.js';
 import { useDeferStream } from '@graphql-yoga/plugin-defer-stream';
 import { metricsPlugin } from './metrics.js';
+import type { EventDispatcher } from '../jobs/events.js';
 import type { Database } from '../db/client.js';
 import { textInputPlugin } from '../input/text.js';
 import { UploadSlots } from './upload-slots.js';
@@ -66,6 +67,8 @@ export interface HttpOptions {
   trustedDocuments?: TrustedDocuments;
   /** Answers to reads, given again while the database is unchanged (src/http/read-cache.ts). */
   readCache: ReadCache;
+  /** The outbox dispatcher, for /metrics (queue depth, delivery latency, failures). */
+  dispatcher?: EventDispatcher;
 }
 
 /** The request handler of the service (the server that listens is made by app.ts, before the database is touched). */
@@ -78,6 +81,7 @@ export function createRequestHandler({
   rateLimits,
   trustedDocuments = new Map(),
   readCache,
+  dispatcher,
 }: HttpOptions): http.RequestListener {
   const contextFor = async (request: Request) => {
     const visitor = await visitorFromHeaders(services.prisma, request.headers, services.groups, services.auth);
@@ -220,6 +224,7 @@ export function createRequestHandler({
         operations: shares,
         executions: compiled.runs,
         readCache: readCache.counts,
+        webhooks: dispatcher,
         isSuperKey: async (request) =>
           (await visitorFromHeaders(services.prisma, request.headers, services.groups, services.auth)).isSuper,
       }),

@@ -530,7 +530,58 @@ export const fields: Record<string, Row> = {
     destructive: true,
     expect: (w, s) => check([rules.canViewDownload(w, s), DENY], [rules.canEditDownload(w, s), DENY]),
   },
+  // webhooks: the shared one is alice's (target none); a super-user key acting as no user manages every webhook
+  webhooks: {
+    scopes: DW,
+    target: 'none',
+    expect: (w) => (check([!ownsNothing(w), DENY]) === 'ok' ? list(managesAlices(w)) : DENY),
+  },
+  webhook: { scopes: DW, target: 'none', expect: (w) => check([!ownsNothing(w), DENY], [managesAlices(w), HOOK_404]) },
+  webhookDeliveries: {
+    scopes: DW,
+    target: 'none',
+    expect: (w) => check([!ownsNothing(w), DENY], [managesAlices(w), HOOK_404]),
+  },
+  // A super-user key or an administrator may watch anything; other users a download they can edit.
+  createWebhook: {
+    scopes: DW,
+    target: 'download',
+    expect: (w, s) =>
+      check(
+        [!ownsNothing(w), DENY],
+        [rules.canViewDownload(w, s), DENY],
+        [w.isSuper || w.isAdmin || rules.canEditDownload(w, s), DENY],
+      ),
+  },
+  updateWebhook: {
+    scopes: DW,
+    target: 'none',
+    expect: (w) => check([!ownsNothing(w), DENY], [managesAlices(w), HOOK_404]),
+  },
+  deleteWebhook: {
+    scopes: DW,
+    target: 'none',
+    destructive: true,
+    expect: (w) => check([!ownsNothing(w), DENY], [managesAlices(w), HOOK_404]),
+  },
+  // The shared webhook is inactive: its owner is told so.
+  redeliverWebhook: {
+    scopes: DW,
+    target: 'none',
+    expect: (w) =>
+      check(
+        [!ownsNothing(w), DENY],
+        [managesAlices(w), 'mc_dm_api_error.webhook_delivery_not_found'],
+        [false, 'mc_dm_api_error.webhook_inactive'],
+      ),
+  },
 };
+
+/** The guest visitor (a guest key) owns no webhook and may not create one. */
+const ownsNothing = (w: Who) => w.as === 'guest' && !w.isSuper;
+/** Alice's webhooks are managed by alice (her key, or the super-user key acting as her) and the bare super-user key. */
+const managesAlices = (w: Who) => w.as === 'alice' || (w.isSuper && w.as === 'guest');
+const HOOK_404 = 'mc_dm_api_error.webhook_not_found';
 
 /** The file bytes, served outside GraphQL: view and download permissions. A link-only file answers 302. */
 export const fileData: Row = {
@@ -582,6 +633,11 @@ export const restRoutes: Record<string, string> = {
   'POST /api/mc-dm-reviews/:review_id/reply/': 'replyToReview',
   'POST /api/mc-dm-reviews/:review_id/approve/': 'approveReview',
   'POST /api/mc-dm-reviews/:review_id/reject/': 'rejectReview',
+  'GET /api/mc-dm-webhooks/': 'webhooks',
+  'GET /api/mc-dm-webhooks/:webhook_id/': 'webhook',
+  'POST /api/mc-dm-webhooks/': 'createWebhook',
+  'PUT /api/mc-dm-webhooks/:webhook_id/': 'updateWebhook',
+  'DELETE /api/mc-dm-webhooks/:webhook_id/': 'deleteWebhook',
 };
 
 /** The scopes a key of scope set `set` holds for a row. */

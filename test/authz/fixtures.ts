@@ -23,6 +23,8 @@ export interface ReviewIds {
 export const SPARE_GROUP = 'matrix_spare';
 export const COMMENT_TEXT = 'matrix comment';
 export const LINK = 'https://example.com/matrix.zip';
+/** A public address literal: no name to resolve. */
+export const WEBHOOK_URL = 'https://93.184.215.14/matrix-hook';
 
 export class World {
   users!: { alice: number; bob: number; carol: number; moderator: number; admin: number };
@@ -157,6 +159,36 @@ export class World {
   }
 
   /** A link-only file on the download's first version. */
+  private shared?: Promise<{ webhookId: number; deliveryId: number }>;
+  /** A webhook of alice's (created by the super-user key acting as alice) with one delivery row. */
+  webhook(): Promise<{ webhookId: number; deliveryId: number }> {
+    this.shared ??= this.freshWebhook().then(async (webhookId) => {
+      const d = await this.t.prisma.webhookDelivery.create({
+        data: {
+          webhookId,
+          eventId: 1n,
+          type: 'download.updated',
+          objectId: this.downloads.visibleOwn.downloadId,
+          downloadId: this.downloads.visibleOwn.downloadId,
+          eventAt: new Date(),
+          status: 'failed',
+        },
+      });
+      return { webhookId, deliveryId: d.id };
+    });
+    return this.shared;
+  }
+
+  async freshWebhook(): Promise<number> {
+    const { createWebhook } = await this.gql(
+      `mutation($i: CreateWebhookInput!) { createWebhook(input: $i) { webhook { webhookId } } }`,
+      { i: { url: WEBHOOK_URL, events: ['*'], downloadId: this.downloads.visibleOwn.downloadId, active: false } },
+      SUPER_KEY,
+      this.users.alice,
+    );
+    return createWebhook.webhook.webhookId;
+  }
+
   async freshFile(d: { versionId: number }): Promise<number> {
     const { createFile } = await this.gql(
       `mutation($i: CreateFileInput!) { createFile(input: $i) { file { fileId } } }`,

@@ -21,7 +21,8 @@ import { refusalFor } from './address-policy.js';
 /** Kept for callers that only need a yes/no. */
 export const isPrivateAddress = (ip: string): boolean => refusalFor(ip) !== null;
 
-function safeLookup(allowPrivate: boolean): LookupFunction {
+/** A socket lookup that refuses special-purpose addresses (unless allowed): the connection goes where was checked. */
+export function safeLookup(allowPrivate: boolean): LookupFunction {
   return (hostname, options, callback) => {
     dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
       if (err) return callback(err, '', 4);
@@ -57,7 +58,7 @@ function filenameFrom(res: http.IncomingMessage, url: URL): string {
 }
 
 /** The first-hop rules, applied to every hop: scheme, credentials, and an address literal's range. */
-function checkHop(url: URL, allowPrivate: boolean, redirected: boolean): void {
+export function checkHop(url: URL, allowPrivate: boolean, redirected: boolean): void {
   try {
     parseExternalUrl(url.toString());
     const host = url.hostname.replace(/^\[|\]$/g, '');

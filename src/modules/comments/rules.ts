@@ -5,6 +5,7 @@ import type { Prisma, PrismaClient, Comment, Download, Category } from '../../ge
 import type { Access } from '../../permissions/access.js';
 import { requireScopes } from '../../auth/scopes.js';
 import { ApiError, noPermission, notFound, requiredMissing } from '../../errors.js';
+import { recordEvent } from '../../db/outbox.js';
 import { pageWindow, paginationOf, type Direction, type Page, type PageRequest } from '../../db/lists.js';
 import { prismaAfter, prismaOrderBy, type KeysetSpec } from '../../db/keyset.js';
 import type { Reads } from '../../db/reads.js';
@@ -225,7 +226,12 @@ export async function createComment(
         );
       }
     }
-    return tx.comment.create({ data: { downloadId: d.id, userId, message: text, state }, include: { download: true } });
+    const c = await tx.comment.create({
+      data: { downloadId: d.id, userId, message: text, state },
+      include: { download: true },
+    });
+    await recordEvent(tx, 'comment.posted', c.id, d.id);
+    return c;
   });
 }
 
@@ -290,5 +296,7 @@ export async function deleteComment(prisma: PrismaClient, access: Access, input:
       where: { id: c.id },
       data: { state: 'deleted', stateBeforeDelete: c.state === 'deleted' ? c.stateBeforeDelete : c.state },
     }),
+    // A soft delete is the one moderation of a comment's state this API has today.
+    prisma.eventOutbox.create({ data: { type: 'comment.moderated', objectId: c.id, downloadId: c.downloadId } }),
   ]);
 }

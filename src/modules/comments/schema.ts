@@ -244,6 +244,7 @@ builder.mutationFields((t) => ({
     resolve: async (_r, { input }, ctx) => {
       const access = await ctx.access();
       await comments.deleteComment(ctx.prisma, access, input);
+      ctx.events.written(); // a soft delete recorded comment.moderated
       const object = input.hard
         ? null
         : await unlessUnseen(comments.viewableComment(ctx.prisma, access, input.commentId));

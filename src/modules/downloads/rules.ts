@@ -5,6 +5,7 @@ import type { Prisma, PrismaClient, Download, Category } from '../../generated/p
 import type { Access } from '../../permissions/access.js';
 import { requireScopes } from '../../auth/scopes.js';
 import { ApiError, invalidInput, noPermission, notFound, requiredMissing } from '../../errors.js';
+import { recordEvents, recordEvent } from '../../db/outbox.js';
 import {
   pageWindow,
   paginationOf,
@@ -309,6 +310,11 @@ export async function createDownload(
     const v = await tx.version.create({ data: { downloadId: d.id, versionString, releaseDate: now } });
     await setTags(tx, d.id, tags);
     if (state === 'visible') await refreshCategoryCounts(tx, [category.id]);
+    // The first version is a release too.
+    await recordEvents(tx, [
+      { type: 'download.created', objectId: d.id, downloadId: d.id },
+      { type: 'version.released', objectId: v.id, downloadId: d.id },
+    ]);
     return tx.download.update({ where: { id: d.id }, data: { currentVersionId: v.id } });
   });
 }
@@ -369,6 +375,7 @@ export async function updateDownload(
     const updated = await tx.download.update({ where: { id: d.id }, data: { ...data, lastUpdate: new Date() } });
     if (tags !== null) await setTags(tx, d.id, tags);
     if (data.categoryId !== undefined) await refreshCategoryCounts(tx, [d.categoryId, categoryId]);
+    await recordEvent(tx, 'download.updated', d.id, d.id);
     return updated;
   });
 }
@@ -395,6 +402,7 @@ export async function deleteDownload(
     return prisma.$transaction(async (tx) => {
       const removedBlobs = await hardDeleteDownloads(tx, [d.id], actor, reason);
       await refreshCategoryCounts(tx, [d.categoryId]);
+      await recordEvent(tx, 'download.deleted', d.id, d.id);
       return { removedBlobs };
     });
   }
@@ -409,6 +417,7 @@ export async function deleteDownload(
       data: { action: 'download.soft_deleted', contentType: 'download', contentId: d.id, userId: actor, reason },
     });
     await refreshCategoryCounts(tx, [d.categoryId]);
+    if (d.state !== 'deleted') await recordEvent(tx, 'download.deleted', d.id, d.id);
   });
   return { removedBlobs: [] };
 }
@@ -435,6 +444,7 @@ export async function restoreDownload(prisma: PrismaClient, access: Access, down
       data: { action: 'download.restored', contentType: 'download', contentId: d.id, userId: access.visitor.userId },
     });
     await refreshCategoryCounts(tx, [d.categoryId]);
+    await recordEvent(tx, 'download.restored', d.id, d.id);
     return restored;
   });
 }

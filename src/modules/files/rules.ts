@@ -20,6 +20,7 @@ import { prismaAfter, prismaOrderBy, type KeysetSpec } from '../../db/keyset.js'
 import type { Reads } from '../../db/reads.js';
 import { fileQueryCovered, type Slice } from '../../db/resource-reads.js';
 import { countFiles } from '../../db/totals.js';
+import { recordEvents } from '../../db/outbox.js';
 
 export const FILE_ORDERS = {
   display_order: 'displayOrder',
@@ -530,6 +531,12 @@ async function insertFile(
       await settlePrimary(tx, v.id, f.id, isPrimary);
       await tx.download.update({ where: { id: v.downloadId }, data: { lastUpdate: new Date() } });
     }
+    // A file whose checks ran (passed or failed) is also validated; a link kept unchecked (skipped) only added.
+    const checked = data.validationStatus === 'passed' || data.validationStatus === 'failed';
+    await recordEvents(tx, [
+      { type: 'file.added', objectId: f.id, downloadId: v.downloadId },
+      ...(checked ? [{ type: 'file.validated' as const, objectId: f.id, downloadId: v.downloadId }] : []),
+    ]);
     return tx.file.findUniqueOrThrow({ where: { id: f.id } });
   });
 }

@@ -308,7 +308,9 @@ builder.mutationFields((t) => ({
     },
     resolve: async (_r, { input }, ctx) => {
       const file = input.file ? await incoming(input.file as Parameters<typeof incoming>[0]) : null;
-      return { file: await files.createFile(deps(ctx, await ctx.access()), { ...input, file }) };
+      const created = await files.createFile(deps(ctx, await ctx.access()), { ...input, file });
+      ctx.events.written(); // file.added (and file.validated) are in the outbox
+      return { file: created };
     },
   }),
   updateFile: t.field({

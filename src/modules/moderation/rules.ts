@@ -3,6 +3,7 @@
 // or the moderator log (comments), as a deletion writes it; a rejected download is purged after the retention window
 // like any soft-deleted one. Each change is one conditional UPDATE (`WHERE state = 'moderated'`), so two moderators
 // acting at once cannot both succeed: the second finds nothing to change and answers the *_not_moderated code.
+import { recordEvent, recordEvents } from '../../db/outbox.js';
 import type { Comment, Download, PrismaClient } from '../../generated/prisma/client.js';
 import type { Access } from '../../permissions/access.js';
 import { ApiError, noPermission, requiredMissing } from '../../errors.js';
@@ -65,6 +66,7 @@ export async function approveDownload(prisma: PrismaClient, access: Access, down
       data: { action: 'download.approved', contentType: 'download', contentId: d.id, userId: access.visitor.userId },
     });
     await refreshCategoryCounts(tx, [d.categoryId]);
+    await recordEvent(tx, 'download.state_changed', d.id, d.id);
     return tx.download.findUniqueOrThrow({ where: { id: d.id } });
   });
 }
@@ -92,6 +94,7 @@ export async function rejectDownload(
         reason,
       },
     });
+    await recordEvent(tx, 'download.state_changed', d.id, d.id);
     return tx.download.findUniqueOrThrow({ where: { id: d.id } });
   });
 }
@@ -121,6 +124,11 @@ export async function approveComment(prisma: PrismaClient, access: Access, comme
     await tx.moderatorLog.create({
       data: { action: 'comment.approved', contentType: 'comment', contentId: c.id, userId: access.visitor.userId },
     });
+    // Moderated, and posted for everyone who could not see it while it waited (subscribers of commentPosted).
+    await recordEvents(tx, [
+      { type: 'comment.moderated', objectId: c.id, downloadId: c.downloadId },
+      { type: 'comment.posted', objectId: c.id, downloadId: c.downloadId },
+    ]);
     return tx.comment.findUniqueOrThrow({ where: { id: c.id }, include: { download: true } });
   });
 }
@@ -148,6 +156,7 @@ export async function rejectComment(
         reason,
       },
     });
+    await recordEvent(tx, 'comment.moderated', c.id, c.downloadId);
     return tx.comment.findUniqueOrThrow({ where: { id: c.id }, include: { download: true } });
   });
 }
@@ -168,6 +177,7 @@ export async function approveReview(prisma: PrismaClient, access: Access, review
       data: { action: 'review.approved', contentType: 'review', contentId: r.id, userId: access.visitor.userId },
     });
     await recountRatings(tx, r.downloadId);
+    await recordEvent(tx, 'review.posted', r.id, r.downloadId);
     return tx.review.findUniqueOrThrow({ where: { id: r.id } });
   });
 }

@@ -115,7 +115,9 @@ builder.mutationFields((t) => ({
     authScopes: { scope: WRITE },
     args: { input: t.arg({ type: ApproveReviewInput, required: true, description: 'The review.' }) },
     resolve: async (_r, { input }, ctx) => ({
-      review: await moderation.approveReview(ctx.prisma, await ctx.access(), input.reviewId),
+      review: ctx.events.downloadChanged(
+        await moderation.approveReview(ctx.prisma, await ctx.access(), input.reviewId),
+      ),
     }),
   }),
   rejectReview: t.field({
@@ -137,7 +139,7 @@ builder.mutationFields((t) => ({
     authScopes: { scope: WRITE },
     args: { input: t.arg({ type: RejectCommentInput, required: true, description: 'The comment and the reason.' }) },
     resolve: async (_r, { input }, ctx) => ({
-      comment: await moderation.rejectComment(ctx.prisma, await ctx.access(), input),
+      comment: ctx.events.downloadChanged(await moderation.rejectComment(ctx.prisma, await ctx.access(), input)),
     }),
   }),
 }));

@@ -4,6 +4,7 @@
 // ratingAvg, ratingCount and reviewCount are recomputed from its visible reviews in the transaction that changes
 // one, after the download's row lock: concurrent reviews take turns on that lock, and each recount (a statement that
 // starts after the lock is granted) sees every review committed before it, so the counters stay exact.
+import { recordEvent } from '../../db/outbox.js';
 import type { Download, Prisma, PrismaClient, Review, Category } from '../../generated/prisma/client.js';
 import type { Access } from '../../permissions/access.js';
 import { ApiError, invalidInput, noPermission, notFound, requiredMissing } from '../../errors.js';
@@ -179,6 +180,8 @@ export async function createReview(prisma: PrismaClient, access: Access, input: 
       update: data,
     });
     await recountRatings(tx, d.id);
+    // Webhooks hear of a review others can read; one awaiting approval is announced when it is approved.
+    if (review.state === 'visible') await recordEvent(tx, 'review.posted', review.id, d.id);
     return review;
   });
 }

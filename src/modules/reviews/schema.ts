@@ -216,8 +216,8 @@ builder.mutationFields((t) => ({
     authScopes: { scope: WRITE },
     args: { input: t.arg({ type: CreateReviewInput, required: true, description: 'The download and the review.' }) },
     resolve: async (_r, { input }, ctx) => {
-      const review = await reviews.createReview(ctx.prisma, await ctx.access(), input);
-      // Event `review.posted`: publish it here (after the commit) once the outbox gives ctx.events a review event.
+      // `review.posted` is in the outbox with the review (reviews.createReview); waking sends it at once.
+      const review = ctx.events.downloadChanged(await reviews.createReview(ctx.prisma, await ctx.access(), input));
       return { review };
     },
   }),

@@ -8,6 +8,7 @@ import { LIMITS } from '../../config.js';
 import { requireScopes } from '../../auth/scopes.js';
 import { ApiError, invalidInput, noPermission, notFound, requiredMissing } from '../../errors.js';
 import { pageWindow, paginationOf, type Page, type PageRequest } from '../../db/lists.js';
+import { recordEvents } from '../../db/outbox.js';
 import { versionStringFor, viewableDownload, type TeamLookup } from '../downloads/index.js';
 
 export const CHANNELS = ['release', 'beta', 'alpha'] as const;
@@ -273,6 +274,10 @@ export async function createVersion(prisma: PrismaClient, access: Access, team: 
     const version = await tx.version.create({ data: { downloadId: d.id, versionString, releaseDate: now, ...data } });
     await settleCurrentVersion(tx, d.id, now);
     const download = await tx.download.update({ where: { id: d.id }, data: { lastUpdate: now } });
+    await recordEvents(tx, [
+      { type: 'version.released', objectId: version.id, downloadId: d.id },
+      { type: 'download.updated', objectId: d.id, downloadId: d.id },
+    ]);
     return { version, download };
   });
 }
@@ -323,6 +328,7 @@ export async function updateVersion(prisma: PrismaClient, access: Access, team: 
     }
     await settleCurrentVersion(tx, v.downloadId, now);
     const download = await tx.download.update({ where: { id: v.downloadId }, data: { lastUpdate: now } });
+    await recordEvents(tx, [{ type: 'download.updated', objectId: v.downloadId, downloadId: v.downloadId }]);
     return { version, download };
   });
 }
@@ -363,6 +369,7 @@ export async function deleteVersion(
       await tx.version.update({ where: { id: v.id }, data: { state: 'deleted' } });
     }
     const download = await settleCurrentVersion(tx, v.downloadId, now);
+    await recordEvents(tx, [{ type: 'download.updated', objectId: v.downloadId, downloadId: v.downloadId }]);
     return { removedBlobs, download };
   });
 }
@@ -380,6 +387,7 @@ export async function restoreVersion(prisma: PrismaClient, access: Access, team:
     await lockDownload(tx, v.downloadId);
     const version = await tx.version.update({ where: { id: v.id }, data: { state: 'visible' } });
     const download = await settleCurrentVersion(tx, v.downloadId, now);
+    await recordEvents(tx, [{ type: 'download.updated', objectId: v.downloadId, downloadId: v.downloadId }]);
     return { version, download };
   });
 }

@@ -1,0 +1,305 @@
+// The outbox dispatcher: the one path from a committed change to its subscribers and webhooks. Every instance runs
+// one; they share the work through the database. A write of this instance wakes its dispatcher at once
+// (Events.written); rows written by other instances, or left by an instance that died, are found by a short poll.
+//
+// 1. Dispatch: claim undispatched outbox rows (FOR UPDATE SKIP LOCKED: two instances never claim the same row),
+//    publish each to the subscriptions (through Redis when set), queue a delivery per matching webhook and mark the
+//    rows dispatched, all in one transaction. A crash before the commit leaves the rows for the next claim
+//    (at-least-once); a rolled-back write never wrote a row.
+// 2. Deliver: claim due deliveries with a lease (their next attempt moved past the attempt's deadline, in the same
+//    statement), POST each (webhook-send.ts), log the attempt, then settle it: delivered, retried later per the
+//    schedule, or failed. An instance killed mid-attempt leaves the lease to expire and another takes it again, with
+//    the same webhook-id. The owner's right to view the object is checked at that moment (render): an event the
+//    owner may not see is skipped, not sent.
+// 3. Prune: dispatched rows and finished deliveries older than LIMITS.outboxRetentionMs.
+import type { PrismaClient } from '../generated/prisma/client.js';
+import type { Events } from '../events.js';
+import type { Logger } from '../log.js';
+import { LIMITS } from '../config.js';
+import { send, type Attempt } from './webhook-send.js';
+import { unbound } from '../db/operation-scope.js';
+
+/** Who a webhook belongs to: a user, or a super-user key (userId 0). */
+export interface WebhookOwner {
+  userId: number;
+  apiKeyId: number | null;
+}
+
+/**
+ * The object an event names, as the REST face shows it to `owner` (snake_case), or null when the owner may not view
+ * it (or it is gone). Provided by the app (it runs the REST documents as the owner).
+ */
+export type Render = (owner: WebhookOwner, type: string, objectId: number, downloadId: number) => Promise<unknown>;
+
+export interface DispatcherOptions {
+  render: Render;
+  retrySeconds: readonly number[];
+  timeoutMs: number;
+  pollMs: number;
+  allowPrivate: boolean;
+}
+
+/** Figures for /metrics. */
+export class DispatchStats {
+  attempts = 0;
+  failures = 0;
+  /** Hears commit → first attempt, in seconds (the /metrics histogram, a benchmark). */
+  onFirstAttempt?: (seconds: number) => void;
+  onAttempt?: (a: Attempt, type: string) => void;
+}
+
+interface OutboxRow {
+  id: bigint;
+  type: string;
+  objectId: number;
+  downloadId: number;
+  createdAt: Date;
+}
+
+interface DeliveryRow {
+  id: number;
+  webhookId: number;
+  eventId: bigint;
+  type: string;
+  objectId: number;
+  downloadId: number;
+  eventAt: Date;
+  attempts: number;
+}
+
+const BATCH = 100;
+/** Delivery attempts in flight at once per instance (each holds a pool connection for its bookkeeping now and then). */
+const DELIVERY_BATCH = 8;
+const PRUNE_EVERY_MS = 60_000;
+
+export class EventDispatcher {
+  readonly stats = new DispatchStats();
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private again = false;
+  private stopped = false;
+  private lastPrune = 0;
+  private readonly inFlight = new Set<Promise<void>>();
+
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly events: Events,
+    private readonly log: Logger,
+    private readonly opts: DispatcherOptions,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => this.wake(), this.opts.pollMs);
+    this.timer.unref();
+    this.wake();
+  }
+
+  /** Runs a round now (or right after the one running). */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    // Outside the operation of the request that woke it: its statements are not that request's to cancel.
+    this.running = unbound(() => this.loop()).finally(() => {
+      this.running = null;
+    });
+  }
+
+  private async loop(): Promise<void> {
+    do {
+      this.again = false;
+      try {
+        while ((await this.dispatch()) === BATCH && !this.stopped) {}
+        if (!this.stopped) await this.deliverDue();
+        if (!this.stopped && Date.now() - this.lastPrune > PRUNE_EVERY_MS) await this.prune();
+      } catch (err) {
+        if (!this.stopped) this.log.warn({ err }, 'events: dispatch round failed; retried at the next');
+      }
+    } while (this.again && !this.stopped);
+  }
+
+  /** Claims a batch of outbox rows, publishes them and queues their deliveries. Returns how many it claimed. */
+  async dispatch(): Promise<number> {
+    return this.prisma.$transaction(async (tx) => {
+      const rows = await tx.$queryRaw<OutboxRow[]>`
+        SELECT id, type, "objectId", "downloadId", "createdAt" FROM event_outbox
+        WHERE "dispatchedAt" IS NULL ORDER BY id LIMIT ${BATCH} FOR UPDATE SKIP LOCKED`;
+      if (rows.length === 0) return 0;
+      const hooks = await tx.webhook.findMany({
+        where: { active: true },
+        select: { id: true, events: true, categoryId: true, downloadId: true },
+      });
+      const deliveries: Omit<DeliveryRow, 'id' | 'attempts'>[] = [];
+      if (hooks.length > 0) {
+        // The categories each download sits in, its own and every ancestor (a webhook's category has descendants).
+        const ids = [...new Set(rows.map((r) => r.downloadId))];
+        const byCategory = hooks.some((h) => h.categoryId !== null);
+        const under = new Map<number, Set<number>>();
+        if (byCategory) {
+          const pairs = await tx.$queryRaw<{ did: number; cid: number }[]>`
+            WITH RECURSIVE up(did, cid) AS (
+              SELECT id, "categoryId" FROM download WHERE id = ANY(${ids}::int[])
+              UNION SELECT up.did, c."parentId" FROM up JOIN category c ON c.id = up.cid WHERE c."parentId" IS NOT NULL
+            ) SELECT did, cid FROM up`;
+          for (const p of pairs) {
+            const s = under.get(p.did) ?? new Set<number>();
+            s.add(p.cid);
+            under.set(p.did, s);
+          }
+        }
+        for (const r of rows) {
+          for (const h of hooks) {
+            if (!h.events.includes('*') && !h.events.includes(r.type)) continue;
+            if (h.downloadId !== null && h.downloadId !== r.downloadId) continue;
+            if (h.categoryId !== null && !under.get(r.downloadId)?.has(h.categoryId)) continue;
+            deliveries.push({
+              webhookId: h.id,
+              eventId: r.id,
+              type: r.type,
+              objectId: r.objectId,
+              downloadId: r.downloadId,
+              eventAt: r.createdAt,
+            });
+          }
+        }
+        if (deliveries.length > 0) await tx.webhookDelivery.createMany({ data: deliveries });
+      }
+      await tx.$executeRaw`UPDATE event_outbox SET "dispatchedAt" = now() WHERE id = ANY(${rows.map((r) => r.id)}::bigint[])`;
+      // Published before the commit: a crash in between publishes again at the next claim (at-least-once), never
+      // an event whose row is lost.
+      for (const r of rows) this.events.publishEvent(r.type, r.objectId, r.downloadId);
+      return rows.length;
+    });
+  }
+
+  /**
+   * Claims the deliveries that are due (a lease past the attempt's deadline), as many as there is room for beside the
+   * attempts in flight (at most DELIVERY_BATCH at once per instance), and attempts them.
+   */
+  async deliverDue(): Promise<number> {
+    const room = DELIVERY_BATCH - this.inFlight.size;
+    if (room <= 0) return 0;
+    // Long enough for an attempt and its bookkeeping; an instance killed mid-attempt delays that delivery this long.
+    const leaseMs = 2 * this.opts.timeoutMs + 5_000;
+    const claimed = await this.prisma.$queryRaw<DeliveryRow[]>`
+      UPDATE webhook_delivery SET "nextAttemptAt" = now() + ${leaseMs} * interval '1 millisecond'
+      WHERE id IN (
+        SELECT id FROM webhook_delivery WHERE status = 'pending' AND "nextAttemptAt" <= now()
+        ORDER BY "nextAttemptAt", id LIMIT ${room} FOR UPDATE SKIP LOCKED
+      )
+      RETURNING id, "webhookId", "eventId", type, "objectId", "downloadId", "eventAt", attempts`;
+    for (const d of claimed) {
+      const p: Promise<void> = this.attempt(d)
+        .catch((err) => this.log.warn({ err, delivery: d.id }, 'webhooks: a delivery attempt could not be recorded'))
+        .finally(() => {
+          this.inFlight.delete(p);
+          // The slot is free: more may be due (a full claim left some behind).
+          if (claimed.length === room) this.wake();
+        });
+      this.inFlight.add(p);
+    }
+    return claimed.length;
+  }
+
+  private async attempt(d: DeliveryRow): Promise<void> {
+    const hook = await this.prisma.webhook.findUnique({ where: { id: d.webhookId } });
+    if (!hook) return; // deleted meanwhile: its deliveries went with it
+    if (!hook.active) {
+      await this.settle(d, 'skipped', null, 'the webhook is inactive');
+      return;
+    }
+    const owner = { userId: hook.ownerUserId, apiKeyId: hook.ownerApiKeyId };
+    const data = await this.opts.render(owner, d.type, d.objectId, d.downloadId);
+    if (data === null) {
+      await this.settle(d, 'skipped', null, "the webhook's owner may not view the object now");
+      return;
+    }
+    const timestamp = new Date();
+    const body = JSON.stringify({ type: d.type, timestamp: timestamp.toISOString(), data });
+    const result = await send(
+      hook.url,
+      hook.secret,
+      { id: `evt_${d.eventId}_${d.webhookId}`, timestamp, body },
+      { timeoutMs: this.opts.timeoutMs, allowPrivate: this.opts.allowPrivate },
+    );
+    this.stats.attempts += 1;
+    if (d.attempts === 0) {
+      const seconds = (timestamp.getTime() - d.eventAt.getTime()) / 1000;
+      this.stats.onFirstAttempt?.(seconds);
+    }
+    this.stats.onAttempt?.(result, d.type);
+    if (result.error !== null) this.stats.failures += 1;
+    await this.prisma.webhookAttempt.create({
+      data: {
+        deliveryId: d.id,
+        attemptedAt: timestamp,
+        status: result.status,
+        durationMs: result.durationMs,
+        error: result.error,
+      },
+    });
+    const n = d.attempts + 1;
+    if (result.error === null) {
+      await this.settle(d, 'delivered', result, null, n);
+      if (hook.failingSince) await this.prisma.webhook.update({ where: { id: hook.id }, data: { failingSince: null } });
+      return;
+    }
+    const delay = this.opts.retrySeconds[n - 1];
+    await this.settle(d, delay === undefined ? 'failed' : 'pending', result, result.error, n, delay);
+    // A run of failures that lasts LIMITS.webhookDeactivateAfterMs deactivates the webhook.
+    const since = hook.failingSince ?? timestamp;
+    if (!hook.failingSince) await this.prisma.webhook.update({ where: { id: hook.id }, data: { failingSince: since } });
+    else if (timestamp.getTime() - since.getTime() >= LIMITS.webhookDeactivateAfterMs) {
+      await this.prisma.webhook.update({ where: { id: hook.id }, data: { active: false } });
+      this.log.warn({ webhook: hook.id, since }, 'webhooks: deactivated after failing for 3 days');
+    }
+  }
+
+  private async settle(
+    d: DeliveryRow,
+    status: 'delivered' | 'failed' | 'pending' | 'skipped',
+    result: Attempt | null,
+    error: string | null,
+    attempts = d.attempts,
+    delaySeconds = 0,
+  ): Promise<void> {
+    const pending = status === 'pending';
+    await this.prisma.webhookDelivery.update({
+      where: { id: d.id },
+      data: {
+        status,
+        attempts,
+        lastStatus: result?.status ?? null,
+        lastDurationMs: result?.durationMs ?? null,
+        lastError: error,
+        nextAttemptAt: new Date(Date.now() + delaySeconds * 1000),
+        finishedAt: pending ? null : new Date(),
+      },
+    });
+  }
+
+  /** Outbox rows and finished deliveries older than the retention window go. */
+  private async prune(): Promise<void> {
+    this.lastPrune = Date.now();
+    const before = new Date(Date.now() - LIMITS.outboxRetentionMs);
+    await this.prisma.eventOutbox.deleteMany({ where: { dispatchedAt: { lt: before } } });
+    await this.prisma.webhookDelivery.deleteMany({
+      where: { status: { in: ['delivered', 'failed', 'skipped'] }, finishedAt: { lt: before } },
+    });
+  }
+
+  /** Deliveries waiting for an attempt (the queue depth of /metrics). */
+  queueDepth(): Promise<number> {
+    return this.prisma.webhookDelivery.count({ where: { status: 'pending' } });
+  }
+
+  /** Stops polling and lets the round and the attempts in flight end. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    await this.running;
+    await Promise.allSettled([...this.inFlight]);
+  }
+}
