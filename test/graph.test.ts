@@ -20,8 +20,11 @@ describe('schema shape', () => {
       'File',
       'Group',
       'Prefix',
+      'Report',
+      'Review',
       'User',
       'Version',
+      'Webhook',
     ]);
     for (const t of entities) {
       expect(

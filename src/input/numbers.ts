@@ -15,8 +15,9 @@ export function isWholeNumberIn(v: unknown, min: number, max = MAX_INT): v is nu
 /**
  * The smallest whole number an input takes, on both faces: 1 for a required identifier (`…_id` / `…Id`, non-null: it
  * must name a row), else 0 (counts, page sizes, sort keys, and optional ids where 0 means "none", such as
- * parent_category_id and prefix_id). No input takes a negative number.
+ * parent_category_id and prefix_id; a user id, where 0 names the guest). No input takes a negative number.
  */
 export function smallestWholeNumber(name: string, required: boolean): number {
+  if (name === 'userId' || name === 'user_id') return 0; // user 0 is the guest, a user like any other here
   return required && (name.endsWith('_id') || name.endsWith('Id')) ? 1 : 0;
 }

@@ -12,6 +12,8 @@ import { ReviewRef } from '../reviews/index.js';
 import * as rules from './rules.js';
 import * as reports from './reports.js';
 import * as audit from './audit.js';
+import { NodeRef, registerNode } from '../../graphql/node.js';
+import { ApiError, noPermission } from '../../errors.js';
 
 const moderation = { ...rules, ...reports };
 const READ = ['mc_dm_download:read'];
@@ -164,6 +166,7 @@ const ReportStateEnum = builder.enumType('ReportState', {
 });
 
 export const ReportRef = builder.prismaObject('Report', {
+  interfaces: [NodeRef],
   description:
     'A report of content to the moderators, by a registered visitor. Read by its reporter (in the reportContent payload) and by moderators (the moderation queue).',
   fields: (t) => ({
@@ -359,3 +362,15 @@ builder.queryFields((t) => ({
     },
   }),
 }));
+
+// A report through node(id): moderators only (as in the queue); its reporter reads it in reportContent's payload.
+registerNode('Report', READ, async (ctx, id) => {
+  const access = await ctx.access();
+  if (!access.isModerator) throw noPermission('read reports');
+  const report = await ctx.prisma.report.findUnique({ where: { id } });
+  if (!report)
+    throw new ApiError('mc_dm_api_error.report_not_found', `The requested report (${id}) could not be found.`, {
+      report_id: id,
+    });
+  return report;
+});

@@ -6,7 +6,7 @@ import { builder, unix } from '../../graphql/builder.js';
 import { listOf, pageArgs } from '../../graphql/pagination.js';
 import { deletePayloadOf, payloadOf } from '../../graphql/payloads.js';
 import { connectionArgs, connectionFrom, connectionOf } from '../../graphql/connections.js';
-import { unlessUnseen } from '../../graphql/node.js';
+import { NodeRef, registerNode, unlessUnseen } from '../../graphql/node.js';
 import { noPermission } from '../../errors.js';
 import { prismaAfter, prismaOrderBy, windowOf, type KeysetSpec } from '../../db/keyset.js';
 import type { Context } from '../../graphql/context.js';
@@ -37,6 +37,7 @@ const onReview = async (r: WithDownload, ctx: Context, check: (a: Access, r: Rev
 };
 
 export const ReviewRef = builder.prismaObject('Review', {
+  interfaces: [NodeRef],
   description:
     "A user's rating of a download, from 1 to 5, with an optional message and the version it is about. One per user and download; the download's owner may reply once. Reading needs mc_dm_download:read and the view permission on the download; moderated and deleted reviews are shown as ReviewState says.",
   fields: (t) => ({
@@ -258,3 +259,5 @@ builder.mutationFields((t) => ({
     }),
   }),
 }));
+
+registerNode('Review', READ, async (ctx, id) => reviews.viewableReview(ctx.prisma, await ctx.access(), id));

@@ -9,11 +9,13 @@ import { deletePayloadOf, payloadOf } from '../../graphql/payloads.js';
 import { invalidInput } from '../../errors.js';
 import { EVENT_TYPES } from '../../db/outbox.js';
 import * as webhooks from './rules.js';
+import { NodeRef, registerNode } from '../../graphql/node.js';
 
 const WRITE = ['mc_dm_download:write'];
 const EVENTS = `${EVENT_TYPES.join(', ')}`;
 
 export const WebhookRef = builder.objectRef<Webhook>('Webhook').implement({
+  interfaces: [NodeRef],
   description:
     "Where events are POSTed, signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature) with the webhook's secret. Owned by the user who created it, or by the super-user key that created it acting as no user. An event goes to it only if its owner may view the object when it is delivered.",
   fields: (t) => ({
@@ -295,3 +297,6 @@ builder.mutationFields((t) => ({
     },
   }),
 }));
+
+// A webhook through node(id): its owner (or a super-user key or admin), as webhook(webhookId:) reads it.
+registerNode('Webhook', WRITE, async (ctx, id) => webhooks.ownWebhook(ctx.prisma, await ctx.access(), id));
