@@ -20,6 +20,5 @@ export const routes: Route[] = [
   ...filesRoutes,
   ...moderationRoutes,
   ...reviewsRoutes,
-  ...filesRoutes,
   ...webhooksRoutes,
 ];

@@ -106,6 +106,9 @@ forEachDatabase((kind) => {
     });
 
     it('documents every route of the table, with its path parameters, the key header and the success envelope', () => {
+      // each method and path once in the table (a route file joined twice would shadow nothing and hide nothing)
+      const keys = routes.map((r) => `${r.method} ${r.path}`);
+      expect(keys.filter((k, i) => keys.indexOf(k) !== i)).toEqual([]);
       for (const r of routes) {
         const op = doc.paths[r.path.replace(/:([a-z_]+)/g, '{$1}')]?.[r.method.toLowerCase()];
         expect(op, `${r.method} ${r.path}`).toBeDefined();

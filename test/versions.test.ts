@@ -130,10 +130,17 @@ forEachDatabase((kind) => {
     it('publishes versionReleased for a version created through REST', async () => {
       const { downloadId } = await download('Announced');
       const stream = t.app.services.events.subscribe('versionReleased');
-      const next = stream.next();
       const made = await create({ download_id: downloadId, version_string: '1.0.1' });
       expect(made.status).toBe(200);
-      expect((await next).value).toEqual({ versionId: made.body.version.version_id, downloadId });
+      // Events come from the outbox: those of earlier writes may still be on their way; this one arrives too.
+      const wanted = { versionId: made.body.version.version_id, downloadId };
+      for (;;) {
+        const { value } = await stream.next();
+        if (value?.versionId === wanted.versionId) {
+          expect(value).toEqual(wanted);
+          break;
+        }
+      }
       await stream.return(undefined as never);
     });
 
@@ -483,10 +490,15 @@ forEachDatabase((kind) => {
       expect(form.body.updates[0].latest_version.version_id).toBe(v2);
 
       // The same statements for one hash as for several (no statement per hash or per version).
+      // The fewest of five runs: the outbox dispatcher's statements (events of earlier writes) may fall in one.
       const count = async (hashes: string[]) => {
-        const before = t.app.db.statements();
-        expect((await check({ hashes, channel: 'release' })).status).toBe(200);
-        return t.app.db.statements() - before;
+        let fewest = Number.POSITIVE_INFINITY;
+        for (let i = 0; i < 5; i++) {
+          const before = t.app.db.statements();
+          expect((await check({ hashes, channel: 'release' })).status).toBe(200);
+          fewest = Math.min(fewest, t.app.db.statements() - before);
+        }
+        return fewest;
       };
       await count([installed.sha256]);
       expect(await count([installed.sha256, installed.sha1, installed.sha512, newest.sha256])).toBe(
