@@ -7,6 +7,7 @@ import { filesRoutes } from './routes/files.js';
 import { versionsRoutes } from './routes/versions.js';
 import { moderationRoutes } from './routes/moderation.js';
 import { reviewsRoutes } from './routes/reviews.js';
+import { statsRoutes } from './routes/stats.js';
 import type { Route } from './route.js';
 
 export type { Method, Route } from './route.js';
@@ -19,4 +20,5 @@ export const routes: Route[] = [
   ...filesRoutes,
   ...moderationRoutes,
   ...reviewsRoutes,
+  ...statsRoutes,
 ];

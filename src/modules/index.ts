@@ -13,6 +13,7 @@ import './files/index.js';
 import './search/index.js';
 import './reviews/index.js';
 import './moderation/index.js';
+import './stats/index.js';
 import './connections-root.js';
 import './connections-nested.js';
 import './subscriptions.js';

@@ -1,0 +1,3 @@
+// Daily statistics of downloads: what other modules and the app may use of this module.
+export * from './schema.js';
+export * from './rules.js';
