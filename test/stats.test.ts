@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDatabase, SUPER_KEY, startTestApp, type TestApp } from './helpers/app.js';
 import { statsRange } from '../src/modules/stats/rules.js';
+import { flushViews } from '../src/modules/downloads/views.js';
 
 const DAY = 24 * 60 * 60 * 1000;
 const today = () => new Date().toISOString().slice(0, 10);
@@ -177,6 +178,22 @@ forEachDatabase((kind) => {
     expect(await t.prisma.downloadDailyStat.findMany({ where: { downloadId: id }, orderBy: { day: 'asc' } })).toEqual(
       before,
     );
+  });
+
+  it('a flush with views of a download deleted meanwhile writes the others and skips it', async () => {
+    const before = await t.prisma.downloadDailyStat.findMany({ where: { downloadId: id } });
+    await flushViews(t.prisma, new Map([[999_999, 3]]));
+    expect(await t.prisma.downloadDailyStat.count({ where: { downloadId: 999_999 } })).toBe(0);
+    await flushViews(
+      t.prisma,
+      new Map([
+        [id, 2],
+        [999_998, 1],
+      ]),
+    );
+    const after = await t.prisma.downloadDailyStat.findMany({ where: { downloadId: id } });
+    const todayOf = (rows: typeof before) => rows.find((r) => r.day.toISOString().startsWith(today()))?.views ?? 0;
+    expect(todayOf(after)).toBe(todayOf(before) + 2);
   });
 
   it('a team member (editOwn) may read the statistics; deleting the download removes its days', async () => {
