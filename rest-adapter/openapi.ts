@@ -359,6 +359,19 @@ export function buildOpenApi({ schema, routes, serverUrl, version = '1.0.0' }: O
       200: { description: 'Success.', content: { 'application/json': { schema: envelopeSchema } } },
     };
     for (const status of errorStatuses) responses[String(status)] = { $ref: `#/components/responses/Error${status}` };
+    if (route.csv) {
+      // `format=csv`: the same rows as text/csv (route.ts, `csv`).
+      (responses[200] as { content: Json }).content['text/csv'] = {
+        schema: { type: 'string', description: `A header line \`${route.csv.join(',')}\`, then one line per row.` },
+      };
+      parameters.push({
+        name: 'format',
+        in: 'query',
+        required: false,
+        description: 'json (the default) or csv.',
+        schema: { type: 'string', enum: ['json', 'csv'] },
+      });
+    }
 
     const pathKey = openApiPath(route.path);
     const p = paths[pathKey] ?? {};

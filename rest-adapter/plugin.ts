@@ -398,6 +398,33 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
   return jsonText(status, JSON.stringify(body), headers);
 }
 
+/** `format=csv` asks a route with a `csv` option for CSV; `json` or no format, JSON; anything else is invalid_input. */
+function wantsCsv(url: URL): boolean {
+  const format = url.searchParams.get('format');
+  if (format === null || format === 'json') return false;
+  if (format === 'csv') return true;
+  throw new ApiError('invalid_input', `format must be json or csv, got "${format.slice(0, 40)}".`, {
+    field: 'format',
+  });
+}
+
+/** One CSV cell: quoted when it holds a comma, a quote or a line break. */
+const csvCell = (v: unknown): string => {
+  const s = v === null || v === undefined ? '' : String(v);
+  return /[",\r\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s;
+};
+
+function csvText(columns: string[], rows: unknown): Response {
+  const lines = [columns.join(',')];
+  for (const row of Array.isArray(rows) ? rows : []) {
+    lines.push(columns.map((c) => csvCell((row as Record<string, unknown>)[c])).join(','));
+  }
+  return new ResponseImpl(`${lines.join('\r\n')}\r\n`, {
+    status: 200,
+    headers: { 'content-type': 'text/csv; charset=utf-8' },
+  });
+}
+
 function fail(items: ErrorBodyItem[], headers?: Record<string, string>): Response {
   const { status, body } = errorBody(items);
   return json(status, body, headers);
@@ -469,8 +496,9 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
       );
       bodyRead = true;
       const variableValues = toVariables(options.schema, hit.r.operation, raw);
+      const csv = hit.r.csv ? wantsCsv(url) : false;
       const kept =
-        hit.r.cacheable && options.readCache
+        hit.r.cacheable && !csv && options.readCache
           ? await options.readCache.lookup(
               contextValue,
               `rest\0${hit.r.method} ${hit.r.path}\0${JSON.stringify(variableValues)}`,
@@ -494,9 +522,9 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
         limit.clear();
       }
       if (result.errors?.length) return fail(result.errors.map(itemOf), headersOf(result.errors[0]));
-      const body = JSON.stringify(
-        envelope(hit.r.envelope, lowerEnums(result.data?.[hit.r.rootField], hit.r.enums), hit.r.spread),
-      );
+      const enveloped = envelope(hit.r.envelope, lowerEnums(result.data?.[hit.r.rootField], hit.r.enums), hit.r.spread);
+      if (csv) return csvText(hit.r.csv!, enveloped[hit.r.envelope]);
+      const body = JSON.stringify(enveloped);
       if (!kept) return jsonText(200, body);
       // Kept as UTF-8 bytes, written as they are on every hit (a string would be encoded again each time).
       const bytes = Buffer.from(body);

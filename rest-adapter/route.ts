@@ -31,6 +31,11 @@ export interface Route {
   uploadAfter?: string[];
   /** What the route does, for the API reference; by default said from the operation's name ("Get a download"). */
   summary?: string;
+  /**
+   * Columns of a CSV answer: with `format=csv` the envelope's list (`envelope`) is answered as text/csv, a header
+   * line of these columns then one line per item; `format=json` (the default) answers the JSON envelope.
+   */
+  csv?: string[];
   /** Scopes checked from the key alone, before a byte of the body is read (the operation checks them again). */
   scopes?: string[];
 }

@@ -8,6 +8,7 @@ import { versionsRoutes } from './routes/versions.js';
 import { moderationRoutes } from './routes/moderation.js';
 import { reviewsRoutes } from './routes/reviews.js';
 import { webhooksRoutes } from './routes/webhooks.js';
+import { statsRoutes } from './routes/stats.js';
 import type { Route } from './route.js';
 
 export type { Method, Route } from './route.js';
@@ -21,4 +22,5 @@ export const routes: Route[] = [
   ...moderationRoutes,
   ...reviewsRoutes,
   ...webhooksRoutes,
+  ...statsRoutes,
 ];

@@ -63,6 +63,9 @@ export const LIMITS = {
   viewWindowMs: 10 * 60 * 1000,
   /** How often counted views are added to view_count (a kill -9 loses at most this much). */
   viewFlushMs: 30 * 1000,
+  /** Days one read of a download's daily statistics covers at most, and the days it covers by default. */
+  maxStatsDays: 366,
+  defaultStatsDays: 30,
   /** Visitor windows kept in memory per instance; past it the oldest are forgotten. */
   maxViewVisitors: 200_000,
   /** Characters in a webhook's URL. */

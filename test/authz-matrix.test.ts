@@ -185,6 +185,8 @@ function argsOf(w: World, field: string, t: any): { args: Record<string, unknown
       return { args: { categoryId: t.categoryId, first: 100 }, select: 'nodes { downloadId }', listKey: 'downloadId' };
     case 'download':
       return { args: { downloadId: t.downloadId }, select: 'downloadId' };
+    case 'downloadStats':
+      return { args: { downloadId: t.downloadId }, select: 'day' };
     case 'comments':
       return { args: { downloadId: t.downloadId, perPage: 100 }, select: 'nodes { commentId }', listKey: 'commentId' };
     case 'commentsConnection':

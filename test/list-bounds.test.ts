@@ -30,6 +30,8 @@ const FIXED_BOUNDS = {
   'Version.compatibleWith': 100, // createVersion/updateVersion refuse more
   'Version.dependencies': 100, // likewise
   'Query.updates': 500, // one entry per hash at most, 500 hashes at most
+  'Download.stats': 366, // one row per day, at most 366 days (from/to over that answer invalid_input)
+  'Query.downloadStats': 366, // likewise
   'DependencyResolution.versions': 100, // resolution stops at 100 versions
   'DependencyResolution.conflicts': 100, // and reports at most 100 conflicts
   'DependencyResolution.cycles': 220, // 20 cycles of at most 11 ids

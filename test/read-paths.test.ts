@@ -27,6 +27,9 @@ const EXPECTED: Record<string, { plain: number; full: number }> = {
   // anything is listed), its total and its page, the last two side by side.
   'GET /api/mc-dm-reviews/': { plain: 3, full: 3 },
   'GET /api/mc-dm-reviews/:review_id/': { plain: 1, full: 1 },
+  // Statistics: the download (404/403), then its days (one statement with generate_series); a team member, not an
+  // editor by editAny, would add the team lookup.
+  'GET /api/mc-dm-downloads/:download_id/stats/': { plain: 2, full: 2 },
   // A page of the log and its total with the filter, side by side (through Prisma).
   'GET /api/mc-dm-audit-log/': { plain: 2, full: 2 },
   // Webhooks are an integration's settings, read by Prisma: the page and its count are two statements (read rarely,

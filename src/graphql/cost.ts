@@ -64,6 +64,8 @@ export const LIST_BOUNDS: Readonly<Record<string, number>> = {
   'Version.compatibleWith': LIMITS.maxCompatibleWith,
   'Version.dependencies': LIMITS.maxDependencies,
   'Query.updates': LIMITS.maxUpdateHashes,
+  'Download.stats': LIMITS.maxStatsDays,
+  'Query.downloadStats': LIMITS.maxStatsDays,
   'DependencyResolution.versions': LIMITS.maxResolvedVersions,
   'DependencyResolution.conflicts': LIMITS.maxResolveConflicts,
   // A list of lists of ids: costed at every id it can hold.

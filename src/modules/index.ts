@@ -14,6 +14,7 @@ import './search/index.js';
 import './reviews/index.js';
 import './moderation/index.js';
 import './webhooks/index.js';
+import './stats/index.js';
 import './connections-root.js';
 import './connections-nested.js';
 import './subscriptions.js';

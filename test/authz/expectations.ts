@@ -288,6 +288,12 @@ export const fields: Record<string, Row> = {
   moderationQueue: { scopes: DR, target: 'none', expect: (w) => check([rules.moderates(w), DENY]) },
   auditLog: { scopes: DR, target: 'none', expect: (w) => check([rules.adminRights(w), DENY]) },
   filesConnection: { scopes: DR, target: 'file', expect: (w, s) => (rules.canViewDownload(w, s) ? 'listed' : DENY) },
+  // Daily statistics: for those who may edit the download.
+  downloadStats: {
+    scopes: DR,
+    target: 'download',
+    expect: (w, s) => check([rules.canViewDownload(w, s), DENY], [rules.canEditDownload(w, s), DENY]),
+  },
   // the operator's queries (admin rights and any write scope)
   users: { scopes: ANY_WRITE, target: 'none', expect: (w) => check([rules.adminRights(w), DENY]) },
   apiKeys: { scopes: ANY_WRITE, target: 'none', expect: (w) => check([rules.adminRights(w), DENY]) },
@@ -638,6 +644,7 @@ export const restRoutes: Record<string, string> = {
   'POST /api/mc-dm-webhooks/': 'createWebhook',
   'PUT /api/mc-dm-webhooks/:webhook_id/': 'updateWebhook',
   'DELETE /api/mc-dm-webhooks/:webhook_id/': 'deleteWebhook',
+  'GET /api/mc-dm-downloads/:download_id/stats/': 'downloadStats',
 };
 
 /** The scopes a key of scope set `set` holds for a row. */

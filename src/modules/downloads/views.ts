@@ -61,8 +61,8 @@ export class ViewCounter {
 }
 
 /**
- * Adds `counts` to the downloads' view_count in one transaction (one UPDATE for the whole batch; downloads deleted
- * meanwhile are skipped). Returns the transaction's id (for the read cache, which may carry its answers over a
+ * Adds `counts` to the downloads' view_count and to today's (UTC) daily statistics in one transaction (one UPDATE and
+ * one upsert for the whole batch; downloads deleted meanwhile are skipped). Returns the transaction's id (for the read cache, which may carry its answers over a
  * flush), or null when there was nothing to write.
  */
 export async function flushViews(prisma: PrismaClient, counts: Map<number, number>): Promise<string | null> {
@@ -74,6 +74,13 @@ export async function flushViews(prisma: PrismaClient, counts: Map<number, numbe
     await tx.$executeRaw`
       UPDATE "download" d SET "viewCount" = d."viewCount" + v.n
       FROM unnest(${ids}::int[], ${ns}::int[]) AS v(id, n) WHERE d.id = v.id`;
+    // Today's row (UTC) of each download's daily statistics, in the same transaction; the join skips downloads
+    // deleted meanwhile (their rows would break the foreign key).
+    await tx.$executeRaw`
+      INSERT INTO "download_daily_stats" ("downloadId", "day", "views")
+      SELECT v.id, (now() AT TIME ZONE 'UTC')::date, v.n
+      FROM unnest(${ids}::int[], ${ns}::int[]) AS v(id, n) JOIN "download" d ON d.id = v.id
+      ON CONFLICT ("downloadId", "day") DO UPDATE SET "views" = "download_daily_stats"."views" + excluded."views"`;
     return xid!;
   });
 }

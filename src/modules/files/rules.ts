@@ -648,6 +648,11 @@ export async function countFileDownload(
     prisma.file.update({ where: { id: f.id }, data: { downloadCount: { increment: 1 } } }),
     prisma.version.update({ where: { id: f.versionId }, data: { downloadCount: { increment: 1 } } }),
     prisma.download.update({ where: { id: f.version.downloadId }, data: { downloadCount: { increment: 1 } } }),
+    // Today's (UTC) row of the download's daily statistics.
+    prisma.$executeRaw`
+      INSERT INTO "download_daily_stats" ("downloadId", "day", "downloads")
+      VALUES (${f.version.downloadId}, (now() AT TIME ZONE 'UTC')::date, 1)
+      ON CONFLICT ("downloadId", "day") DO UPDATE SET "downloads" = "download_daily_stats"."downloads" + 1`,
   ]);
 }
 

@@ -1,0 +1,4 @@
+// Daily statistics of downloads: what other modules and the app may use of this module.
+export * from './schema.js';
+export * from './rules.js';
+export * from './store.js';
