@@ -1,7 +1,10 @@
 // view_count: counted in memory (once per visitor per window, never the owner), added in batches, no write per read,
 // and a flush leaves the read cache's answers good: on both faces and both databases.
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { forEachDatabase, freshPostgres, startTestApp, type TestApp } from './helpers/app.js';
 import { onlyEnded } from '../src/http/read-cache.js';
 import { ViewCounter } from '../src/modules/downloads/views.js';
 
@@ -89,5 +92,37 @@ forEachDatabase((kind) => {
     // statement count; the embedded database's counts only prepared reads)
     expect(flushStatements).toBeLessThanOrEqual(6);
     if (kind === 'postgres') console.log(`views: one flush sent ${flushStatements} statements`);
+  });
+});
+
+describe.skipIf(!process.env.TEST_DATABASE_URL)('views across a restart (PostgreSQL)', () => {
+  it('a stop flushes what was counted: the views are there when the service starts again', async () => {
+    const database = await freshPostgres({ migrated: true });
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-views-restart-'));
+    try {
+      const first = await startTestApp('postgres', { dataDir }, { url: database.url });
+      const owner = await first.user('restart_owner');
+      const cat = (await first.rest('POST', '/api/mc-dm-categories/', { form: { title: 'R' } })).body.category
+        .category_id;
+      const id = (
+        await first.rest('POST', '/api/mc-dm-downloads/', { key: owner.key, form: { category_id: cat, title: 'R' } })
+      ).body.download.download_id;
+      for (let i = 0; i < 3; i++) {
+        const reader = await first.user(`restart_reader${i}`);
+        expect((await first.rest('GET', `/api/mc-dm-downloads/${id}/`, { key: reader.key })).status).toBe(200);
+      }
+      expect((await first.prisma.download.findUniqueOrThrow({ where: { id } })).viewCount).toBe(0); // not yet written
+      await first.close(); // a graceful stop: the counted views are flushed within the grace
+      const second = await startTestApp('postgres', { dataDir }, { url: database.url });
+      try {
+        const shown = await second.rest('GET', `/api/mc-dm-downloads/${id}/`, { query: { with: 'full' } });
+        expect(shown.body.download.view_count).toBe(3);
+      } finally {
+        await second.close();
+      }
+    } finally {
+      await database.drop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
