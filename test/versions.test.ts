@@ -130,12 +130,14 @@ forEachDatabase((kind) => {
     it('publishes versionReleased for a version created through REST', async () => {
       const { downloadId } = await download('Announced');
       const stream = t.app.services.events.subscribe('versionReleased');
+      let next = stream.next(); // listening starts with the first next()
       const made = await create({ download_id: downloadId, version_string: '1.0.1' });
       expect(made.status).toBe(200);
       // Events come from the outbox: those of earlier writes may still be on their way; this one arrives too.
       const wanted = { versionId: made.body.version.version_id, downloadId };
       for (;;) {
-        const { value } = await stream.next();
+        const { value } = await next;
+        next = stream.next();
         if (value?.versionId === wanted.versionId) {
           expect(value).toEqual(wanted);
           break;
