@@ -687,10 +687,16 @@ forEachDatabase((kind) => {
   describe('SQL statements', () => {
     const statements = async (query: string, vars: Record<string, unknown>, key: string) => {
       await t.gqlOk(query, vars, key); // warm the per-process caches (key, permission tables)
-      t.app.readCache.clear(); // what computing the answer costs, not what giving it again costs
-      const before = t.app.db.statements();
-      const data = await t.gqlOk(query, vars, key);
-      return { n: t.app.db.statements() - before, data };
+      // The fewest of three runs: the outbox dispatcher's round after the setup's writes may fall in one.
+      let n = Number.POSITIVE_INFINITY;
+      let data: any;
+      for (let i = 0; i < 3; i++) {
+        t.app.readCache.clear(); // what computing the answer costs, not what giving it again costs
+        const before = t.app.db.statements();
+        data = await t.gqlOk(query, vars, key);
+        n = Math.min(n, t.app.db.statements() - before);
+      }
+      return { n, data };
     };
 
     it('a download page (category, owner, current version with files, first comments with authors) costs the same whatever the page sizes', async () => {

@@ -209,6 +209,9 @@ export async function startTestApp(
       logLevel: 'silent',
       bootstrapKey: SUPER_KEY,
       rateLimitPerMinute: 0,
+      // The outbox dispatcher runs when this instance commits; its idle poll (which finds rows other instances left)
+      // would put statements into the tests that count them, so it is slow here unless a test sets it.
+      webhooks: { ...loadConfig({}).webhooks, pollMs: 60_000 },
       ...overrides,
     },
   );
