@@ -93,14 +93,14 @@ export interface RestAdapterOptions {
    */
   admit?(context: unknown, signal: AbortSignal): Promise<() => void>;
   /**
-   * Answers of GET routes kept while the database is unchanged (src/http/read-cache.ts): `key` names the route and
-   * its variables; the lookup adds who asks.
+   * Answers of GET routes kept while what they read is unchanged (src/http/read-cache.ts): `key` names the route and
+   * its variables; the lookup adds who asks. A miss is either stored or dropped (after a store, drop does nothing).
    */
   readCache?: {
     lookup(
       context: unknown,
       key: string,
-    ): Promise<{ value: Uint8Array } | { store(value: Uint8Array, bytes: number): void }>;
+    ): Promise<{ value: Uint8Array } | { store(value: Uint8Array, bytes: number): void; drop(): void }>;
   };
   /** Execution deadline in ms (GRAPHQL_TIMEOUT_MS), read on each request: past it the route answers 503 operation_timeout. */
   limits: { timeoutMs: number; maxResponseBytes?: number };
@@ -466,6 +466,7 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
     }
     const cleanups: (() => Promise<void>)[] = [];
     let release: (() => void) | undefined;
+    let unkept: (() => void) | undefined;
     let bodyRead = !request.body;
     try {
       // The key and the route's scopes are decided from the headers alone: a refused request's body is never read.
@@ -505,6 +506,7 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
             )
           : undefined;
       if (kept && 'value' in kept) return jsonText(200, kept.value);
+      if (kept) unkept = kept.drop;
       const limit = deadline(options.limits.timeoutMs, request.signal);
       // GRAPHQL_MAX_RESPONSE_BYTES, as on /graphql: past it the route answers 400 operation_too_expensive (response_size).
       if (options.limits.maxResponseBytes)
@@ -541,6 +543,7 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
       return fail([itemOf(err)], { ...headersOf(err), ...close });
     } finally {
       release?.();
+      unkept?.();
       await Promise.all(cleanups.map((c) => c().catch(() => {})));
     }
   }

@@ -15,7 +15,7 @@ import { CursorSeal } from './db/keyset.js';
 import { createLogger, type Logger } from './log.js';
 import { schema } from './modules/index.js';
 import type { Services } from './graphql/context.js';
-import { ReadCache, onlyEnded } from './http/read-cache.js';
+import { ReadCache } from './http/read-cache.js';
 import { ViewCounter, flushViews } from './modules/downloads/index.js';
 import { LIMITS } from './config.js';
 import { createRequestHandler } from './http/server.js';
@@ -48,7 +48,7 @@ export interface App {
   log: Logger;
   /** The generated bootstrap key, when this start created one. */
   generatedKey?: string;
-  /** Answers to reads kept while the database is unchanged (src/http/read-cache.ts). */
+  /** Answers to reads kept while the tables they read are unchanged (src/http/read-cache.ts). */
   readCache: ReadCache;
   /** Adds the views counted so far to view_count now (it also runs every LIMITS.viewFlushMs, and on close). */
   flushViews(): Promise<void>;
@@ -184,12 +184,26 @@ export async function startApp(
       log,
     );
     closers.push(() => rateLimits.close());
-    // Emptied by any change announced on the feed: the key and permission caches it would otherwise outlive.
-    const readCache = new ReadCache({ maxBytes: config.readCacheMb * 2 ** 20, ttlMs: cacheMs, snapshot: db.snapshot });
+    // Answers kept while the tables they read are unchanged; emptied by any change announced on the feed (the key and
+    // permission caches it would otherwise outlive).
+    const readCache = new ReadCache({
+      maxBytes: config.readCacheMb * 2 ** 20,
+      ttlMs: cacheMs,
+      counterLagMs: LIMITS.readCacheCounterLagMs,
+      versions: db.cacheVersions,
+      compact: db.compactCacheVersions,
+      compactAt: LIMITS.cacheBumpsCompactAt,
+    });
+    if (readCache.enabled) db.onStatement((sql) => readCache.observe(sql));
     feed.onChange(() => readCache.clear());
-    // Views: counted in memory per request, added to view_count in one transaction per batch. A batch that was the
-    // only write since the snapshot before it carries the read cache's answers over (they may show view_count one
-    // flush late), so flushing does not empty the cache.
+    // The version bumps are compacted when reads see many waiting, and at least this often (reads may be off).
+    const compactTimer = setInterval(
+      () => void database.compactCacheVersions().catch(() => {}),
+      LIMITS.cacheBumpsCompactMs,
+    );
+    compactTimer.unref();
+    // Views: counted in memory per request, added to view_count in one transaction per batch (a counters-only
+    // write: it evicts only the kept answers that show counters, src/http/read-cache.ts).
     const views = new ViewCounter();
     services.views = views;
     const openDb = db;
@@ -199,10 +213,7 @@ export async function startApp(
         const counts = views.take();
         if (counts.size === 0) return;
         try {
-          const before = await openDb.snapshot();
-          const xid = await flushViews(openDb.prisma, counts);
-          const after = await openDb.snapshot();
-          if (xid && onlyEnded(before, after, xid)) readCache.carryOver(before, after);
+          await flushViews(openDb.prisma, counts);
         } catch (err) {
           views.giveBack(counts);
           log.warn({ err }, 'views not flushed; they are tried again with the next batch');
@@ -272,6 +283,7 @@ export async function startApp(
         clearInterval(idle);
         clearTimeout(cut);
         clearInterval(viewTimer);
+        clearInterval(compactTimer);
         // The views counted since the last flush, within the grace (at least a second): a database that does not
         // answer cannot hold the stop longer.
         await Promise.race([

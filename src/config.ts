@@ -63,6 +63,12 @@ export const LIMITS = {
   viewWindowMs: 10 * 60 * 1000,
   /** How often counted views are added to view_count (a kill -9 loses at most this much). */
   viewFlushMs: 30 * 1000,
+  /** A kept answer that shows counters (view and download counts, a key's last use) is given again for at most this
+   * long after they changed (src/http/read-cache.ts). */
+  readCacheCounterLagMs: 2_000,
+  /** Version bumps waiting past which the read cache compacts them, and how often they are compacted anyway. */
+  cacheBumpsCompactAt: 1_000,
+  cacheBumpsCompactMs: 60 * 1000,
   /** Days one read of a download's daily statistics covers at most, and the days it covers by default. */
   maxStatsDays: 366,
   defaultStatsDays: 30,

@@ -4,60 +4,178 @@
 // and a random run of reads and writes in which every answer given is compared with one computed afresh.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReadCache } from '../src/http/read-cache.js';
+import { readsOf, type TableVersions } from '../src/db/cache-versions.js';
 import { forEachDatabase, startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';
+
+/** Versions as the database would give them, from a plain object. */
+const versions = (of: Record<string, number> = {}, pending = 0): TableVersions => ({
+  of: new Map(Object.entries(of).map(([t, v]) => [t, String(v)])),
+  all: Object.entries(of)
+    .sort()
+    .map(([t, v]) => `${t}=${v};`)
+    .join(''),
+  pending,
+});
+
+describe('readsOf: the tables a statement read', () => {
+  it('names the tables after FROM, JOIN, UPDATE, INTO and USING, quoted, qualified or not', () => {
+    expect(readsOf('SELECT "public"."category"."id" FROM "public"."category" WHERE 1=1')).toEqual(['category']);
+    expect(
+      readsOf(
+        'SELECT c.id, d.title FROM comment c JOIN "download" d ON d.id = c."downloadId" LEFT JOIN Prefix p ON 1=1',
+      ),
+    ).toEqual(['comment', 'download', 'prefix']);
+    expect(readsOf('SELECT x FROM unnest($1::int[]) AS v(x)')).toEqual([]);
+  });
+
+  it('adds "<table>#counts" when the statement names a counter column or selects *', () => {
+    expect(readsOf('SELECT d."viewCount" FROM download d')).toEqual(['download', 'download#counts']);
+    expect(readsOf('SELECT d.* FROM download d')).toEqual(['download', 'download#counts']);
+    expect(readsOf('SELECT count(*) FROM download d')).toEqual(['download']);
+    expect(readsOf('SELECT "day", "views" FROM "download_daily_stats"')).toEqual([
+      'download_daily_stats',
+      'download_daily_stats#counts',
+    ]);
+  });
+
+  it("leaves out a write's target when it reads nothing back, and an unreadable statement depends on all", () => {
+    expect(readsOf('UPDATE "api_key" SET "lastUsedAt" = $1 WHERE id = $2')).toEqual([]);
+    expect(readsOf('UPDATE "download" SET "title" = $1 WHERE id = $2 RETURNING "id", "title"')).toEqual(['download']);
+    expect(readsOf('INSERT INTO "a" ("x") SELECT y FROM "b"')).toEqual(['b']);
+    expect(readsOf(undefined)).toBe('all');
+  });
+});
 
 describe('ReadCache', () => {
   const deferred = () => {
-    let resolve!: (s: string) => void;
-    const promise = new Promise<string>((r) => {
+    let resolve!: (s: TableVersions) => void;
+    const promise = new Promise<TableVersions>((r) => {
       resolve = r;
     });
     return { promise, resolve };
   };
+  const options = { maxBytes: 1000, ttlMs: 10_000, counterLagMs: 40 };
 
-  it('gives every caller a snapshot taken after it asked: callers during a statement share the next one', async () => {
+  it('gives every caller versions read after it asked: callers during a statement share the next one', async () => {
     const sent: ReturnType<typeof deferred>[] = [];
     const cache = new ReadCache({
-      maxBytes: 1000,
-      ttlMs: 1000,
-      snapshot: () => {
+      ...options,
+      versions: () => {
         const d = deferred();
         sent.push(d);
         return d.promise;
       },
     });
-    const first = cache.snapshot();
-    const second = cache.snapshot();
-    const third = cache.snapshot();
+    const first = cache.versions();
+    const second = cache.versions();
+    const third = cache.versions();
     expect(sent).toHaveLength(1);
-    sent[0]!.resolve('s1');
-    expect(await first).toBe('s1');
+    sent[0]!.resolve(versions({ a: 1 }));
+    expect((await first).all).toBe('a=1;');
     await new Promise((r) => setImmediate(r));
-    expect(sent).toHaveLength(2); // the second and third asked while s1 was in flight: they wait for a new one
-    sent[1]!.resolve('s2');
-    expect(await second).toBe('s2');
-    expect(await third).toBe('s2');
+    expect(sent).toHaveLength(2); // the second and third asked while the first was in flight: they wait for a new one
+    sent[1]!.resolve(versions({ a: 2 }));
+    expect((await second).all).toBe('a=2;');
+    expect((await third).all).toBe('a=2;');
   });
 
-  it('gives an answer again only at the same snapshot and within its time to live', async () => {
-    let snapshot = 'a';
-    const cache = new ReadCache({ maxBytes: 1000, ttlMs: 50, snapshot: async () => snapshot });
-    const miss = await cache.lookup<string>('k');
-    expect('store' in miss).toBe(true);
-    if ('store' in miss) miss.store('answer', 6);
-    expect(await cache.lookup<string>('k')).toEqual({ value: 'answer' });
-    snapshot = 'b';
-    expect('store' in (await cache.lookup<string>('k'))).toBe(true);
-    const again = await cache.lookup<string>('k');
-    if ('store' in again) again.store('answer b', 8);
-    expect(await cache.lookup<string>('k')).toEqual({ value: 'answer b' });
+  /** Computes `key`'s answer as reading `sql` (the statements the database layer would report). */
+  const compute = async (cache: ReadCache, key: string, value: string, sql: (string | undefined)[]) => {
+    const r = await cache.lookup<string>(key);
+    if (!('store' in r)) throw new Error(`${key} was kept`);
+    for (const q of sql) cache.observe(q);
+    r.store(value, value.length);
+  };
+  const kept = async (cache: ReadCache, key: string) => {
+    const r = await cache.lookup<string>(key);
+    if ('drop' in r) r.drop();
+    return 'value' in r ? r.value : undefined;
+  };
+
+  it('gives an answer again while the tables it read keep their versions, within its time to live', async () => {
+    let now = versions({ download: 1, comment: 1 });
+    const cache = new ReadCache({ ...options, ttlMs: 50, versions: async () => now });
+    await compute(cache, 'd', 'download 1', ['SELECT title FROM download WHERE id = $1']);
+    expect(await kept(cache, 'd')).toBe('download 1');
+    now = versions({ download: 1, comment: 2 }); // a comment: not read
+    expect(await kept(cache, 'd')).toBe('download 1');
+    now = versions({ download: 2, comment: 2 });
+    expect(await kept(cache, 'd')).toBeUndefined();
+    await compute(cache, 'd', 'download 2', ['SELECT title FROM download WHERE id = $1']);
+    expect(await kept(cache, 'd')).toBe('download 2');
     await new Promise((r) => setTimeout(r, 60));
-    expect('store' in (await cache.lookup<string>('k'))).toBe(true);
-    expect(cache.counts).toEqual({ hit: 2, miss: 4 });
+    expect(await kept(cache, 'd')).toBeUndefined();
+    expect(cache.counts).toEqual({ hit: 3, miss: 4 });
+  });
+
+  it('an answer whose statement could not be read depends on every table', async () => {
+    let now = versions({ download: 1, comment: 1 });
+    const cache = new ReadCache({ ...options, versions: async () => now });
+    await compute(cache, 'x', 'x', ['SELECT 1 FROM download', undefined]);
+    expect(await kept(cache, 'x')).toBe('x');
+    now = versions({ download: 1, comment: 2 });
+    expect(await kept(cache, 'x')).toBeUndefined();
+  });
+
+  it('counters: ignored by answers that did not read them, given at most counterLagMs late by those that did', async () => {
+    let now = versions({ download: 1, 'download#counts': 1 });
+    const cache = new ReadCache({ ...options, versions: async () => now });
+    await compute(cache, 'title', 't', ['SELECT title FROM download']);
+    await compute(cache, 'views', 'v', ['SELECT title, "viewCount" FROM download']);
+    now = versions({ download: 1, 'download#counts': 2 });
+    expect(await kept(cache, 'title')).toBe('t');
+    expect(await kept(cache, 'views')).toBe('v'); // younger than counterLagMs
+    await new Promise((r) => setTimeout(r, 50));
+    expect(await kept(cache, 'title')).toBe('t');
+    expect(await kept(cache, 'views')).toBeUndefined();
+  });
+
+  it('what an answer read includes every statement sent while it was computed; clear() keeps none of them', async () => {
+    let now = versions({ download: 1, comment: 1 });
+    const cache = new ReadCache({ ...options, versions: async () => now });
+    const a = await cache.lookup<string>('a');
+    const b = await cache.lookup<string>('b');
+    cache.observe('SELECT 1 FROM download');
+    cache.observe('SELECT 1 FROM comment');
+    if ('store' in a) a.store('a', 1);
+    cache.observe('SELECT 1 FROM prefix');
+    if ('store' in b) b.store('b', 1);
+    now = versions({ download: 1, comment: 2 });
+    expect(await kept(cache, 'a')).toBeUndefined(); // it read comments, as far as the cache can tell
+    const c = await cache.lookup<string>('c');
+    cache.clear();
+    if ('store' in c) c.store('c', 1);
+    expect(await kept(cache, 'c')).toBeUndefined();
+    const d = await cache.lookup<string>('d');
+    if ('drop' in d) d.drop();
+    expect(await kept(cache, 'd')).toBeUndefined();
+  });
+
+  it('asks for a compaction, one at a time, when many bumps wait', async () => {
+    let compactions = 0;
+    let finish = () => {};
+    const cache = new ReadCache({
+      ...options,
+      versions: async () => versions({ a: 1 }, 5),
+      compactAt: 5,
+      compact: () => {
+        compactions++;
+        return new Promise<void>((r) => {
+          finish = r;
+        });
+      },
+    });
+    await cache.versions();
+    await cache.versions();
+    expect(compactions).toBe(1);
+    finish();
+    await new Promise((r) => setImmediate(r));
+    await cache.versions();
+    expect(compactions).toBe(2);
   });
 
   it('keeps at most its size, least recently used out first, and no answer over an eighth of it', async () => {
-    const cache = new ReadCache({ maxBytes: 800, ttlMs: 10_000, snapshot: async () => 's' });
+    const cache = new ReadCache({ ...options, maxBytes: 800, versions: async () => versions() });
     const put = async (k: string, bytes: number) => {
       const r = await cache.lookup<string>(k);
       if ('store' in r) r.store(k, bytes);
@@ -76,8 +194,9 @@ describe('ReadCache', () => {
   });
 
   it('is off with no size or no time to live', () => {
-    expect(new ReadCache({ maxBytes: 0, ttlMs: 5000, snapshot: async () => '' }).enabled).toBe(false);
-    expect(new ReadCache({ maxBytes: 1, ttlMs: 0, snapshot: async () => '' }).enabled).toBe(false);
+    const none = async () => versions();
+    expect(new ReadCache({ ...options, maxBytes: 0, ttlMs: 5000, versions: none }).enabled).toBe(false);
+    expect(new ReadCache({ ...options, maxBytes: 1, ttlMs: 0, versions: none }).enabled).toBe(false);
   });
 });
 

@@ -5,17 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDatabase, freshPostgres, startTestApp, type TestApp } from './helpers/app.js';
-import { onlyEnded } from '../src/http/read-cache.js';
 import { ViewCounter } from '../src/modules/downloads/views.js';
-
-it('onlyEnded: the flush alone ended between the snapshots, or something else did too', () => {
-  expect(onlyEnded('100:100:', '101:101:', '100')).toBe(true);
-  expect(onlyEnded('100:100:', '102:102:', '100')).toBe(false); // 101 committed too
-  expect(onlyEnded('100:101:100', '100:102:100', '101')).toBe(true); // 100 still running
-  expect(onlyEnded('100:101:100', '102:102:', '101')).toBe(false); // 100 ended meanwhile
-  expect(onlyEnded('100:100:', '100:102:100', '101')).toBe(true); // 100 started, still running
-  expect(onlyEnded('100:100:', '100:100:', '100')).toBe(false); // nothing ended
-});
 
 it('ViewCounter: once per visitor and download per window, never the owner, guests by key', () => {
   const c = new ViewCounter(1000, 10);

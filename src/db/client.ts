@@ -3,18 +3,21 @@
 import { StartError } from '../errors.js';
 import fs from 'node:fs';
 import path from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
+import { PGlite, type Transaction } from '@electric-sql/pglite';
+import type pg from 'pg';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient } from '../generated/prisma/client.js';
 import type { Config } from '../config.js';
 import { readTemplate } from './template.js';
 import { openPool } from './pool.js';
+import { operationSignal } from './operation-scope.js';
 import { withReleasedTransactions } from './transactions.js';
 import { statementName } from './statement-names.js';
 import type { Database, Session } from './database.js';
 import { LiteStatements } from './lite-statements.js';
 import { PGLITE_EXTENSIONS } from './pglite-extensions.js';
+import { COMPACT_SQL, VERSIONS_SQL, versionsOf } from './cache-versions.js';
 
 export type { Database, Session } from './database.js';
 
@@ -49,11 +52,37 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
   }
   await lite.waitReady;
   let statements = 0;
+  const observers: ((sql: string | undefined) => void)[] = [];
+  const seen = (sql: unknown) => {
+    for (const fn of observers) fn(typeof sql === 'string' ? sql : undefined);
+  };
   const query = lite.query.bind(lite);
   lite.query = ((...args: Parameters<typeof query>) => {
     statements++;
+    seen(args[0]);
     return query(...args);
   }) as typeof lite.query;
+  const exec = lite.exec.bind(lite);
+  lite.exec = ((...args: Parameters<typeof exec>) => {
+    seen(args[0]);
+    return exec(...args);
+  }) as typeof lite.exec;
+  // Prisma's transactions run their statements on the transaction's own object.
+  const transaction = lite.transaction.bind(lite);
+  lite.transaction = (<T>(fn: (tx: Transaction) => Promise<T>) =>
+    transaction((tx) => {
+      const txQuery = tx.query.bind(tx);
+      const txExec = tx.exec.bind(tx);
+      tx.query = ((...args: Parameters<typeof txQuery>) => {
+        seen(args[0]);
+        return txQuery(...args);
+      }) as typeof tx.query;
+      tx.exec = ((...args: Parameters<typeof txExec>) => {
+        seen(args[0]);
+        return txExec(...args);
+      }) as typeof tx.exec;
+      return fn(tx);
+    })) as typeof lite.transaction;
   // pglite-prisma-adapter pins an older @prisma/driver-adapter-utils: the runtime contract matches, the types differ.
   const prisma = new PrismaClient({ adapter: new PrismaPGlite(lite) as unknown as PrismaPg });
   // The hand-written reads as named prepared statements, parsed and planned once (src/db/lite-statements.ts).
@@ -71,9 +100,16 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
     prisma,
     query: <R>(sql: string, params?: unknown[]) => {
       statements++;
+      seen(sql);
       return prepared.query<R>(sql, params);
     },
-    snapshot: async () => (await prepared.query<{ s: string }>(SNAPSHOT_SQL))[0]!.s,
+    cacheVersions: async () => versionsOf(await prepared.query<{ t: string; v: string }>(VERSIONS_SQL)),
+    compactCacheVersions: async () => {
+      await prepared.query(COMPACT_SQL);
+    },
+    onStatement: (fn) => {
+      observers.push(fn);
+    },
     session: (fn) => fn(session),
     ping: async () => {
       await lite.query('SELECT 1');
@@ -120,21 +156,32 @@ function lockDirectory(dir: string): () => void {
   throw new StartError(`Could not lock the embedded database at ${dir}.`);
 }
 
-const SNAPSHOT_SQL = 'SELECT pg_current_snapshot()::text AS s';
-const SNAPSHOT_NAME = statementName(SNAPSHOT_SQL);
+/** The read cache's own statements: not counted, not observed. */
+const BOOKKEEPING = new Set([statementName(VERSIONS_SQL), statementName(COMPACT_SQL)]);
 
 /** How long close() waits for connections in use by default (the service passes what remains of its grace). */
 const CLOSE_DEADLINE_MS = 5_000;
 
 async function openPostgres(url: string, poolSize: number): Promise<Database> {
   let statements = 0;
+  const observers: ((sql: string | undefined) => void)[] = [];
   const { pool, destroy, cancel, end } = openPool(url, poolSize, (client) => {
     const query = client.query.bind(client);
     client.query = ((...args: unknown[]) => {
-      if ((args[0] as { name?: string } | undefined)?.name !== SNAPSHOT_NAME) statements++;
+      const first = args[0] as string | { name?: string; text?: unknown } | undefined;
+      if (typeof first === 'string' || !first?.name || !BOOKKEEPING.has(first.name)) {
+        statements++;
+        // Only an operation's statements: a job's (the outbox dispatcher, retries) belong to no answer.
+        if (observers.length > 0 && operationSignal()) {
+          const sql = typeof first === 'string' ? first : first?.text;
+          for (const fn of observers) fn(typeof sql === 'string' ? sql : undefined);
+        }
+      }
       return (query as (...a: unknown[]) => unknown)(...args);
     }) as typeof client.query;
   });
+  const bookkeeping = <R extends pg.QueryResultRow>(sql: string) =>
+    pool.query<R>({ name: statementName(sql), text: sql });
   const prisma = new PrismaClient({ adapter: withReleasedTransactions(new PrismaPg(pool), { destroy, cancel }) });
   return {
     kind: 'postgres',
@@ -159,7 +206,13 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
     ping: async () => {
       await pool.query('SELECT 1');
     },
-    snapshot: async () => (await pool.query<{ s: string }>({ name: SNAPSHOT_NAME, text: SNAPSHOT_SQL })).rows[0]!.s,
+    cacheVersions: async () => versionsOf((await bookkeeping<{ t: string; v: string }>(VERSIONS_SQL)).rows),
+    compactCacheVersions: async () => {
+      await bookkeeping(COMPACT_SQL);
+    },
+    onStatement: (fn) => {
+      observers.push(fn);
+    },
     statements: () => statements,
     async close({ deadlineMs = CLOSE_DEADLINE_MS } = {}) {
       // Prisma rolls back its transactions first; one whose statement runs past the deadline is cut by end().

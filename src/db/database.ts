@@ -1,6 +1,7 @@
 // What the rest of the service sees of the database, whichever it is (PGlite in-process or a PostgreSQL server):
 // src/db/client.ts opens one; the migrator and the read paths take it by this shape.
 import type { PrismaClient } from '../generated/prisma/client.js';
+import type { TableVersions } from './cache-versions.js';
 
 /** One connection's worth of raw SQL, for work that must stay on a single session (advisory locks). */
 export interface Session {
@@ -25,10 +26,19 @@ export interface Database {
   /** Connections to the database: the pool's (PostgreSQL server), or the one in-process connection (embedded). */
   connections(): { total: number; idle: number; waiting: number };
   /**
-   * The current transaction snapshot (`pg_current_snapshot()` as text): equal snapshots mean nothing was committed
-   * in between (src/http/read-cache.ts). Not counted by statements().
+   * The tables' versions now (src/db/cache-versions.ts), for the read cache: one short statement, not counted by
+   * statements() nor seen by onStatement().
    */
-  snapshot(): Promise<string>;
+  cacheVersions(): Promise<TableVersions>;
+  /** Moves the waiting version bumps into the versions table (src/db/cache-versions.ts); not counted either. */
+  compactCacheVersions(): Promise<void>;
+  /**
+   * Calls `fn` with the text of every statement sent from now on, through Prisma or not, in transactions or not
+   * (undefined when a statement has no text to read): the read cache learns from it what an answer read. On a
+   * PostgreSQL server, only the statements sent on behalf of an operation (src/db/operation-scope.ts): the jobs' are
+   * left out; the embedded database cannot tell them apart (that would cost every request) and reports all.
+   */
+  onStatement(fn: (sql: string | undefined) => void): void;
   /** SQL statements sent since the database was opened (outside transactions): for tests that bound query counts. */
   statements(): number;
   /**

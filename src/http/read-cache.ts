@@ -1,29 +1,59 @@
-// Answers to reads, kept and given again while the database has not changed since they were computed.
+// Answers to reads, kept and given again while the tables they read are unchanged.
 //
 // A read's answer depends on the request (route or document, variables), on who asks (the visitor: key, user,
 // scopes, groups) and on the database. The first two make the cache key. For the database, each answer is stored
-// with PostgreSQL's transaction snapshot (`pg_current_snapshot()`), taken before the read ran: two equal snapshots
-// mean no transaction committed or aborted between them, so the rows are the same. Every request asks for the
-// snapshot afresh, so an answer is given again only when nothing at all was written since: by this instance, another
-// instance on the same database, the command line or anyone with SQL access. Writes elsewhere in the database (a
-// key's last use, a job) only make the next read a miss.
+// with the tables it read and their versions, taken before the read ran. The versions are kept by the database itself
+// (src/db/cache-versions.ts, migration 20270110000000_cache_versions): every write statement on a table bumps that
+// table's version in the writer's own transaction, whoever sends it (this instance, another instance on the same
+// database, the command line, raw SQL), so a bump becomes visible exactly when the data does. The tables an answer
+// read are not declared by hand: they are taken from the SQL the database layer sent while the answer was computed
+// (every statement sent between the lookup and the store counts, another request's included, so the list is never
+// short; a statement whose text cannot be read makes the answer depend on every table).
 //
-// The snapshot is one short statement; requests arriving while one is in flight share the next one (each request
-// gets a snapshot taken after it arrived). What is not in the database is handled too: a change announced on the
-// cache change feed (a key revoked, permissions edited) empties the cache, and an answer is given again for at most
-// CACHE_SECONDS after it was computed, as long as the key and permission tables may be served from memory.
+// The rules, for an answer computed at versions V:
+// - it is given again while every table it read is still at its version in V, for at most CACHE_SECONDS;
+// - a write to a table it did not read (a comment on another download when it read no comments, a key's last use,
+//   an outbox row) leaves it kept;
+// - counters (a download's, version's or file's downloadCount and viewCount, a key's lastUsedAt, the daily
+//   statistics) have a version of their own ("download#counts"): an update that changes only counters does not
+//   touch the table's version. An answer that did not read a counter column ignores them; one that did (it names the
+//   column, or selects `*`) is given again after its counters changed only while it is younger than
+//   LIMITS.readCacheCounterLagMs: counters it shows are at most that late (views are also added to view_count in
+//   batches, LIMITS.viewFlushMs);
+// - a change announced on the cache change feed (a key revoked, permissions edited) empties the cache, as the key and
+//   permission tables are served from memory.
+//
+// Looking the versions up is one short statement; requests arriving while one is in flight share the next one (each
+// request gets versions read after it arrived).
 //
 // Bounded by READ_CACHE_MB, least recently used first out: REST answers count their UTF-8 bytes, GraphQL answers (kept
 // as objects) twice their JSON length. 0 turns it off.
 import { getOperationAST, type DocumentNode, type ExecutionResult } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { Visitor } from '../permissions/access.js';
+import { COUNTS, readsOf, type TableVersions } from '../db/cache-versions.js';
 
 interface Entry<V> {
   value: V;
-  snapshot: string;
   bytes: number;
   expires: number;
+  /** When its computation started (Date.now()). */
+  started: number;
+  /** The tables it read, with their versions then; null: it depends on every table (`all`). */
+  tables: string[] | null;
+  seen: string[];
+  /** The counters it read ("download#counts"), with their versions then. */
+  counters: string[];
+  countersSeen: string[];
+  all: string;
+}
+
+/** The statements sent while one answer is computed: what it read. */
+interface Collector {
+  started: number;
+  tables: Set<string>;
+  all: boolean;
+  open: boolean;
 }
 
 export interface ReadCacheOptions {
@@ -31,12 +61,18 @@ export interface ReadCacheOptions {
   maxBytes: number;
   /** How long an answer may be given again at most. */
   ttlMs: number;
-  /** The database's current transaction snapshot (src/db/client.ts). */
-  snapshot(): Promise<string>;
+  /** How long an answer that shows counters may be given again after they changed. */
+  counterLagMs: number;
+  /** The tables' versions now (src/db/cache-versions.ts). */
+  versions(): Promise<TableVersions>;
+  /** Called (one at a time) when many version bumps wait to be compacted. */
+  compact?(): Promise<void>;
+  /** Bumps waiting past which compact() is called. */
+  compactAt?: number;
 }
 
-/** A kept answer, or how to keep the one about to be computed. */
-export type Lookup<V> = { value: V } | { store(value: V, bytes: number): void };
+/** A kept answer, or how to keep the one about to be computed (`drop`: it will not be). */
+export type Lookup<V> = { value: V } | { store(value: V, bytes: number): void; drop(): void };
 
 /** How answers were served, for /metrics. */
 export interface ReadCacheCounts {
@@ -44,11 +80,17 @@ export interface ReadCacheCounts {
   miss: number;
 }
 
+/** An answer computed for longer than this is not kept (what it read is no longer watched). */
+const COLLECT_MS = 60_000;
+
 export class ReadCache {
   private readonly entries = new Map<string, Entry<unknown>>();
   private bytes = 0;
-  private running: Promise<string> | null = null;
-  private waiting: Promise<string> | null = null;
+  private running: Promise<TableVersions> | null = null;
+  private waiting: Promise<TableVersions> | null = null;
+  private compacting = false;
+  /** Answers being computed, oldest first. */
+  private readonly collecting = new Set<Collector>();
   readonly counts: ReadCacheCounts = { hit: 0, miss: 0 };
 
   constructor(private readonly options: ReadCacheOptions) {}
@@ -62,10 +104,10 @@ export class ReadCache {
   }
 
   /**
-   * A snapshot taken after this call: the one in flight was sent earlier, so callers arriving meanwhile wait for it
-   * to end and share the next.
+   * Versions read after this call: the statement in flight was sent earlier, so callers arriving meanwhile wait for
+   * it to end and share the next.
    */
-  snapshot(): Promise<string> {
+  versions(): Promise<TableVersions> {
     if (this.waiting) return this.waiting;
     if (!this.running) return this.start();
     this.waiting = this.running.then(noop, noop).then(() => {
@@ -75,34 +117,102 @@ export class ReadCache {
     return this.waiting;
   }
 
-  private start(): Promise<string> {
-    const p = this.options.snapshot();
+  private start(): Promise<TableVersions> {
+    const p = this.options.versions();
     this.running = p;
     const done = () => {
       if (this.running === p) this.running = null;
     };
-    p.then(done, done);
+    p.then((v) => {
+      done();
+      this.maybeCompact(v);
+    }, done);
     return p;
   }
 
+  private maybeCompact(v: TableVersions): void {
+    const { compact, compactAt = 1000 } = this.options;
+    if (!compact || this.compacting || v.pending < compactAt) return;
+    this.compacting = true;
+    compact()
+      .catch(noop)
+      .finally(() => {
+        this.compacting = false;
+      });
+  }
+
   /**
-   * Looks `key` up: `value` when an answer computed at the current snapshot is kept; else `store`, to call with the
-   * answer once it is computed (it was computed after the snapshot this lookup took).
+   * A statement the database layer sent (src/db/database.ts onStatement): what every answer being computed read.
+   */
+  observe(sql: string | undefined): void {
+    if (this.collecting.size === 0) return;
+    const reads = readsOf(sql);
+    for (const c of this.collecting) {
+      if (reads === 'all') c.all = true;
+      else for (const t of reads) c.tables.add(t);
+    }
+  }
+
+  /**
+   * Looks `key` up: `value` when a kept answer is still valid (see the rules above); else `store`, to call with the
+   * answer once it is computed (it was computed after the versions this lookup read), or `drop` when it will not be.
    */
   async lookup<V>(key: string): Promise<Lookup<V>> {
-    const snapshot = await this.snapshot();
+    const versions = await this.versions();
+    const now = Date.now();
     const entry = this.entries.get(key) as Entry<V> | undefined;
-    if (entry && entry.snapshot === snapshot && entry.expires > Date.now()) {
+    if (entry && entry.expires > now && this.valid(entry, versions, now)) {
       this.entries.delete(key); // to the back: most recently used
       this.entries.set(key, entry);
       this.counts.hit++;
       return { value: entry.value };
     }
     this.counts.miss++;
-    const started = Date.now();
+    for (const c of this.collecting) {
+      if (c.started > now - COLLECT_MS) break;
+      c.open = false;
+      this.collecting.delete(c);
+    }
+    const c: Collector = { started: now, tables: new Set(), all: false, open: true };
+    this.collecting.add(c);
     return {
-      store: (value, bytes) => this.put(key, { value, snapshot, bytes, expires: started + this.options.ttlMs }),
+      store: (value, bytes) => {
+        this.collecting.delete(c);
+        if (c.open) this.put(key, this.entryOf(value, bytes, c, versions));
+        c.open = false;
+      },
+      drop: () => {
+        this.collecting.delete(c);
+        c.open = false;
+      },
     };
+  }
+
+  private entryOf<V>(value: V, bytes: number, c: Collector, versions: TableVersions): Entry<V> {
+    const tables: string[] = [];
+    const counters: string[] = [];
+    for (const t of c.tables) (t.endsWith(COUNTS) ? counters : tables).push(t);
+    const at = (t: string) => versions.of.get(t) ?? '0';
+    return {
+      value,
+      bytes,
+      started: c.started,
+      expires: c.started + this.options.ttlMs,
+      tables: c.all ? null : tables,
+      seen: tables.map(at),
+      counters,
+      countersSeen: counters.map(at),
+      all: versions.all,
+    };
+  }
+
+  private valid(e: Entry<unknown>, versions: TableVersions, now: number): boolean {
+    if (e.tables === null) return e.all === versions.all;
+    const at = (t: string) => versions.of.get(t) ?? '0';
+    for (let i = 0; i < e.tables.length; i++) if (at(e.tables[i]!) !== e.seen[i]) return false;
+    if (now - e.started < this.options.counterLagMs) return true;
+    for (let i = 0; i < e.counters.length; i++) if (at(e.counters[i]!) !== e.countersSeen[i]) return false;
+    return true;
   }
 
   /** lookup() of `key` as `visitor` asks it: answers are never shared between visitors. */
@@ -128,46 +238,13 @@ export class ReadCache {
     this.bytes -= old.bytes;
   }
 
+  /** Empties the cache; answers being computed now are not kept either (they may have read what changed). */
   clear(): void {
     this.entries.clear();
     this.bytes = 0;
+    for (const c of this.collecting) c.open = false;
+    this.collecting.clear();
   }
-
-  /**
-   * Answers kept at snapshot `before` stay valid at `after`: for a write the caller knows leaves them good enough (the
-   * batched view counts, which answers may show one flush late), when it was the only transaction that ended
-   * between the two snapshots (onlyEnded). Anything else written meanwhile leaves them as they were: misses.
-   */
-  carryOver(before: string, after: string): number {
-    let n = 0;
-    for (const e of this.entries.values()) {
-      if (e.snapshot === before) {
-        e.snapshot = after;
-        n++;
-      }
-    }
-    return n;
-  }
-}
-
-/**
- * Whether transaction `xid` is the only one that ended (committed or rolled back) between snapshots `before` and
- * `after` (`pg_current_snapshot()` texts, `xmin:xmax:xip,…`): every other transaction is in the same state in both.
- */
-export function onlyEnded(before: string, after: string, xid: string): boolean {
-  const parse = (s: string) => {
-    const [xmin, xmax, xip = ''] = s.split(':');
-    return { xmin: BigInt(xmin!), xmax: BigInt(xmax!), xip: new Set(xip ? xip.split(',').map(BigInt) : []) };
-  };
-  const a = parse(before);
-  const b = parse(after);
-  const x = BigInt(xid);
-  if (b.xmax - a.xmin > 10_000n) return false; // a long-running transaction: not worth the walk
-  const ended = (s: typeof a, id: bigint) => id < s.xmin || (id < s.xmax && !s.xip.has(id));
-  for (let id = a.xmin; id < b.xmax; id++) {
-    if (ended(b, id) !== ended(a, id) && id !== x) return false;
-  }
-  return ended(b, x) && !ended(a, x);
 }
 
 function noop(): void {}
@@ -217,6 +294,7 @@ export function readCachePlugin(cache: ReadCache): Plugin {
           // Kept as objects, which take about twice the memory of their JSON text.
           if (r && !('errors' in r && r.errors?.length) && 'data' in r && r.data)
             found.store(r, 2 * JSON.stringify(r.data).length);
+          else found.drop();
         },
       };
     },

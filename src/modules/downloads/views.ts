@@ -62,15 +62,14 @@ export class ViewCounter {
 
 /**
  * Adds `counts` to the downloads' view_count and to today's (UTC) daily statistics in one transaction (one UPDATE and
- * one upsert for the whole batch; downloads deleted meanwhile are skipped). Returns the transaction's id (for the read cache, which may carry its answers over a
- * flush), or null when there was nothing to write.
+ * one upsert for the whole batch; downloads deleted meanwhile are skipped). Only counter columns change: the read
+ * cache keeps the answers that do not show them (src/http/read-cache.ts).
  */
-export async function flushViews(prisma: PrismaClient, counts: Map<number, number>): Promise<string | null> {
-  if (counts.size === 0) return null;
+export async function flushViews(prisma: PrismaClient, counts: Map<number, number>): Promise<void> {
+  if (counts.size === 0) return;
   const ids = [...counts.keys()].sort((a, b) => a - b);
   const ns = ids.map((id) => counts.get(id)!);
-  return prisma.$transaction(async (tx) => {
-    const [{ xid }] = await tx.$queryRaw<{ xid: string }[]>`SELECT pg_current_xact_id()::text AS xid`;
+  await prisma.$transaction(async (tx) => {
     await tx.$executeRaw`
       UPDATE "download" d SET "viewCount" = d."viewCount" + v.n
       FROM unnest(${ids}::int[], ${ns}::int[]) AS v(id, n) WHERE d.id = v.id`;
@@ -81,6 +80,5 @@ export async function flushViews(prisma: PrismaClient, counts: Map<number, numbe
       SELECT v.id, (now() AT TIME ZONE 'UTC')::date, v.n
       FROM unnest(${ids}::int[], ${ns}::int[]) AS v(id, n) JOIN "download" d ON d.id = v.id
       ON CONFLICT ("downloadId", "day") DO UPDATE SET "views" = "download_daily_stats"."views" + excluded."views"`;
-    return xid!;
   });
 }
