@@ -1,5 +1,5 @@
 // view_count: counted in memory (once per visitor per window, never the owner), added in batches, no write per read,
-// and a flush leaves the read cache's answers good: on both faces and both databases.
+// and a flush (a counters-only write) leaves the read cache's answers kept: on both faces and both databases.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -58,8 +58,8 @@ forEachDatabase((kind) => {
     expect(await viewCount()).toBe(before); // 33 reads, no write
     await t.app.flushViews();
     expect(await viewCount()).toBe(before + readers.length);
-    // A read not kept in the cache shows the new count; one kept before the flush may show the old one until it
-    // expires (CACHE_SECONDS): the flush carried the cache over.
+    // A read not kept in the cache shows the new count; one kept before the flush may show the old one for at most
+    // LIMITS.readCacheCounterLagMs (src/http/read-cache.ts).
     const shown = await t.rest('GET', `/api/mc-dm-downloads/${id}/`, { key: owner.key, query: { with: 'full' } });
     expect(shown.body.download.view_count).toBe(before + readers.length);
   });
@@ -78,8 +78,8 @@ forEachDatabase((kind) => {
     const hits = t.app.readCache.counts.hit;
     await t.rest('GET', path, { key: readers[0]!.key });
     expect(t.app.readCache.counts.hit).toBe(hits + 1);
-    // the flush itself, whatever the batch size: its two snapshots, the transaction id and one UPDATE (the pool's
-    // statement count; the embedded database's counts only prepared reads)
+    // the flush itself, whatever the batch size: BEGIN, one UPDATE, one upsert, COMMIT (the pool's statement count;
+    // the embedded database's counts only prepared reads)
     expect(flushStatements).toBeLessThanOrEqual(6);
     if (kind === 'postgres') console.log(`views: one flush sent ${flushStatements} statements`);
   });
