@@ -165,16 +165,21 @@ const CLOSE_DEADLINE_MS = 5_000;
 async function openPostgres(url: string, poolSize: number): Promise<Database> {
   let statements = 0;
   const observers: ((sql: string | undefined) => void)[] = [];
+  const seen = (sql: string | undefined) => {
+    for (const fn of observers) fn(sql);
+  };
   const { pool, destroy, cancel, end } = openPool(url, poolSize, (client) => {
     const query = client.query.bind(client);
     client.query = ((...args: unknown[]) => {
       const first = args[0] as string | { name?: string; text?: unknown } | undefined;
       if (typeof first === 'string' || !first?.name || !BOOKKEEPING.has(first.name)) {
         statements++;
-        // Only an operation's statements: a job's (the outbox dispatcher, retries) belong to no answer.
-        if (observers.length > 0 && operationSignal()) {
+        // Only an operation's statements: a job's (the outbox dispatcher, retries) belong to no answer. Named ones
+        // come from query() below, which reports them itself: pg-pool may send a statement from the context of the
+        // connection's previous holder, where the operation is not known.
+        if (observers.length > 0 && !(typeof first === 'object' && first?.name) && operationSignal()) {
           const sql = typeof first === 'string' ? first : first?.text;
-          for (const fn of observers) fn(typeof sql === 'string' ? sql : undefined);
+          seen(typeof sql === 'string' ? sql : undefined);
         }
       }
       return (query as (...a: unknown[]) => unknown)(...args);
@@ -188,8 +193,10 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
     connections: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     url,
     prisma,
-    query: async <R>(sql: string, params?: unknown[]) =>
-      (await pool.query({ name: statementName(sql), text: sql, values: params })).rows as R[],
+    query: async <R>(sql: string, params?: unknown[]) => {
+      if (observers.length > 0 && operationSignal()) seen(sql);
+      return (await pool.query({ name: statementName(sql), text: sql, values: params })).rows as R[];
+    },
     async session(fn) {
       const client = await pool.connect();
       try {
