@@ -376,6 +376,25 @@ forEachDatabase((kind) => {
       expect(await shown()).toEqual([rest + 1, rest + 1]);
     });
 
+    it('versions: an edit bumps the table, a counters-only update its counters, a write of no row nothing', async () => {
+      const v = async () => {
+        const { of } = await t.app.db.cacheVersions();
+        return { d: Number(of.get('download') ?? 0), c: Number(of.get('download#counts') ?? 0) };
+      };
+      const start = await v();
+      await t.prisma.$executeRawUnsafe('UPDATE download SET "viewCount" = "viewCount" + 1 WHERE id = $1', published);
+      expect(await v()).toEqual({ d: start.d, c: start.c + 1 });
+      await t.prisma.$executeRawUnsafe('UPDATE download SET "tagLine" = "tagLine" WHERE id = $1', published);
+      await t.prisma.$executeRawUnsafe('UPDATE download SET "tagLine" = $1 WHERE id = 0', 'nobody');
+      expect(await v()).toEqual({ d: start.d, c: start.c + 1 }); // the same row again, and no row: nothing
+      await t.prisma.$executeRawUnsafe(
+        'UPDATE download SET "tagLine" = $1, "viewCount" = "viewCount" + 1 WHERE id = $2',
+        'edited with a count',
+        published,
+      );
+      expect(await v()).toEqual({ d: start.d + 1, c: start.c + 1 });
+    });
+
     it('keeps the versions through a compaction of the waiting bumps', async () => {
       const before = await t.app.db.cacheVersions();
       await t.app.db.compactCacheVersions();
