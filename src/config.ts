@@ -159,7 +159,7 @@ export interface Config {
   searchLanguage: SearchLanguage;
   /** How long keys, users and permission tables are cached in-process (0 disables). */
   cacheSeconds: number;
-  /** Megabytes of read answers kept while the database is unchanged (src/http/read-cache.ts); 0 turns it off. */
+  /** Megabytes of read answers kept while the tables they read are unchanged (src/http/read-cache.ts); 0 turns it off. */
   readCacheMb: number;
   /** Requests a minute per guest or user key (0: no limit). */
   rateLimitPerMinute: number;

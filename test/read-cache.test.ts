@@ -1,6 +1,7 @@
-// The read cache (src/http/read-cache.ts): a read sent again is answered from memory while the database is unchanged,
-// and never otherwise. Checked on both faces and both databases: writes through the service, writes straight into
-// the database, other visitors, revoked keys, mutations and errors, a second instance on the same PostgreSQL database,
+// The read cache (src/http/read-cache.ts): a read sent again is answered from memory while the tables it read are
+// unchanged, and never otherwise. Checked on both faces and both databases, one test per rule: writes through the
+// service, writes straight into the database, writes to tables an answer did not read (kept), counters (at most the
+// lag late), other visitors, revoked keys, mutations and errors, a second instance on the same PostgreSQL database,
 // and a random run of reads and writes in which every answer given is compared with one computed afresh.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReadCache } from '../src/http/read-cache.js';
@@ -202,7 +203,7 @@ describe('ReadCache', () => {
 });
 
 forEachDatabase((kind) => {
-  describe('answers kept while the database is unchanged', () => {
+  describe('answers kept while the tables they read are unchanged', () => {
     let t: TestApp;
     let category: number;
     let owner: { userId: number; key: string };

@@ -65,7 +65,7 @@ export interface HttpOptions {
   rateLimits: RateLimits;
   /** Persisted documents by SHA-256 (src/graphql/trusted-documents.ts). */
   trustedDocuments?: TrustedDocuments;
-  /** Answers to reads, given again while the database is unchanged (src/http/read-cache.ts). */
+  /** Answers to reads, given again while the tables they read are unchanged (src/http/read-cache.ts). */
   readCache: ReadCache;
   /** The outbox dispatcher, for /metrics (queue depth, delivery latency, failures). */
   dispatcher?: EventDispatcher;
