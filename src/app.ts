@@ -16,6 +16,7 @@ import { createLogger, type Logger } from './log.js';
 import { schema } from './modules/index.js';
 import type { Services } from './graphql/context.js';
 import { ReadCache } from './http/read-cache.js';
+import { statementReader } from './db/cache-versions.js';
 import { ViewCounter, flushViews } from './modules/downloads/index.js';
 import { LIMITS } from './config.js';
 import { createRequestHandler } from './http/server.js';
@@ -191,6 +192,7 @@ export async function startApp(
       ttlMs: cacheMs,
       counterLagMs: LIMITS.readCacheCounterLagMs,
       versions: db.cacheVersions,
+      readsOf: await statementReader(db),
       compact: db.compactCacheVersions,
       compactAt: LIMITS.cacheBumpsCompactAt,
     });

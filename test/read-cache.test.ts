@@ -5,7 +5,7 @@
 // and a random run of reads and writes in which every answer given is compared with one computed afresh.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReadCache } from '../src/http/read-cache.js';
-import { COUNTER_COLUMNS, readsOf, type TableVersions } from '../src/db/cache-versions.js';
+import { COUNTER_COLUMNS, StatementReader, type TableVersions } from '../src/db/cache-versions.js';
 import { LIMITS } from '../src/config.js';
 import { forEachDatabase, startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';
 
@@ -19,15 +19,30 @@ const versions = (of: Record<string, number> = {}, pending = 0): TableVersions =
   pending,
 });
 
-describe('readsOf: the tables a statement read', () => {
-  it('names the tables after FROM, JOIN, UPDATE, INTO and USING, quoted, qualified or not', () => {
+const reader = new StatementReader([
+  'category',
+  'comment',
+  'download',
+  'prefix',
+  'a',
+  'b',
+  'api_key',
+  'download_daily_stats',
+  'unnest',
+]);
+const readsOf = (sql: string | undefined) => reader.readsOf(sql);
+
+describe('StatementReader: the tables a statement read', () => {
+  it('names every table the text names: quoted, qualified, in joins, comma lists and subqueries', () => {
     expect(readsOf('SELECT "public"."category"."id" FROM "public"."category" WHERE 1=1')).toEqual(['category']);
     expect(
       readsOf(
         'SELECT c.id, d.title FROM comment c JOIN "download" d ON d.id = c."downloadId" LEFT JOIN Prefix p ON 1=1',
       ),
     ).toEqual(['comment', 'download', 'prefix']);
-    expect(readsOf('SELECT x FROM unnest($1::int[]) AS v(x)')).toEqual([]);
+    expect(readsOf('SELECT 1 FROM a x, b WHERE x.id IN (SELECT id FROM "comment")')).toEqual(['a', 'b', 'comment']);
+    expect(readsOf("SELECT x FROM generate_series(1, 3) AS v(x) WHERE 'download' <> 'comment'")).toEqual([]);
+    expect(readsOf('SELECT 1 FROM "Download"')).toEqual([]); // quoted: case kept, not the table download
   });
 
   it('adds "<table>#counts" when the statement names a counter column or selects *', () => {
@@ -42,8 +57,10 @@ describe('readsOf: the tables a statement read', () => {
 
   it("leaves out a write's target when it reads nothing back, and an unreadable statement depends on all", () => {
     expect(readsOf('UPDATE "api_key" SET "lastUsedAt" = $1 WHERE id = $2')).toEqual([]);
+    expect(readsOf('UPDATE "public"."api_key" SET "lastUsedAt" = $1 WHERE id = $2')).toEqual([]);
     expect(readsOf('UPDATE "download" SET "title" = $1 WHERE id = $2 RETURNING "id", "title"')).toEqual(['download']);
     expect(readsOf('INSERT INTO "a" ("x") SELECT y FROM "b"')).toEqual(['b']);
+    expect(readsOf('DELETE FROM a USING b WHERE a.id = b.id')).toEqual(['b', 'a']); // named again: read
     expect(readsOf(undefined)).toBe('all');
   });
 });
@@ -56,7 +73,7 @@ describe('ReadCache', () => {
     });
     return { promise, resolve };
   };
-  const options = { maxBytes: 1000, ttlMs: 10_000, counterLagMs: 40 };
+  const options = { maxBytes: 1000, ttlMs: 10_000, counterLagMs: 40, readsOf };
 
   it('gives every caller versions read after it asked: callers during a statement share the next one', async () => {
     const sent: ReturnType<typeof deferred>[] = [];

@@ -4,15 +4,15 @@
 // when a write to it commits. An update that changes only counter columns (COUNTER_COLUMNS) bumps "<table>#counts"
 // instead of the table.
 //
-// What a cached answer read is taken from the SQL its operation sent (readsOf): the tables named after FROM, JOIN,
-// UPDATE, INTO and USING, and, for each table with counters, whether the statement names one of them (or `*`). A
-// statement that cannot be read (no text) makes the answer depend on every table.
+// What a cached answer read is taken from the SQL its operation sent (StatementReader): every identifier that names a
+// table of the schema, and, for each table with counters, whether the statement names one of its counter columns (or
+// `*`). A statement that cannot be read (no text) makes the answer depend on every table.
 //
 // Limits of reading SQL this way, which the schema keeps true (test/read-cache.test.ts checks the catalogue): every
-// table has the triggers; there are no views; the functions of the schema read no table (they are trigger functions
-// and IMMUTABLE text functions). A name after FROM that is not a table (a CTE, `extract(x FROM y)`) only adds a
-// dependency that never changes. A write without RETURNING (an UPDATE that stamps a key's use) reads nothing back:
-// its target is not a dependency, the tables it reads from are.
+// table has the triggers; there are no views; the functions a read may call read no table. A write without RETURNING
+// (an UPDATE that stamps a key's use) reads nothing back: its target is not a dependency, the tables it reads are.
+
+import type { Database } from './database.js';
 
 /** Counter columns: an update that changes only these bumps "<table>#counts". `*`: the whole table is counters. */
 export const COUNTER_COLUMNS: Readonly<Record<string, readonly string[]>> = {
@@ -68,56 +68,72 @@ export function versionsOf(rows: readonly { t: string; v: string }[]): TableVers
   return { of, all, pending };
 }
 
-const NAME = String.raw`(?:"(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_$]*)`;
-const TABLE = new RegExp(String.raw`\b(from|join|update|into|using)\s+(${NAME}(?:\s*\.\s*${NAME})?)(\s*\()?`, 'gi');
-const WRITE = /^\s*(insert|update|delete)\b/i;
-const RETURNING = /\breturning\b/i;
-const STAR = /\*/;
-const COUNT_STAR = /\bcount\s*\(\s*\*\s*\)/gi;
+/** The tables (and views, were there any) of the schema, by name: what a statement may read. */
+export const TABLES_SQL = `SELECT c.relname::text AS t FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
+  WHERE s.nspname = current_schema() AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+    AND c.relname NOT IN ('_prisma_migrations', 'cache_versions', 'cache_bumps')`;
 
-const memo = new Map<string, StatementReads>();
+const STRING = /'(?:[^']|'')*'/g;
+const IDENTIFIER = /"((?:[^"]|"")+)"|([A-Za-z_][A-Za-z0-9_$]*)/g;
+const WRITE =
+  /^\s*(?:insert\s+into|update|delete\s+from)\s+("(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_$]*)(?:\s*\.\s*("(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_$]*))?/i;
+const RETURNING = /\breturning\b/i;
+const COUNT_STAR = /\bcount\s*\(\s*\*\s*\)/gi;
 const MEMO_LIMIT = 5_000;
 
-/** The tables `sql` reads (memoised: the service sends a small set of texts). */
-export function readsOf(sql: string | undefined): StatementReads {
-  if (typeof sql !== 'string') return 'all';
-  let reads = memo.get(sql);
-  if (reads === undefined) {
-    reads = parse(sql);
-    if (memo.size >= MEMO_LIMIT) memo.clear();
-    memo.set(sql, reads);
+/**
+ * Reads the tables a statement reads from its text: every identifier (outside string literals) that is the name of a
+ * table of the schema, wherever it stands (FROM lists with commas, joins, subqueries, qualified column references), so
+ * no grammar is relied on. An identifier that happens to equal a table name only adds a dependency (a miss, never a
+ * stale answer). The target of an INSERT, UPDATE or DELETE without RETURNING is written, not read, unless it is named
+ * again further on.
+ */
+export class StatementReader {
+  private readonly tables: ReadonlySet<string>;
+  private readonly memo = new Map<string, StatementReads>();
+
+  constructor(tables: Iterable<string>) {
+    this.tables = new Set(tables);
   }
-  return reads;
+
+  /** The tables `sql` reads (memoised: the service sends a small set of texts). */
+  readsOf(sql: string | undefined): StatementReads {
+    if (typeof sql !== 'string') return 'all';
+    let reads = this.memo.get(sql);
+    if (reads === undefined) {
+      reads = this.parse(sql);
+      if (this.memo.size >= MEMO_LIMIT) this.memo.clear();
+      this.memo.set(sql, reads);
+    }
+    return reads;
+  }
+
+  private parse(sql: string): StatementReads {
+    const text = sql.replace(STRING, "''");
+    let rest = text;
+    const write = WRITE.exec(text);
+    if (write && !RETURNING.test(text)) rest = text.slice(write[0].length);
+    const tables = new Set<string>();
+    for (const m of rest.matchAll(IDENTIFIER)) {
+      const name = m[1] !== undefined ? m[1].replaceAll('""', '"') : m[2]!.toLowerCase();
+      if (this.tables.has(name)) tables.add(name);
+    }
+    const star = text.replace(COUNT_STAR, '').includes('*');
+    const out: string[] = [];
+    for (const t of tables) {
+      out.push(t);
+      const counters = COUNTER_COLUMNS[t];
+      if (counters && (star || counters[0] === '*' || counters.some((c) => text.includes(`"${c}"`))))
+        out.push(t + COUNTS);
+    }
+    return out;
+  }
 }
 
-const LAST_NAME = new RegExp(`${NAME}$`);
-
-/** The table of a (possibly schema-qualified, possibly quoted) name, as PostgreSQL folds it. */
-function unquote(name: string): string {
-  const last = LAST_NAME.exec(name)![0];
-  return last.startsWith('"') ? last.slice(1, -1).replaceAll('""', '"') : last.toLowerCase();
-}
-
-function parse(sql: string): StatementReads {
-  const write = WRITE.exec(sql);
-  const returning = RETURNING.test(sql);
-  const tables = new Set<string>();
-  let first = true;
-  for (const m of sql.matchAll(TABLE)) {
-    const target = first && write;
-    first = false;
-    // A function call (FROM unnest(…)): the schema's functions read no table. INTO t (columns) is a table.
-    if (m[3] && m[1]!.toLowerCase() !== 'into') continue;
-    // The target of a write with no RETURNING: written, not read.
-    if (target && !returning) continue;
-    tables.add(unquote(m[2]!));
-  }
-  const star = STAR.test(sql.replace(COUNT_STAR, ''));
-  const out: string[] = [];
-  for (const t of tables) {
-    out.push(t);
-    const counters = COUNTER_COLUMNS[t];
-    if (counters && (star || counters[0] === '*' || counters.some((c) => sql.includes(`"${c}"`)))) out.push(t + COUNTS);
-  }
-  return out;
+/** The reader of the schema `db` has now, as the read cache takes it. */
+export async function statementReader(
+  db: Pick<Database, 'query'>,
+): Promise<(sql: string | undefined) => StatementReads> {
+  const reader = new StatementReader((await db.query<{ t: string }>(TABLES_SQL)).map((r) => r.t));
+  return (sql) => reader.readsOf(sql);
 }

@@ -31,7 +31,7 @@
 import { getOperationAST, type DocumentNode, type ExecutionResult } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { Visitor } from '../permissions/access.js';
-import { COUNTS, readsOf, type TableVersions } from '../db/cache-versions.js';
+import { COUNTS, type StatementReads, type TableVersions } from '../db/cache-versions.js';
 
 interface Entry<V> {
   value: V;
@@ -65,6 +65,8 @@ export interface ReadCacheOptions {
   counterLagMs: number;
   /** The tables' versions now (src/db/cache-versions.ts). */
   versions(): Promise<TableVersions>;
+  /** The tables a statement read (src/db/cache-versions.ts StatementReader). */
+  readsOf(sql: string | undefined): StatementReads;
   /** Called (one at a time) when many version bumps wait to be compacted. */
   compact?(): Promise<void>;
   /** Bumps waiting past which compact() is called. */
@@ -146,7 +148,7 @@ export class ReadCache {
    */
   observe(sql: string | undefined): void {
     if (this.collecting.size === 0) return;
-    const reads = readsOf(sql);
+    const reads = this.options.readsOf(sql);
     for (const c of this.collecting) {
       if (reads === 'all') c.all = true;
       else for (const t of reads) c.tables.add(t);
