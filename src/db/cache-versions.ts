@@ -12,8 +12,6 @@
 // table has the triggers; there are no views; the functions a read may call read no table. A write without RETURNING
 // (an UPDATE that stamps a key's use) reads nothing back: its target is not a dependency, the tables it reads are.
 
-import type { Database } from './database.js';
-
 /** Counter columns: an update that changes only these bumps "<table>#counts". `*`: the whole table is counters. */
 export const COUNTER_COLUMNS: Readonly<Record<string, readonly string[]>> = {
   download: ['downloadCount', 'viewCount'],
@@ -131,9 +129,9 @@ export class StatementReader {
 }
 
 /** The reader of the schema `db` has now, as the read cache takes it. */
-export async function statementReader(
-  db: Pick<Database, 'query'>,
-): Promise<(sql: string | undefined) => StatementReads> {
+export async function statementReader(db: {
+  query<R>(sql: string): Promise<R[]>;
+}): Promise<(sql: string | undefined) => StatementReads> {
   const reader = new StatementReader((await db.query<{ t: string }>(TABLES_SQL)).map((r) => r.t));
   return (sql) => reader.readsOf(sql);
 }
