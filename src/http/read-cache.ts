@@ -8,7 +8,8 @@
 // database, the command line, raw SQL), so a bump becomes visible exactly when the data does. The tables an answer
 // read are not declared by hand: they are taken from the SQL the database layer sent while the answer was computed
 // (every statement sent between the lookup and the store counts, another request's included, so the list is never
-// short; a statement whose text cannot be read makes the answer depend on every table).
+// short; on a PostgreSQL server the jobs' statements are told apart and left out; a statement whose text cannot be
+// read makes the answer depend on every table).
 //
 // The rules, for an answer computed at versions V:
 // - it is given again while every table it read is still at its version in V, for at most CACHE_SECONDS;
