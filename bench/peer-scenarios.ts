@@ -36,7 +36,7 @@ const fragments: Record<string, string> = {
 };
 
 /** The query with the fragments it spreads (GraphQL rejects unused ones), as a request body. */
-function document(query: string, variables: Record<string, unknown>): string {
+export function document(query: string, variables: Record<string, unknown>): string {
   const used = new Set<string>();
   const spread = (text: string) => {
     for (const [, name] of text.matchAll(/\.\.\.(\w+)/g)) {

@@ -4,6 +4,8 @@
 // database of that server (dropped at the end) instead. In --route, `:download`, `:version`, `:commentDownload` and
 // `:category` stand for the seeded ids the route table uses.
 import { parseArgs } from 'node:util';
+import { print, type DocumentNode } from 'graphql';
+import { routes as restRoutes } from '../rest-adapter/routes.js';
 import pg from 'pg';
 import { Session } from 'node:inspector/promises';
 import { openDatabase } from '../src/db/client.js';
@@ -59,6 +61,12 @@ const get = async (path: string) => {
   ).text();
 };
 const gql = (query: string) => JSON.stringify({ query });
+/** The document a REST route runs, as a /graphql body with `variables`. */
+const routeBody = (method: string, path: string, variables: Record<string, unknown>) =>
+  JSON.stringify({
+    query: print(restRoutes.find((r) => r.method === method && r.path === path)!.document as DocumentNode),
+    variables,
+  });
 const one = async (sql: string, p: unknown[]) =>
   Number(Object.values((await db.query<Record<string, unknown>>(sql, p))[0]!)[0]);
 const ids: Record<string, number> = {
@@ -72,11 +80,12 @@ const ids: Record<string, number> = {
 const withIds = (route: string) =>
   route.replace(/:(commentDownload|download|version|category|file|comment)\b/g, (_m, k: string) => String(ids[k]));
 /** A route as printed: GraphQL bodies by their query text. */
-const label = (route: string) =>
-  (route.startsWith('{') ? `gql ${(JSON.parse(route) as { query: string }).query.replace(/\s+/g, ' ')}` : route).slice(
-    0,
-    60,
-  );
+const label = (route: string) => {
+  if (!route.startsWith('{')) return route.slice(0, 60);
+  const { query, variables } = JSON.parse(route) as { query: string; variables?: unknown };
+  const name = /^\s*query\s+(\w+)/.exec(query)?.[1];
+  return `gql ${name ? `${name} ${JSON.stringify(variables)}` : query.replace(/\s+/g, ' ')}`.slice(0, 60);
+};
 
 const routes = [
   `/api/mc-dm-downloads/${s.downloadId}/`,
@@ -97,15 +106,21 @@ const routes = [
   ),
   gql(`{ filesConnection(versionId: ${s.versionId}) { totalCount nodes { fileId filename } } }`),
   gql('{ categoriesConnection(first: 20) { totalCount nodes { categoryId title } } }'),
+  // The REST routes' own documents posted to /graphql, with variables: the same reads as the routes above.
+  '/api/mc-dm-downloads/?per_page=20',
+  routeBody('GET', '/api/mc-dm-downloads/', { perPage: 20, full: false }),
+  routeBody('GET', '/api/mc-dm-comments/', { downloadId: s.commentDownloadId, full: false }),
+  routeBody('GET', '/api/mc-dm-downloads/:download_id/', { downloadId: s.downloadId, full: true }),
 ];
-console.log('route'.padEnd(60), 'ms/req', ' SQL/req');
-for (const route of routes) {
+console.log('#  ', 'route'.padEnd(60), 'ms/req', ' SQL/req');
+for (const [i, route] of routes.entries()) {
   const path = withIds(route);
   for (let i = 0; i < 20; i++) await get(path);
   const st0 = db.statements();
   const t0 = performance.now();
   for (let i = 0; i < N; i++) await get(path);
   console.log(
+    `#${i}`.padEnd(3),
     label(path).padEnd(60),
     ((performance.now() - t0) / N).toFixed(2).padStart(6),
     ((db.statements() - st0) / N).toFixed(1).padStart(8),
@@ -117,7 +132,8 @@ if (opts.route) {
   session.connect();
   await session.post('Profiler.enable');
   await session.post('Profiler.start');
-  const route = withIds(opts.route);
+  // `--route '#N'`: the N-th route of the table above (GraphQL bodies are long to type).
+  const route = withIds(/^#\d+$/.test(opts.route) ? routes[Number(opts.route.slice(1))]! : opts.route);
   for (let i = 0; i < N; i++) await get(route);
   const { profile } = (await session.post('Profiler.stop')) as { profile: CpuProfile };
   const summary = summarize(profile);

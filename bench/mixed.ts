@@ -1,0 +1,574 @@
+// `npm run bench:mixed`: reads on varied rows beside a background writer, this service against PostGraphile 4 (the
+// peer, bench/peer.ts) on the same PostgreSQL database. Every request reads its own random row or page (GraphQL
+// variables for both GraphQL servers), except in the one repeated-request scenario, which shows the read cache's best
+// case. For each writer rate (default 0, 10 and 50 writes/s of realistic writes through the REST face: file downloads
+// counted, comments posted, downloads edited) every scenario is measured through REST, the service's GraphQL and the
+// peer, and the table prints req/s ÷ the peer's, p50/p99 and the read cache's hit rate (from /metrics).
+// Options: --downloads N (default 50000), --clients N (32), --seconds N per cell (10), --rates 0,10,50,
+// --database-url postgres://… (a server: a fresh database is made on it, then dropped), --read-cache-mb N (the
+// service's READ_CACHE_MB; 0 turns the cache off), --only <regex> (scenarios), --no-peer.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import { print, type DocumentNode } from 'graphql';
+import pg from 'pg';
+import { routes } from '../rest-adapter/routes.js';
+import { openDatabase } from '../src/db/client.js';
+import { document, peerScenarios, type Rows } from './peer-scenarios.js';
+import { seed, sizeFor, type SeedResult } from './seed.js';
+import { SERVICE_ENV, serviceArgs } from './service.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const { values: opts } = parseArgs({
+  options: {
+    downloads: { type: 'string', default: '50000' },
+    clients: { type: 'string', default: '32' },
+    seconds: { type: 'string', default: '10' },
+    rates: { type: 'string', default: '0,10,50' },
+    'database-url': { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/test' },
+    'read-cache-mb': { type: 'string' },
+    only: { type: 'string' },
+    'no-peer': { type: 'boolean', default: false },
+  },
+});
+const fail = (message: string): never => {
+  console.error(message);
+  process.exit(2);
+};
+const whole = (text: string) => (/^\d[\d_]*$/.test(text) ? Number(text.replaceAll('_', '')) : NaN);
+const DOWNLOADS = whole(opts.downloads!);
+const CLIENTS = whole(opts.clients!);
+const SECONDS = Number(opts.seconds);
+const RATES = opts.rates!.split(',').map(Number);
+if (!Number.isSafeInteger(DOWNLOADS) || DOWNLOADS < 1000 || DOWNLOADS > 5_000_000)
+  fail('--downloads takes a number of downloads from 1000 to 5000000.');
+if (!Number.isInteger(CLIENTS) || CLIENTS < 1) fail('--clients takes a positive whole number.');
+if (!(SECONDS > 0)) fail('--seconds takes a positive number.');
+if (RATES.some((r) => !Number.isFinite(r) || r < 0)) fail('--rates takes writes per second such as 0,10,50.');
+const READ_CACHE_MB = opts['read-cache-mb'];
+if (READ_CACHE_MB !== undefined && !/^\d+$/.test(READ_CACHE_MB)) fail('--read-cache-mb takes a whole number.');
+const ONLY = opts.only ? new RegExp(opts.only) : null;
+const PEER = !opts['no-peer'];
+const KEY = 'dm_bench_super_key_0000000000000000000000000000';
+const WARMUP_SECONDS = 1;
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+const BASE = `http://127.0.0.1:${await freePort()}`;
+const PEER_BASE = `http://127.0.0.1:${await freePort()}`;
+
+// ───────────── the catalogue and the rows requests pick from
+
+/** Ids the requests pick from at random: what a super key and the peer show alike. */
+interface Pools {
+  /** Visible downloads in categories guests may view. */
+  downloads: number[];
+  /** Leaf categories guests may view. */
+  leaves: number[];
+  /** Files whose bytes are in storage, for the writer's counted downloads. */
+  files: number[];
+  /** Pages of the unfiltered lists that exist (of 20 and of 100 rows). */
+  pages20: number;
+  pages100: number;
+}
+const pick = <T>(list: T[]): T => list[Math.floor(Math.random() * list.length)]!;
+const upTo = (n: number) => 1 + Math.floor(Math.random() * n);
+/** Deep pages cost every server an offset scan; readers mostly look at the first ones. */
+const PAGE_SPAN = 50;
+
+async function preparePools(db: pg.Client, dataDir: string): Promise<Pools> {
+  const ids = async (sql: string) => (await db.query<{ id: number }>(sql)).rows.map((r) => r.id);
+  const downloads = await ids(`SELECT id FROM download WHERE state = 'visible' AND "categoryId" % 20 <> 0 ORDER BY id`);
+  const leaves = await ids(`SELECT id FROM category WHERE "parentId" > 10 AND id % 20 <> 0 ORDER BY id`);
+  // The writer counts downloads of 1,000 random primary files: their bytes (64 of them) are put in storage, where the
+  // seed leaves none, and their size set to match.
+  const chosen = Array.from({ length: 1000 }, () => pick(downloads));
+  const files = (
+    await db.query<{ id: number; key: string }>(
+      `UPDATE file f SET "fileSize" = 64 FROM download d
+       WHERE d.id = ANY($1::int[]) AND f."versionId" = d."currentVersionId" AND f."isPrimary"
+       RETURNING f.id, f."storageKey" AS key`,
+      [chosen],
+    )
+  ).rows;
+  for (const f of files) {
+    const p = path.join(dataDir, 'files', f.key);
+    fs.mkdirSync(path.dirname(p), { recursive: true });
+    fs.writeFileSync(p, Buffer.alloc(64, 7));
+  }
+  const total = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM download')).rows[0]!.n;
+  return {
+    downloads,
+    leaves,
+    files: files.map((f) => f.id),
+    pages20: Math.min(PAGE_SPAN, Math.floor(total / 20)),
+    pages100: Math.min(PAGE_SPAN, Math.floor(total / 100)),
+  };
+}
+
+// ───────────── scenarios: each request picks its parameters, then is asked through the three faces
+
+interface Face {
+  method: 'GET' | 'POST';
+  path: string;
+  body?: string;
+}
+interface MixedScenario {
+  name: string;
+  /** The scenario of peer-scenarios.ts whose row readers check that the three faces answer alike. */
+  rowsOf: string;
+  /** Parameters of one request (random, except in the repeated scenario). */
+  params(): Record<string, number>;
+  rest(p: Record<string, number>): Face;
+  graphql(p: Record<string, number>): Face;
+  peer(p: Record<string, number>): Face;
+}
+
+/** The document a REST route runs, posted to /graphql with the variables of one request. */
+function serviceGraphql(method: string, routePath: string): (variables: Record<string, unknown>) => Face {
+  const route = routes.find((r) => r.method === method && r.path === routePath);
+  if (!route) throw new Error(`no route ${method} ${routePath}`);
+  const query = print(route.document as DocumentNode);
+  return (variables) => ({ method: 'POST', path: '/graphql', body: JSON.stringify({ query, variables }) });
+}
+const peerQuery =
+  (query: string) =>
+  (variables: Record<string, unknown>): Face => ({
+    method: 'POST',
+    path: '/graphql',
+    body: document(query, variables),
+  });
+
+const listDownloadsGql = serviceGraphql('GET', '/api/mc-dm-downloads/');
+const getDownloadGql = serviceGraphql('GET', '/api/mc-dm-downloads/:download_id/');
+const listCommentsGql = serviceGraphql('GET', '/api/mc-dm-comments/');
+const ORDER = 'orderBy: [LAST_UPDATE_DESC, ID_DESC]';
+const peerGet = peerQuery('query ($id: Int!) { downloadById(id: $id) { ...D ...DFull } }');
+const peerList = (full: boolean, filter: boolean) =>
+  peerQuery(
+    `query ($first: Int!, $offset: Int!${filter ? ', $c: Int!' : ''}) { allDownloads(first: $first, offset: $offset${
+      filter ? ', condition: { categoryId: $c }' : ''
+    }, ${ORDER}) { totalCount nodes { ...D${full ? ' ...DFull' : ''} } } }`,
+  );
+const peerList20 = peerList(false, false);
+const peerList100Full = peerList(true, false);
+const peerListByCategory = peerList(false, true);
+const peerComments = peerQuery(
+  'query ($d: Int!) { allComments(first: 20, condition: { downloadId: $d }, orderBy: [COMMENT_DATE_DESC, ID_DESC]) { totalCount nodes { ...Cm } } }',
+);
+
+function mixedScenarios(pools: Pools): MixedScenario[] {
+  const all: MixedScenario[] = [
+    {
+      name: 'download get, full',
+      rowsOf: 'download get full',
+      params: () => ({ id: pick(pools.downloads) }),
+      rest: (p) => ({ method: 'GET', path: `/api/mc-dm-downloads/${p.id}/?with=full` }),
+      graphql: (p) => getDownloadGql({ downloadId: p.id, full: true }),
+      peer: (p) => peerGet({ id: p.id }),
+    },
+    {
+      name: 'list by category, 20',
+      rowsOf: 'downloads list by category',
+      params: () => ({ c: pick(pools.leaves) }),
+      rest: (p) => ({ method: 'GET', path: `/api/mc-dm-downloads/?category_id=${p.c}&per_page=20` }),
+      graphql: (p) => listDownloadsGql({ categoryId: p.c, perPage: 20, full: false }),
+      peer: (p) => peerListByCategory({ c: p.c, first: 20, offset: 0 }),
+    },
+    {
+      name: 'list, 20, no filter',
+      rowsOf: 'downloads list 20',
+      params: () => ({ page: upTo(pools.pages20) }),
+      rest: (p) => ({ method: 'GET', path: `/api/mc-dm-downloads/?per_page=20&page=${p.page}` }),
+      graphql: (p) => listDownloadsGql({ page: p.page, perPage: 20, full: false }),
+      peer: (p) => peerList20({ first: 20, offset: (p.page! - 1) * 20 }),
+    },
+    {
+      name: 'list, 100, full',
+      rowsOf: 'downloads list 100 full',
+      params: () => ({ page: upTo(pools.pages100) }),
+      rest: (p) => ({ method: 'GET', path: `/api/mc-dm-downloads/?per_page=100&page=${p.page}&with=full` }),
+      graphql: (p) => listDownloadsGql({ page: p.page, perPage: 100, full: true }),
+      peer: (p) => peerList100Full({ first: 100, offset: (p.page! - 1) * 100 }),
+    },
+    {
+      name: 'comments of one download',
+      rowsOf: 'comments list',
+      params: () => ({ d: pick(pools.downloads) }),
+      rest: (p) => ({ method: 'GET', path: `/api/mc-dm-comments/?download_id=${p.d}` }),
+      graphql: (p) => listCommentsGql({ downloadId: p.d, full: false }),
+      peer: (p) => peerComments({ d: p.d }),
+    },
+    {
+      name: 'repeated: list, 20, page 1',
+      rowsOf: 'downloads list 20',
+      params: () => ({ page: 1 }),
+      rest: () => ({ method: 'GET', path: '/api/mc-dm-downloads/?per_page=20&page=1' }),
+      graphql: () => listDownloadsGql({ page: 1, perPage: 20, full: false }),
+      peer: () => peerList20({ first: 20, offset: 0 }),
+    },
+  ];
+  return all.filter((sc) => !ONLY || ONLY.test(sc.name));
+}
+
+type FaceName = 'rest' | 'graphql' | 'peer';
+const JSON_HEADERS = { 'content-type': 'application/json' };
+/** An autocannon request that asks for a fresh random row each time it is sent. */
+function varied(sc: MixedScenario, face: FaceName): autocannon.Request {
+  const first = sc[face](sc.params());
+  return {
+    method: first.method,
+    path: first.path,
+    headers: first.body ? JSON_HEADERS : {},
+    setupRequest: (req: any) => {
+      const f = sc[face](sc.params());
+      return { ...req, path: f.path, ...(f.body ? { body: f.body } : {}) };
+    },
+  } as autocannon.Request;
+}
+
+async function ask(base: string, f: Face): Promise<any> {
+  const res = await fetch(base + f.path, {
+    method: f.method,
+    body: f.body,
+    headers: { 'forum-api-key': KEY, ...(f.body ? JSON_HEADERS : {}) },
+  });
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`${f.method} ${base}${f.path} answered ${res.status}: ${text.slice(0, 400)}`);
+  const json = JSON.parse(text);
+  if (json.errors) throw new Error(`${f.method} ${base}${f.path} answered errors: ${text.slice(0, 400)}`);
+  return json;
+}
+
+/** Before measuring: for 5 random requests of every scenario, the three faces answer the same rows and totals. */
+async function checkSameRows(list: MixedScenario[], seeded: SeedResult): Promise<void> {
+  const readers = new Map(peerScenarios(seeded).map((ps) => [ps.compare, ps]));
+  for (const sc of list) {
+    const r = readers.get(sc.rowsOf)!;
+    for (let i = 0; i < 5; i++) {
+      const p = sc.params();
+      const faces: [string, Rows][] = [
+        ['REST', r.restRows(await ask(BASE, sc.rest(p)))],
+        ['GraphQL', r.graphqlRows(await ask(BASE, sc.graphql(p)))],
+        ...(PEER ? [['the peer', r.peerRows(await ask(PEER_BASE, sc.peer(p)))] as [string, Rows]] : []),
+      ];
+      for (const [face, rows] of faces.slice(1)) {
+        if (JSON.stringify(rows) !== JSON.stringify(faces[0]![1]))
+          throw new Error(
+            `${sc.name} ${JSON.stringify(p)}: ${face} answers other rows than REST:\n  ${JSON.stringify(rows)}\n  ${JSON.stringify(faces[0]![1])}`,
+          );
+      }
+    }
+  }
+}
+
+// ───────────── the background writer
+
+interface WriterTally {
+  sent: number;
+  failed: number;
+  lastError: string | null;
+}
+
+/** Writes through the REST face at `rate` a second until stopped: 3 in 5 count a file download, 1 posts a comment, 1 edits a download. */
+function startWriter(rate: number, pools: Pools): { stop(): Promise<WriterTally> } {
+  const tally: WriterTally = { sent: 0, failed: 0, lastError: null };
+  if (rate === 0) return { stop: async () => tally };
+  const inFlight = new Set<Promise<void>>();
+  const form = { 'content-type': 'application/x-www-form-urlencoded', 'forum-api-key': KEY };
+  const one = async (n: number) => {
+    const kind = n % 5;
+    const d = pick(pools.downloads);
+    const res =
+      kind < 3
+        ? await fetch(`${BASE}/api/mc-dm-files/${pick(pools.files)}/data/`, { headers: { 'forum-api-key': KEY } })
+        : kind === 3
+          ? await fetch(`${BASE}/api/mc-dm-comments/`, {
+              method: 'POST',
+              headers: { ...form, 'forum-api-user': String(1 + (n % 100)) },
+              body: `download_id=${d}&message=Benchmark+comment+${n}`,
+            })
+          : await fetch(`${BASE}/api/mc-dm-downloads/${d}/`, {
+              method: 'PUT',
+              headers: form,
+              body: `tag_line=Edited+by+the+benchmark+${n}`,
+            });
+    const text = await res.text();
+    tally.sent++;
+    if (res.status >= 300) {
+      tally.failed++;
+      tally.lastError = `${res.status} ${text.slice(0, 200)}`;
+    }
+  };
+  let n = 0;
+  const started = performance.now();
+  const timer = setInterval(() => {
+    // As many writes as the clock says are due (timers fire late on a busy machine), at most 64 in flight.
+    const due = Math.floor(((performance.now() - started) / 1000) * rate);
+    while (n < due && inFlight.size < 64) {
+      const p = one(n++).catch((err: Error) => {
+        tally.sent++;
+        tally.failed++;
+        tally.lastError = err.message;
+      });
+      inFlight.add(p);
+      void p.finally(() => inFlight.delete(p));
+    }
+    if (n < due) n = due; // behind by more than 64: those writes are skipped
+  }, 5);
+  return {
+    stop: async () => {
+      clearInterval(timer);
+      await Promise.all(inFlight);
+      return tally;
+    },
+  };
+}
+
+// ───────────── measuring
+
+interface Cell {
+  scenario: string;
+  face: FaceName;
+  rate: number;
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  cacheHitPct: number | null;
+}
+
+async function readCacheCounts(): Promise<{ hit: number; miss: number } | null> {
+  try {
+    const text = await (await fetch(`${BASE}/metrics`, { headers: { 'forum-api-key': KEY } })).text();
+    const count = (result: string) =>
+      Number(new RegExp(`^dcs_read_cache_total\\{result="${result}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? NaN);
+    const counts = { hit: count('hit'), miss: count('miss') };
+    return Number.isNaN(counts.hit) || Number.isNaN(counts.miss) ? null : counts;
+  } catch {
+    return null;
+  }
+}
+
+async function measure(sc: MixedScenario, face: FaceName, rate: number, warm: boolean): Promise<Cell> {
+  const url = face === 'peer' ? PEER_BASE : BASE;
+  const request = varied(sc, face);
+  if (warm)
+    await autocannon({
+      url,
+      connections: 1,
+      duration: WARMUP_SECONDS,
+      requests: [request],
+      headers: { 'forum-api-key': KEY },
+    });
+  const cache0 = face === 'peer' ? null : await readCacheCounts();
+  const result = await autocannon({
+    url,
+    connections: CLIENTS,
+    duration: SECONDS,
+    requests: [request],
+    headers: { 'forum-api-key': KEY },
+    timeout: 30,
+  });
+  const cache1 = cache0 && (await readCacheCounts());
+  const hits = cache0 && cache1 ? cache1.hit - cache0.hit : 0;
+  const answered = cache0 && cache1 ? hits + cache1.miss - cache0.miss : 0;
+  return {
+    scenario: sc.name,
+    face,
+    rate,
+    rps: Math.round((result.requests.total / result.duration) * 10) / 10,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.timeouts + result.non2xx,
+    cacheHitPct: answered > 0 ? Math.round((hits / answered) * 1000) / 10 : null,
+  };
+}
+
+function start(args: string[], env: Record<string, string>): ChildProcess {
+  return spawn(process.execPath, args, {
+    cwd: root,
+    env: { ...process.env, NODE_ENV: 'production', ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+}
+async function waitReady(child: ChildProcess, url: string): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    if (child.exitCode !== null) throw new Error(`process exited with ${child.exitCode} before it was ready`);
+    try {
+      if ((await fetch(url)).status < 500) return;
+    } catch {
+      /* not yet */
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url} did not become ready`);
+}
+async function stop(child: ChildProcess | null): Promise<void> {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  await new Promise<void>((resolve) => {
+    const kill = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    child.once('exit', () => {
+      clearTimeout(kill);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+function textTable(head: string[], rows: string[][]): string {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  return [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
+}
+
+function report(cells: Cell[], list: MixedScenario[], rate: number, writes: WriterTally, seconds: number): string {
+  const at = (sc: string, face: FaceName) => cells.find((c) => c.scenario === sc && c.face === face && c.rate === rate);
+  const ratio = (a?: Cell, b?: Cell) => (a && b && b.rps > 0 ? (a.rps / b.rps).toFixed(2) : 'n/a');
+  const lat = (c?: Cell) => (c ? `${c.p50} / ${c.p99}` : 'n/a');
+  const rows = list.map((sc) => {
+    const [r, g, p] = [at(sc.name, 'rest'), at(sc.name, 'graphql'), at(sc.name, 'peer')];
+    const hit = (c?: Cell) => (c?.cacheHitPct == null ? '-' : `${c.cacheHitPct}%`);
+    const errors = [r, g, p].reduce((n, c) => n + (c?.errors ?? 0), 0);
+    return [
+      sc.name,
+      `${r?.rps ?? 'n/a'} / ${g?.rps ?? 'n/a'} / ${p?.rps ?? 'n/a'}`,
+      `${ratio(r, p)} / ${ratio(g, p)}`,
+      lat(r),
+      lat(g),
+      lat(p),
+      `${hit(r)} / ${hit(g)}`,
+      String(errors),
+    ];
+  });
+  const achieved = seconds > 0 ? (writes.sent / seconds).toFixed(1) : '0';
+  return [
+    `\nWriter at ${rate} writes/s (achieved ${achieved}/s over the runs, ${writes.failed} refused or failed${writes.lastError ? `; last: ${writes.lastError}` : ''}), ${CLIENTS} clients, ${SECONDS} s per cell:\n`,
+    textTable(
+      [
+        'scenario',
+        'req/s REST / GraphQL / peer',
+        'REST / GraphQL ÷ peer',
+        'REST p50/p99 ms',
+        'GraphQL p50/p99',
+        'peer p50/p99',
+        'cache hits REST / GraphQL',
+        'errors',
+      ],
+      rows,
+    ),
+  ].join('\n');
+}
+
+// ───────────── the run
+
+const admin = new pg.Client({ connectionString: opts['database-url'] });
+await admin.connect();
+const dbName = `dcs_mixed_${process.pid}`;
+await admin.query(`CREATE DATABASE "${dbName}"`);
+await admin.end();
+const dbUrl = new URL(opts['database-url']!);
+dbUrl.pathname = `/${dbName}`;
+const databaseUrl = dbUrl.toString();
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-mixed-'));
+let service: ChildProcess | null = null;
+let peer: ChildProcess | null = null;
+const began = Date.now();
+try {
+  const t0 = performance.now();
+  const db = await openDatabase({ url: databaseUrl });
+  let seeded: SeedResult;
+  try {
+    seeded = await seed(db, KEY, sizeFor(DOWNLOADS));
+  } finally {
+    await db.close();
+  }
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  const pools = await preparePools(client, dataDir);
+  await client.query('VACUUM ANALYZE file');
+  await client.end();
+  console.log(
+    `Seeded ${DOWNLOADS.toLocaleString('en')} downloads on PostgreSQL in ${((performance.now() - t0) / 1000).toFixed(0)} s`,
+  );
+  const list = mixedScenarios(pools);
+  service = start(serviceArgs(), {
+    ...SERVICE_ENV,
+    DATABASE_URL: databaseUrl,
+    DATA_DIR: dataDir,
+    PORT: new URL(BASE).port,
+    HOST: '127.0.0.1',
+    DM_BOOTSTRAP_KEY: KEY,
+    LOG_LEVEL: 'warn',
+    BASE_URL: 'http://localhost',
+    COMMENT_FLOOD_SECONDS: '0',
+    ...(READ_CACHE_MB !== undefined ? { READ_CACHE_MB } : {}),
+  });
+  await waitReady(service, `${BASE}/readyz`);
+  if (PEER) {
+    peer = start(['--import', 'tsx', 'bench/peer.ts'], {
+      DATABASE_URL: databaseUrl,
+      PORT: new URL(PEER_BASE).port,
+      DATABASE_POOL_SIZE: '10',
+    });
+    await waitReady(peer, `${PEER_BASE}/graphql`);
+  }
+  await checkSameRows(list, seeded);
+  console.log(
+    `(REST, GraphQL${PEER ? ' and the peer' : ''} answer the same rows and totals on 5 random requests of each scenario; read cache ${READ_CACHE_MB === '0' ? 'off' : 'on'})`,
+  );
+  const cells: Cell[] = [];
+  const reports: string[] = [];
+  let warm = true;
+  for (const rate of RATES) {
+    const writer = startWriter(rate, pools);
+    const w0 = performance.now();
+    for (const sc of list) {
+      for (const face of ['rest', 'graphql', ...(PEER ? ['peer'] : [])] as FaceName[]) {
+        const cell = await measure(sc, face, rate, warm);
+        cells.push(cell);
+        console.log(
+          `  ${rate} w/s  ${sc.name.padEnd(28)} ${face.padEnd(7)} ${String(cell.rps).padStart(8)} req/s  p50 ${cell.p50} ms  p99 ${cell.p99} ms${cell.cacheHitPct === null ? '' : `  cache hits ${cell.cacheHitPct}%`}${cell.errors ? `  (${cell.errors} errors)` : ''}`,
+        );
+      }
+    }
+    warm = false;
+    const writes = await writer.stop();
+    const text = report(cells, list, rate, writes, (performance.now() - w0) / 1000);
+    reports.push(text);
+    console.log(text);
+  }
+  console.log(
+    `\n${reports.join('\n')}\n\nTotal ${((Date.now() - began) / 60000).toFixed(1)} min; load average at the end ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')} (${os.cpus().length} cores)`,
+  );
+  const out = path.join(root, 'bench/results', `${new Date().toISOString().replace(/[:.]/g, '-')}-mixed.json`);
+  fs.mkdirSync(path.dirname(out), { recursive: true });
+  fs.writeFileSync(
+    out,
+    JSON.stringify(
+      { downloads: DOWNLOADS, clients: CLIENTS, seconds: SECONDS, readCacheMb: READ_CACHE_MB ?? null, cells },
+      null,
+      2,
+    ),
+  );
+} finally {
+  await Promise.all([stop(service), stop(peer)]);
+  fs.rmSync(dataDir, { recursive: true, force: true });
+  const c = new pg.Client({ connectionString: opts['database-url'] });
+  await c.connect();
+  await c.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`);
+  await c.end();
+}
