@@ -225,6 +225,9 @@ export async function startTestApp(
       // The outbox dispatcher runs when this instance commits; its idle poll (which finds rows other instances left)
       // would put statements into the tests that count them, so it is slow here unless a test sets it.
       webhooks: { ...loadConfig({}).webhooks, pollMs: 60_000 },
+      // The test files run in parallel on a shared machine, where a slow but sound operation (200 simultaneous writes
+      // to one row) can pass the 10 s production deadline; the tests of the deadline set their own.
+      graphql: { ...loadConfig({}).graphql, timeoutMs: 60_000 },
       ...overrides,
     },
   );
