@@ -24,16 +24,19 @@ const ALONE = [
 // The longest files, started first so that none of them begins near the end (on a fresh clone vitest knows no
 // durations from an earlier run and starts the largest files first). Longest first, as measured on the 2-core machine.
 const LONGEST_FIRST = [
+  'test/authz-matrix.test.ts',
+  'test/authz-matrix-postgres.test.ts',
+  'test/fuzz.test.ts',
   'test/invariants.test.ts',
   'test/totals.test.ts',
+  'test/readme.test.ts',
   'test/resource-reads.test.ts',
+  'test/metrics.test.ts',
   'test/webhooks.test.ts',
   'test/hardening.test.ts',
   'test/versions.test.ts',
   'test/fair-share.test.ts',
   'test/subscriptions.test.ts',
-  'test/downloads.test.ts',
-  'test/files.test.ts',
 ];
 
 class LongestFirst extends BaseSequencer {
