@@ -1,16 +1,93 @@
 import { createRequire } from 'node:module';
-import { defineConfig } from 'vitest/config';
+import os from 'node:os';
+import path from 'node:path';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 const require = createRequire(import.meta.url);
 
-export default defineConfig({
+// Test files run in parallel, each in its own process (pool "forks"): TEST_WORKERS at once, by default one more than
+// the cores (at least three). Many files spend much of their time waiting (sleeps, spawned servers, the PostgreSQL
+// server), so a worker beyond the cores keeps them busy. Each file has its own databases, data directories and ports
+// (test/helpers/app.ts).
+const WORKERS = Number(process.env.TEST_WORKERS) || Math.max(3, os.availableParallelism() + 1);
+
+// Files that must run with nothing else beside them: after the others, one at a time, in one worker.
+const ALONE = [
+  // The read cache compares pg_current_snapshot(), which is the whole server's: a write in any other database on it
+  // (another test file's) moves it, and an answer kept is then not given again.
+  'test/read-cache.test.ts',
+  // These measure time against bounds: a query's answer while attacks arrive.
+  'test/graphql-limits.test.ts',
+];
+
+// The longest files, started first so that none of them begins near the end (on a fresh clone vitest knows no
+// durations from an earlier run and starts the largest files first). Longest first, as measured on the 2-core machine.
+const LONGEST_FIRST = [
+  'test/authz-matrix.test.ts',
+  'test/authz-matrix-postgres.test.ts',
+  'test/fuzz.test.ts',
+  'test/invariants.test.ts',
+  'test/totals.test.ts',
+  'test/readme.test.ts',
+  'test/resource-reads.test.ts',
+  'test/metrics.test.ts',
+  'test/webhooks.test.ts',
+  'test/hardening.test.ts',
+  'test/versions.test.ts',
+  'test/fair-share.test.ts',
+  'test/subscriptions.test.ts',
+];
+
+class LongestFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const rank = (f: TestSpecification) => {
+      const i = LONGEST_FIRST.indexOf(
+        path
+          .relative(import.meta.dirname, f.moduleId)
+          .split(path.sep)
+          .join('/'),
+      );
+      return i === -1 ? LONGEST_FIRST.length : i;
+    };
+    return sorted
+      .map((file, i) => ({ file, i }))
+      .sort((a, b) => rank(a.file) - rank(b.file) || a.i - b.i)
+      .map(({ file }) => file);
+  }
+}
+
+// What both groups of files share. The root holds what is the whole run's: the PostgreSQL template made once
+// (test/global-setup.ts, given to both groups), the pool of workers and the order of the files.
+const shared = {
   // graphql ships both ESM and CommonJS builds; the schema's plugins and our code must share one instance.
   resolve: { alias: { graphql: require.resolve('graphql') } },
+  test: { pool: 'forks' as const, testTimeout: 30_000, hookTimeout: 60_000 },
+};
+
+export default defineConfig({
+  ...shared,
   test: {
-    include: ['test/**/*.test.ts'],
+    ...shared.test,
     globalSetup: ['test/global-setup.ts'],
-    pool: 'forks',
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
+    maxWorkers: WORKERS,
+    minWorkers: 1,
+    sequence: { sequencer: LongestFirst },
+    projects: [
+      {
+        ...shared,
+        test: {
+          ...shared.test,
+          name: 'parallel',
+          include: ['test/**/*.test.ts'],
+          exclude: [...configDefaults.exclude, ...ALONE],
+        },
+      },
+      {
+        ...shared,
+        test: { ...shared.test, name: 'alone', include: ALONE, poolOptions: { forks: { singleFork: true } } },
+      },
+    ],
   },
 });

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../src/db/client.js';
 import { grow, seed, sizeFor, type SeedResult } from '../bench/seed.js';
-import { forEachDatabase, freshPostgres } from './helpers/app.js';
+import { forEachDatabase, migratedDatabase } from './helpers/app.js';
 
 const KEY = 'dm_bench_seed_test_key_000000000000000000000000';
 const MINUTE = 60_000;
@@ -18,13 +18,10 @@ forEachDatabase((kind) => {
     UNION ALL SELECT count(*)::text FROM pg_constraint WHERE connamespace = current_schema()::regnamespace`);
 
   beforeAll(async () => {
-    if (kind === 'postgres') {
-      const pg = await freshPostgres();
-      drop = pg.drop;
-      db = await openDatabase({ url: pg.url });
-    } else {
-      db = await openDatabase({ memory: true });
-    }
+    // migrated from the run's template: the seed's own migrate() then has nothing to do
+    const fresh = await migratedDatabase(kind);
+    drop = fresh.drop;
+    db = await openDatabase(fresh.target);
     seeded = await seed(db, KEY, sizeFor(1000));
   }, 120_000);
   afterAll(async () => {

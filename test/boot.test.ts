@@ -9,7 +9,7 @@ import { openDatabase } from '../src/db/client.js';
 import { migrate, readMigrations } from '../src/db/migrate.js';
 import { createLogger } from '../src/log.js';
 import { hashKey } from '../src/auth/keys.js';
-import { freshPostgres } from './helpers/app.js';
+import { freshPostgres, migratedDatabase } from './helpers/app.js';
 
 const silent = createLogger('silent');
 const made: string[] = [];
@@ -93,7 +93,7 @@ describe('embedded database lock', () => {
 
 describe('DM_BOOTSTRAP_KEY', () => {
   it('ensures a super-user key with that value and every scope, re-activating it if revoked', async () => {
-    const db = await openDatabase({ memory: true });
+    const db = await openDatabase((await migratedDatabase('pglite')).target);
     const key = 'dm_operator_chosen_key_0123456789abcdef0123456789';
     const dir = tmp();
     const app = await startApp(config(dir, { DM_BOOTSTRAP_KEY: key }), { db, log: silent });
@@ -139,7 +139,7 @@ describe('migrator', () => {
   });
 
   it('rolls back a failing migration entirely', async () => {
-    const db = await openDatabase({ memory: true });
+    const db = await openDatabase((await migratedDatabase('pglite')).target); // every migration applied, then a bad one
     try {
       await migrate(db);
       const bad = [

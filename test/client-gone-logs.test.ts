@@ -11,7 +11,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/client.js';
 import { startApp, type App } from '../src/app.js';
-import { SUPER_KEY, forEachDatabase, freshPostgres } from './helpers/app.js';
+import { SUPER_KEY, forEachDatabase, migratedDatabase } from './helpers/app.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -35,12 +35,10 @@ forEachDatabase((kind) => {
     ).json()) as any;
 
   beforeAll(async () => {
-    if (kind === 'postgres') {
-      const fresh = await freshPostgres();
-      url = fresh.url;
-      drop = fresh.drop;
-    }
-    const db = await openDatabase(kind === 'postgres' ? { url } : { memory: true });
+    const fresh = await migratedDatabase(kind);
+    if ('url' in fresh.target) url = fresh.target.url;
+    drop = fresh.drop;
+    const db = await openDatabase(fresh.target);
     const sink = new Writable({
       write(chunk, _enc, done) {
         for (const l of String(chunk).split('\n')) if (l) lines.push(JSON.parse(l));

@@ -88,7 +88,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL || !redisUp)('kill -9 of the disp
     try {
       const url = await new Promise<string>((resolve, reject) => {
         let out = '';
-        const timer = setTimeout(() => reject(new Error(`instance A did not start: ${out}`)), 30_000);
+        const timer = setTimeout(() => reject(new Error(`instance A did not start: ${out}`)), 120_000);
         const take = (chunk: Buffer) => {
           out += chunk.toString();
           const m = /"url":"(http:[^"]+)"/.exec(out) ?? /listening.*?(http:\/\/127\.0\.0\.1:\d+)/.exec(out);

@@ -313,7 +313,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL || !redisUp)(
       try {
         const url = await new Promise<string>((resolve, reject) => {
           let out = '';
-          const timer = setTimeout(() => reject(new Error(`the fourth instance did not start: ${out}`)), 30_000);
+          const timer = setTimeout(() => reject(new Error(`the fourth instance did not start: ${out}`)), 120_000);
           child.stdout.on('data', (chunk: Buffer) => {
             out += chunk.toString();
             const m = /"url":"(http:[^"]+)"/.exec(out);
@@ -371,6 +371,6 @@ describe.skipIf(!process.env.TEST_DATABASE_URL || !redisUp)(
         child.kill('SIGKILL');
         await exited;
       }
-    }, 90_000);
+    }, 240_000);
   },
 );

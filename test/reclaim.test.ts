@@ -133,7 +133,7 @@ describe.each(kinds.flatMap((k) => drivers.map((d) => [k, d] as const)))('%s dat
     try {
       const url = await new Promise<string>((resolve, reject) => {
         let out = '';
-        const timer = setTimeout(() => reject(new Error(`the service did not start: ${out}`)), 30_000);
+        const timer = setTimeout(() => reject(new Error(`the service did not start: ${out}`)), 120_000);
         child.stdout.on('data', (b: Buffer) => {
           out += b.toString();
           const m = /"url":"(http:[^"]+)"/.exec(out);
@@ -211,5 +211,5 @@ describe.each(kinds.flatMap((k) => drivers.map((d) => [k, d] as const)))('%s dat
       await pg?.drop();
       fs.rmSync(dataDir, { recursive: true, force: true });
     }
-  }, 90_000);
+  }, 240_000);
 });

@@ -10,7 +10,7 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { createClient } from 'graphql-sse';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { forEachDatabase, freshPostgres, startTestApp, SUPER_KEY, TestApp } from './helpers/app.js';
+import { forEachDatabase, freshPostgres, migratedDatabase, startTestApp, SUPER_KEY, TestApp } from './helpers/app.js';
 import { loadConfig, ConfigError } from '../src/config.js';
 import { openDatabase } from '../src/db/client.js';
 import { hashKey } from '../src/auth/keys.js';
@@ -665,8 +665,10 @@ describe('Redis unreachable', () => {
         redisUrl: 'redis://127.0.0.1:1',
       },
     );
-    const t = new TestApp(await startApp(config, { db: await openDatabase({ memory: true }), log }), config, async () =>
-      fs.rmSync(dataDir, { recursive: true, force: true }),
+    const t = new TestApp(
+      await startApp(config, { db: await openDatabase((await migratedDatabase('pglite')).target), log }),
+      config,
+      async () => fs.rmSync(dataDir, { recursive: true, force: true }),
     );
     try {
       const user = await t.user('offline');

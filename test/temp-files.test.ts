@@ -22,7 +22,7 @@ function startChild(env: Record<string, string>): Promise<{ child: ChildProcessW
   });
   return new Promise((resolve, reject) => {
     let out = '';
-    const timer = setTimeout(() => reject(new Error(`the service did not start: ${out}`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`the service did not start: ${out}`)), 120_000);
     child.stdout.on('data', (b: Buffer) => {
       out += b.toString();
       const m = /"url":"(http:[^"]+)"/.exec(out);
@@ -216,6 +216,6 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)(
         await pg.drop();
         fs.rmSync(dataDir, { recursive: true, force: true });
       }
-    }, 90_000);
+    }, 240_000);
   },
 );

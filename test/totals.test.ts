@@ -5,7 +5,14 @@
 // and (2) `pagination.total` (REST and GraphQL) and `totalCount` (root and nested connections) equal count(*) for
 // the list's filters, before the per-row permission check.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { forEachDatabase, freshPostgres, startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';
+import {
+  forEachDatabase,
+  freshPostgres,
+  migratedDatabase,
+  startTestApp,
+  SUPER_KEY,
+  type TestApp,
+} from './helpers/app.js';
 import { openDatabase, type Database } from '../src/db/client.js';
 import { migrate, readMigrations } from '../src/db/migrate.js';
 import { purgeExpiredDownloads } from '../src/jobs/purge.js';
@@ -486,14 +493,19 @@ forEachDatabase((kind) => {
   });
 
   describe('the counters of databases made before them, and of the bench seed', () => {
-    async function withDatabase(body: (db: Database) => Promise<void>): Promise<void> {
-      const fresh = kind === 'postgres' ? await freshPostgres() : null;
-      const db = await openDatabase(fresh ? { url: fresh.url } : { memory: true });
+    /** An empty database (the migrations are the test's), or with `migrated` one made from the run's template. */
+    async function withDatabase(body: (db: Database) => Promise<void>, opts: { migrated?: boolean } = {}) {
+      const fresh = opts.migrated
+        ? await migratedDatabase(kind)
+        : kind === 'postgres'
+          ? await freshPostgres().then((p) => ({ target: { url: p.url }, drop: p.drop }))
+          : { target: { memory: true as const }, drop: async () => {} };
+      const db = await openDatabase(fresh.target);
       try {
         await body(db);
       } finally {
         await db.close();
-        await fresh?.drop();
+        await fresh.drop();
       }
     }
 
@@ -521,18 +533,21 @@ forEachDatabase((kind) => {
     });
 
     it('the bench seed leaves exact counters', async () => {
-      await withDatabase(async (db) => {
-        await seed(db, SUPER_KEY, {
-          ...FULL_SIZE,
-          users: 20,
-          downloads: 600,
-          filesPerDownload: 2,
-          commentsPerDownload: 3,
-        });
-        await expectCountersExact((sql, p) => db.query(sql, p), 'seed');
-        const [row] = await db.query<{ n: unknown }>(`SELECT sum(n) AS n FROM download_total`);
-        expect(Number(row!.n)).toBe(600);
-      });
+      await withDatabase(
+        async (db) => {
+          await seed(db, SUPER_KEY, {
+            ...FULL_SIZE,
+            users: 20,
+            downloads: 600,
+            filesPerDownload: 2,
+            commentsPerDownload: 3,
+          });
+          await expectCountersExact((sql, p) => db.query(sql, p), 'seed');
+          const [row] = await db.query<{ n: unknown }>(`SELECT sum(n) AS n FROM download_total`);
+          expect(Number(row!.n)).toBe(600);
+        },
+        { migrated: true },
+      );
     });
   });
 });

@@ -59,6 +59,19 @@ function pgliteTemplate(): Blob | undefined {
   return liteTemplate;
 }
 
+/**
+ * A fresh migrated database of `kind` for a test that opens its own (the service's `startApp` then finds no
+ * migration to run): an in-memory PGlite loaded from the build's template, or a copy of the run's PostgreSQL template.
+ * `drop` removes the PostgreSQL one (the PGlite one goes with its `close()`).
+ */
+export async function migratedDatabase(kind: DbKind): Promise<{ target: DatabaseTarget; drop(): Promise<void> }> {
+  if (kind === 'postgres') {
+    const fresh = await freshPostgres({ migrated: true });
+    return { target: { url: fresh.url }, drop: fresh.drop };
+  }
+  return { target: { memory: true, loadDataDir: pgliteTemplate() }, drop: async () => {} };
+}
+
 export interface RestOptions {
   key?: string | null;
   /** Sent as application/x-www-form-urlencoded (arrays as name[]). */
@@ -212,6 +225,9 @@ export async function startTestApp(
       // The outbox dispatcher runs when this instance commits; its idle poll (which finds rows other instances left)
       // would put statements into the tests that count them, so it is slow here unless a test sets it.
       webhooks: { ...loadConfig({}).webhooks, pollMs: 60_000 },
+      // The test files run in parallel on a shared machine, where a slow but sound operation (200 simultaneous writes
+      // to one row) can pass the 10 s production deadline; the tests of the deadline set their own.
+      graphql: { ...loadConfig({}).graphql, timeoutMs: 60_000 },
       ...overrides,
     },
   );
