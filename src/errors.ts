@@ -104,6 +104,9 @@ export interface ErrorBodyItem {
   params: ErrorParams;
 }
 
+/** How the message of a transaction rolled back under a running statement (src/db/transactions.ts) begins. */
+export const TRANSACTION_CUT_OFF = 'Transaction already closed: it was rolled back (its timeout passed';
+
 /** SQLSTATEs that mean another transaction got in the way: deadlock, serialization failure, a lock not had in time. */
 const CONFLICT_SQLSTATES = new Set(['40P01', '40001', '55P03']);
 
@@ -125,6 +128,19 @@ export function databaseConflict(err: unknown): ApiError | null {
     e.cause?.kind === 'TransactionWriteConflict' ||
     e.code === 'P2034' || // Prisma: "Transaction failed due to a write conflict or a deadlock"
     (e.code === 'P2028' && /unable to start a transaction/i.test(String(e.message)));
+  // A transaction the database or Prisma rolled back because its time ran out (a busy machine): nothing was changed
+  // either, and the same request may well pass a moment later.
+  const expired =
+    (e.code === 'P2028' && /expired transaction|its timeout passed/i.test(String(e.message))) ||
+    (typeof e.message === 'string' && e.message.startsWith(TRANSACTION_CUT_OFF));
+  if (expired) {
+    return new ApiError(
+      'server_busy',
+      'The database took too long to make this change (the service is busy) and rolled it back; nothing was changed. Send the request again.',
+      { retry_after: 1 },
+      { 'Retry-After': '1' },
+    );
+  }
   if (!conflict) return null;
   return new ApiError(
     'server_busy',

@@ -32,6 +32,21 @@ describe('which errors are conflicts', () => {
         code: 'P2028',
       }),
     ],
+    [
+      'a transaction whose time ran out (a busy machine)',
+      Object.assign(
+        new Error(
+          'Transaction API error: Transaction already closed: A commit cannot be executed on an expired transaction. The timeout for this transaction was 5000 ms, however 5312 ms passed since the start of the transaction.',
+        ),
+        { code: 'P2028' },
+      ),
+    ],
+    [
+      'a transaction rolled back under a running statement',
+      new Error(
+        'Transaction already closed: it was rolled back (its timeout passed, or it failed) while a statement of it was running; the statement was cancelled.',
+      ),
+    ],
   ])('%s answers server_busy with Retry-After, wrapped by GraphQL or not', (_name, err) => {
     expect(toErrorItem(err)).toMatchObject({ code: 'server_busy', params: { retry_after: 1 } });
     const wrapped = new GraphQLError('x', { originalError: err });

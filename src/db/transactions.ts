@@ -15,6 +15,7 @@
 // adapter rolls back on dispose() whatever transaction it still has, and one that begins after that.
 import type pg from 'pg';
 import type { SqlDriverAdapterFactory } from '@prisma/client/runtime/client';
+import { TRANSACTION_CUT_OFF } from '../errors.js';
 
 type Adapter = Awaited<ReturnType<SqlDriverAdapterFactory['connect']>>;
 type Transaction = Awaited<ReturnType<Adapter['startTransaction']>>;
@@ -139,7 +140,7 @@ class ReleasedTransaction implements Transaction {
   private async cut() {
     this.forget();
     this.cutOff = new Error(
-      'Transaction already closed: it was rolled back (its timeout passed, or it failed) while a statement of it was running; the statement was cancelled.',
+      `${TRANSACTION_CUT_OFF}, or it failed) while a statement of it was running; the statement was cancelled.`,
     );
     this.connections.destroy(this.client, this.cutOff);
     await this.connections.cancel(this.client);
