@@ -5,10 +5,12 @@
 //
 // The documents are kept by triggers (prisma/migrations/20270101000000_search): `download."searchVector"` (title A,
 // tags and tag line B, description without BB code C) in the text search configuration `dcs_search`, which folds
-// accents (unaccent) before the stemmer of SEARCH_LANGUAGE. Plan, for large catalogues: the matches come from the
-// GIN index; only the first LIMITS.searchRankedCandidates of them by download count are ranked (ts_rank reads each
-// document), the others follow by download count; the typo fallback (trigram similarity of titles, its own GIN
-// index) runs only when the exact matches are fewer than the page.
+// accents (unaccent) before the stemmer of SEARCH_LANGUAGE. Plan, for large catalogues: a search answers at most
+// LIMITS.searchMaxResults results, the first of the exact matches in its order (relevance: the most downloaded, then
+// ranked by ts_rank, which reads each document), so that a common word reads that many rows (walking the order's
+// index, or the GIN index's matches for a rarer word, as the planner estimates), not every match; the total counts
+// them and says whether more matched, the facets count them. The typo fallback (trigram similarity of titles, its own
+// GIN index) runs only when the exact matches are fewer than the page.
 import { LIMITS, type SearchLanguage } from '../config.js';
 import { invalidInput, requiredMissing } from '../errors.js';
 import type { Database } from './database.js';
@@ -129,7 +131,10 @@ export interface SearchHit {
 }
 
 export interface SearchResult {
+  /** Results in all, at most LIMITS.searchMaxResults. */
   total: number;
+  /** False when more downloads matched than LIMITS.searchMaxResults: `total` is then the bound (at least that many). */
+  totalIsExact: boolean;
   hits: SearchHit[];
   facets: SearchFacets | null;
 }
@@ -138,11 +143,12 @@ export interface SearchResult {
 export const MARK_START = '\u0001';
 export const MARK_END = '\u0002';
 
-/** The ORDER BY of the orders other than relevance, over `results r`: fuzzy matches after exact ones, ties by id. */
-function orderSql(order: Exclude<SearchOrderColumn, 'relevance'>, direction: 'asc' | 'desc'): string {
+/** The ORDER BY of the exact matches over table `t`: relevance takes the most downloaded first; ties by id. */
+function candidateOrderSql(order: SearchOrderColumn, direction: 'asc' | 'desc', t: string): string {
+  if (order === 'relevance') return `${t}."downloadCount" DESC, ${t}.id DESC`;
   const dir = direction === 'asc' ? 'ASC' : 'DESC';
   const columns = order === 'ratingAvg' ? ['ratingAvg', 'ratingCount'] : [order];
-  return `r.tier, ${columns.map((c) => `r."${c}" ${dir}`).join(', ')}, r.id ${dir}`;
+  return `${columns.map((c) => `${t}."${c}" ${dir}`).join(', ')}, ${t}.id ${dir}`;
 }
 
 function visibilitySql(v: DownloadVisibility | null, t: string, bind: Bind): string[] {
@@ -182,19 +188,17 @@ export async function searchDownloads(db: Pick<Database, 'query'>, req: SearchRe
   const first = bind(req.first);
   const similarity = bind(LIMITS.searchTypoSimilarity);
   const cols = `d.id, d."categoryId", d."prefixId", d."downloadCount", d."ratingAvg", d."ratingCount", d."createdDate", d."lastUpdate"`;
-  // A relevance page within the ranked candidates is read from them (and the fuzzy matches after them) alone; past
-  // them, every match takes part (unranked ones by download count).
-  const withinRanked = req.offset + req.take <= LIMITS.searchRankedCandidates;
+  const bound = bind(LIMITS.searchMaxResults);
+  const candidates = candidateOrderSql(req.order, req.direction, 'd');
+  // Relevance: the ranked matches, then the fuzzy ones; other orders: every result in that order, fuzzy ones last.
   const pageSource =
-    req.order !== 'relevance'
-      ? 'results r'
-      : withinRanked
-        ? '(SELECT * FROM ranked UNION ALL SELECT *, NULL::real AS rank FROM fuzzy) r'
-        : '(SELECT r.*, k.rank FROM results r LEFT JOIN ranked k ON k.id = r.id) r';
+    req.order === 'relevance'
+      ? '(SELECT * FROM ranked UNION ALL SELECT *, NULL::real AS rank FROM fuzzy) r'
+      : 'results r';
   const order =
     req.order === 'relevance'
       ? 'r.tier, r.rank DESC NULLS LAST, r.sim DESC, r."downloadCount" DESC, r.id DESC'
-      : orderSql(req.order, req.direction);
+      : `r.tier, ${candidateOrderSql(req.order, req.direction, 'r')}`;
   const facetSize = req.facets ? bind(LIMITS.searchFacetSize) : '';
   const facets = req.facets
     ? `, (SELECT coalesce(json_agg(json_build_object('k', k, 'n', n, 'c', (SELECT ${jsonOf('Category', 'c')} FROM category c WHERE c.id = k)) ORDER BY n DESC, k), '[]'::json) FROM (SELECT "categoryId" AS k, count(*) AS n FROM results GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ${facetSize}::int) f) AS fc,
@@ -227,9 +231,11 @@ export async function searchDownloads(db: Pick<Database, 'query'>, req: SearchRe
   const take = bind(req.take);
   const sql = `
     WITH q AS MATERIALIZED (SELECT ${tq} AS tq, dcs_fold(${folded}::text) AS fq),
-    exact AS MATERIALIZED (
+    matched AS MATERIALIZED (
       SELECT ${cols}, 0 AS tier, 0::real AS sim
-      FROM download d, q WHERE d."searchVector" @@ q.tq ${scopeSql}),
+      FROM download d, q WHERE d."searchVector" @@ q.tq ${scopeSql}
+      ORDER BY ${candidates} LIMIT ${bound}::int + 1),
+    exact AS MATERIALIZED (SELECT * FROM matched d ORDER BY ${candidates} LIMIT ${bound}::int),
     fuzzy AS MATERIALIZED (
       SELECT ${cols}, 1 AS tier, similarity(dcs_fold(d.title), q.fq) AS sim
       FROM download d, q
@@ -246,14 +252,13 @@ export async function searchDownloads(db: Pick<Database, 'query'>, req: SearchRe
     ${
       req.order === 'relevance'
         ? `ranked AS (SELECT e.*, ts_rank(d."searchVector", q.tq) AS rank
-             FROM (SELECT * FROM exact ORDER BY "downloadCount" DESC, id DESC LIMIT ${bind(LIMITS.searchRankedCandidates)}::int) e
-             JOIN download d ON d.id = e.id, q),`
+             FROM exact e JOIN download d ON d.id = e.id, q),`
         : ''
     }
     page AS (
       SELECT r.id, row_number() OVER () AS n FROM (
         SELECT r.id FROM ${pageSource} ORDER BY ${order} OFFSET ${offset}::bigint LIMIT ${take}::int) r)
-    SELECT (SELECT count(*) FROM results) AS total,
+    SELECT (SELECT count(*) FROM results) AS total, (SELECT count(*) FROM matched) <= ${bound}::int AS exact,
       (SELECT coalesce(json_agg(json_build_object('d', ${jsonOf('Download', 'd')}${extra
         .map(([k]) => `, '${k}', d.${k}`)
         .join('')}) ORDER BY p.n), '[]'::json)
@@ -275,6 +280,7 @@ export async function searchDownloads(db: Pick<Database, 'query'>, req: SearchRe
     list.map((f) => ({ [key]: f.k, count: Number(f.n) }) as { [P in K]: V } & { count: number });
   return {
     total: Number(r.total),
+    totalIsExact: r.exact === true,
     hits,
     facets: req.facets
       ? {
