@@ -207,6 +207,9 @@ export interface ListRead<T, P> {
   rows: T[];
 }
 
+/** The columns of a download that permission checks read (src/permissions/access.ts), in the datamodel's order. */
+const PERMISSION_COLUMNS = ['id', 'categoryId', 'userId', 'state'] as const;
+
 export class ResourceReads {
   constructor(protected readonly db: Pick<Database, 'query'>) {}
 
@@ -234,6 +237,30 @@ export class ResourceReads {
       [wanted.join(',')],
     );
     return rows.map((r) => revive<Download>('Download', r.d));
+  }
+
+  /**
+   * What one level of dependency resolution reads (src/modules/versions/resolve.ts), in one statement: the visible
+   * versions of these downloads that list every `compat` value, and the downloads' permission columns (id,
+   * categoryId, userId, state: what canDownload reads).
+   */
+  async resolutionCandidates(
+    downloadIds: readonly number[],
+    compat: readonly string[],
+  ): Promise<{ versions: Version[]; downloads: Download[] }> {
+    if (downloadIds.length === 0) return { versions: [], downloads: [] };
+    const row = await this.one(
+      `SELECT (SELECT coalesce(json_agg(${jsonOf('Version', 'v')}), '[]'::json) FROM version v
+                WHERE v."downloadId" = ANY(string_to_array($1, ',')::int[]) AND v.state = 'visible'
+                  AND v."compatibleWith" @> $2::text[]) AS v,
+              (SELECT coalesce(json_agg(${jsonOf('Download', 'd', PERMISSION_COLUMNS)}), '[]'::json) FROM download d
+                WHERE d.id = ANY(string_to_array($1, ',')::int[])) AS d`,
+      [downloadIds.join(','), [...compat]],
+    );
+    return {
+      versions: (row!.v as JsonRow[]).map((v) => revive<Version>('Version', v)),
+      downloads: (row!.d as JsonRow[]).map((d) => revive<Download>('Download', d)),
+    };
   }
 
   /** A category, with its parent category when `parent` (null at the top); null when there is none. */
