@@ -343,7 +343,12 @@ export function buildOpenApi({ schema, routes, serverUrl, version = '1.0.0' }: O
           properties: {
             [route.envelope]: innerProps.nodes,
             pagination: stripNull(innerProps.pagination as Json),
-            ...Object.fromEntries(extra.map(([k, v]) => [k, stripNull(v as Json)])),
+            ...Object.fromEntries(
+              extra.map(([k, v]) => {
+                const schema = stripNull(v as Json);
+                return [k, { ...schema, description: `${schema.description ?? ''} Left out when null.`.trim() }];
+              }),
+            ),
           },
           required: [route.envelope, 'pagination'],
         };

@@ -207,6 +207,10 @@ export interface ListRead<T, P> {
   rows: T[];
 }
 
+/** A file an update check found: the columns its rules read, its version whole, the download's permission columns. */
+export type UpdateCheckFile = File & { version: Version & { download: Download } };
+const UPDATE_FILE_COLUMNS = ['id', 'versionId', 'fileHash', 'sha1', 'sha512', 'validationStatus', 'isDeleted'] as const;
+
 /** The columns of a download that permission checks read (src/permissions/access.ts), in the datamodel's order. */
 const PERMISSION_COLUMNS = ['id', 'categoryId', 'userId', 'state'] as const;
 
@@ -260,6 +264,46 @@ export class ResourceReads {
     return {
       versions: (row!.v as JsonRow[]).map((v) => revive<Version>('Version', v)),
       downloads: (row!.d as JsonRow[]).map((d) => revive<Download>('Download', d)),
+    };
+  }
+
+  /**
+   * What an update check reads (src/modules/versions/updates.ts), in one statement: the files that are not
+   * soft-deleted holding one of these hashes (stored forms, `sha256:<hex>` …), newest first, each with its version
+   * and its download's permission columns; and for every download among them the newest visible version (release
+   * date, then id) in `channels` listing every `compat` value. The hashes are looked up through the fileHash, sha1
+   * and sha512 indexes (a bitmap OR), the newest versions through the download/release-date index.
+   */
+  async updateCheck(
+    hashes: { sha1: readonly string[]; sha256: readonly string[]; sha512: readonly string[] },
+    channels: readonly string[],
+    compat: readonly string[],
+  ): Promise<{ files: UpdateCheckFile[]; latest: Version[] }> {
+    const row = await this.one(
+      `WITH f AS MATERIALIZED (
+         SELECT f.*, v."downloadId" AS "versionDownloadId" FROM file f JOIN version v ON v.id = f."versionId"
+         WHERE NOT f."isDeleted"
+           AND (f."fileHash" = ANY($1::text[]) OR f.sha1 = ANY($2::text[]) OR f.sha512 = ANY($3::text[])))
+       SELECT
+         (SELECT coalesce(json_agg(json_build_object('f', ${jsonOf('File', 'f', UPDATE_FILE_COLUMNS)},
+                   'v', ${jsonOf('Version', 'v')}, 'd', ${jsonOf('Download', 'd', PERMISSION_COLUMNS)}) ORDER BY f.id DESC), '[]'::json)
+            FROM f JOIN version v ON v.id = f."versionId" JOIN download d ON d.id = v."downloadId") AS files,
+         (SELECT coalesce(json_agg(${jsonOf('Version', 'l')}), '[]'::json) FROM (
+            SELECT DISTINCT ON (l."downloadId") l.* FROM version l
+            WHERE l."downloadId" IN (SELECT "versionDownloadId" FROM f) AND l.state = 'visible'
+              AND l.channel::text = ANY($4::text[]) AND l."compatibleWith" @> $5::text[]
+            ORDER BY l."downloadId", l."releaseDate" DESC, l.id DESC) l) AS latest`,
+      [[...hashes.sha256], [...hashes.sha1], [...hashes.sha512], [...channels], [...compat]],
+    );
+    return {
+      files: (row!.files as JsonRow[]).map((x) => {
+        const f = revive<UpdateCheckFile>('File', x.f);
+        const version = revive<Version & { download: Download }>('Version', x.v);
+        version.download = revive<Download>('Download', x.d);
+        f.version = version;
+        return f;
+      }),
+      latest: (row!.latest as JsonRow[]).map((v) => revive<Version>('Version', v)),
     };
   }
 
