@@ -219,7 +219,8 @@ async function main() {
         `reusing the kept database dcs_bench_search_${opts.keep} (${DOWNLOADS.toLocaleString('en')} downloads)`,
       );
     } else {
-      const used = (await db.query(`SELECT 1 FROM pg_tables WHERE tablename = 'download'`)).length > 0;
+      // A kept database with tables but no finished seed (a fresh one is empty; the embedded one starts migrated).
+      const used = opts.keep && (await db.query(`SELECT 1 FROM pg_tables WHERE tablename = 'download'`)).length > 0;
       if (used)
         throw new Error(
           `the kept database dcs_bench_search_${opts.keep} holds another seed: drop it or pick another --keep`,

@@ -69,7 +69,9 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
     // The embedded database is one connection inside this process, open for its whole life.
     connections: () => ({ total: 1, idle: 0, waiting: 0 }),
     prisma,
-    query: <R>(sql: string, params?: unknown[]) => {
+    query: async <R>(sql: string, params?: unknown[], opts?: { prepared?: boolean }) => {
+      // Unprepared: PGlite's own query(), an unnamed statement (counted by the wrapper above).
+      if (opts?.prepared === false) return (await lite.query<R>(sql, params)).rows;
       statements++;
       return prepared.query<R>(sql, params);
     },
@@ -141,8 +143,14 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
     connections: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     url,
     prisma,
-    query: async <R>(sql: string, params?: unknown[]) =>
-      (await pool.query({ name: statementName(sql), text: sql, values: params })).rows as R[],
+    query: async <R>(sql: string, params?: unknown[], opts?: { prepared?: boolean }) =>
+      (
+        await pool.query(
+          opts?.prepared === false
+            ? { text: sql, values: params }
+            : { name: statementName(sql), text: sql, values: params },
+        )
+      ).rows as R[],
     async session(fn) {
       const client = await pool.connect();
       try {

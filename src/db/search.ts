@@ -280,7 +280,9 @@ export async function searchDownloads(db: Pick<Database, 'query'>, req: SearchRe
          FROM download d WHERE d.id = p.id) d ON TRUE) AS rows
       ${facets}
     FROM q`;
-  const rows = await db.query<JsonRow>(sql.replace(/\s*\n\s*/g, ' '), params);
+  // Planned for its values each time: a prepared statement's generic plan cannot know whether the words are common
+  // (walk the order's index to the first results) or rare (read the GIN index's few matches), and picks the second.
+  const rows = await db.query<JsonRow>(sql.replace(/\s*\n\s*/g, ' '), params, { prepared: false });
   const r = rows[0]!;
   const hits: SearchHit[] = (r.rows as JsonRow[]).map((x) => {
     const download = revive<DownloadRow>('Download', x.d);
