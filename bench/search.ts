@@ -232,7 +232,15 @@ async function main() {
     }
     if (opts['seed-only']) return;
     const config = loadConfig(
-      { PORT: '0', LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0', READ_CACHE_MB: '0', DM_BOOTSTRAP_KEY: KEY },
+      {
+        PORT: '0',
+        LOG_LEVEL: 'warn',
+        RATE_LIMIT_PER_MINUTE: '0',
+        READ_CACHE_MB: '0',
+        DM_BOOTSTRAP_KEY: KEY,
+        // A kept database remembers the data directory of an earlier run, gone since; a search reads no stored bytes.
+        ...(opts.keep ? { ALLOW_SPLIT_STORAGE: '1' } : {}),
+      },
       { dataDir: fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-bench-search-data-')), databaseUrl: url },
     );
     const app = await startApp(config, { db });
