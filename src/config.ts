@@ -40,8 +40,8 @@ export const LIMITS = {
   /** The trigram similarity (0 to 1) a title needs to be offered by the typo fallback. */
   searchTypoSimilarity: 0.3,
   /**
-   * The typo fallback looks at titles at least this similar first, and further only when those do not fill the page
-   * (the same answer, far fewer titles read for a query with one typo: src/db/search.ts).
+   * The typo fallback offers titles at least this similar, and titles from searchTypoSimilarity on only when there is
+   * none (far fewer titles read for a query with one typo: src/db/search.ts).
    */
   searchTypoCloseSimilarity: 0.5,
   /** A version's compatible_with: entries, and characters in one; characters in its changelog. */

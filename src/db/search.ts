@@ -194,16 +194,16 @@ export async function searchDownloads(db: Pick<Database, 'query'>, req: SearchRe
   const excluded = req.text.excluded
     ? `AND NOT (d."searchVector" @@ websearch_to_tsquery('dcs_search', ${bind(req.text.excluded)}::text))`
     : '';
-  // The typo fallback, in two tiers with the same answer as one: titles at least `close` similar first, and only when
-  // they are fewer than the page still needs, those from LIMITS.searchTypoSimilarity up to `close`. The trigram index
-  // finds titles sharing enough trigrams for pg_trgm.similarity_threshold, set for the statement (set_config local to
-  // its transaction, evaluated before the scan as the scan's one-time filter): a close threshold makes the index skip
-  // most titles that share only common trigrams (a 500,000-title catalogue: 98 candidates instead of 3,233, ~60 ms
-  // instead of ~270 ms), and the best `first` titles by similarity are the same whenever the close tier fills the page.
-  const fuzzyTier = (already: string, from: string, below: string | null) => `
+  // The typo fallback, in two tiers: titles at least LIMITS.searchTypoCloseSimilarity similar, best first; only when
+  // there is none, titles from LIMITS.searchTypoSimilarity up to that (a title that close to the query makes the far
+  // ones noise). The trigram index finds titles sharing enough trigrams for pg_trgm.similarity_threshold, set for the
+  // statement (set_config local to its transaction, evaluated before the scan as the scan's one-time filter): a close
+  // threshold makes the index skip most titles that share only common trigrams (a 500,000-title catalogue: 98
+  // candidates instead of 3,233, ~60 ms instead of ~270 ms), so a query with one typo costs one such scan.
+  const fuzzyTier = (already: string, from: string, below: string | null, when = '') => `
       SELECT ${cols}, 1 AS tier, similarity(dcs_fold(d.title), q.fq) AS sim
       FROM download d, q
-      WHERE ${already} < ${first}::int
+      WHERE ${already} < ${first}::int ${when}
         AND (SELECT set_config('pg_trgm.similarity_threshold', ${from}::real::text, true)) IS NOT NULL
         AND dcs_fold(d.title) % q.fq AND similarity(dcs_fold(d.title), q.fq) >= ${from}::real
         ${below ? `AND similarity(dcs_fold(d.title), q.fq) < ${below}::real` : ''}
@@ -260,7 +260,7 @@ export async function searchDownloads(db: Pick<Database, 'query'>, req: SearchRe
       ORDER BY ${candidates} LIMIT ${bound}::int + 1),
     exact AS MATERIALIZED (SELECT * FROM matched d ORDER BY ${candidates} LIMIT ${bound}::int),
     fuzzy_close AS MATERIALIZED (${fuzzyTier('(SELECT count(*) FROM exact)', closeSimilarity, null)}),
-    fuzzy_far AS MATERIALIZED (${fuzzyTier('(SELECT count(*) FROM exact) + (SELECT count(*) FROM fuzzy_close)', similarity, closeSimilarity)}),
+    fuzzy_far AS MATERIALIZED (${fuzzyTier('(SELECT count(*) FROM exact)', similarity, closeSimilarity, 'AND NOT EXISTS (SELECT 1 FROM fuzzy_close)')}),
     fuzzy AS (SELECT * FROM fuzzy_close UNION ALL SELECT * FROM fuzzy_far),
     results AS (SELECT * FROM exact UNION ALL SELECT * FROM fuzzy),
     ${
