@@ -35,6 +35,8 @@ const { values: opts } = parseArgs({
     downloads: { type: 'string' },
     clients: { type: 'string', default: '16' },
     seconds: { type: 'string', default: '10' },
+    keep: { type: 'string' },
+    'seed-only': { type: 'boolean', default: false },
   },
 });
 const DOWNLOADS = Number(opts.downloads ?? 50_000);
@@ -56,16 +58,24 @@ function sqlArray(words: string[]): string {
 }
 
 /** A fresh database on the server (dropped by `drop`), or an embedded one in a temporary directory. */
-async function createDatabase(): Promise<{ db: Database; url?: string; drop(): Promise<void> }> {
+async function createDatabase(): Promise<{
+  db: Database;
+  url?: string;
+  seeded?: number | null;
+  drop(): Promise<void>;
+}> {
   if (!opts['database-url']) {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-bench-search-'));
     const db = await openDatabase({ pgliteDir: path.join(dir, 'db') });
     return { db, drop: async () => fs.rmSync(dir, { recursive: true, force: true }) };
   }
-  const name = `dcs_bench_search_${process.pid}`;
+  const kept = opts.keep;
+  if (kept !== undefined && !/^[a-z0-9_]+$/.test(kept)) throw new Error('--keep takes a name of [a-z0-9_]');
+  const name = kept ? `dcs_bench_search_${kept}` : `dcs_bench_search_${process.pid}`;
   const admin = new pg.Client({ connectionString: opts['database-url'] });
   await admin.connect();
-  await admin.query(`CREATE DATABASE "${name}"`);
+  const exists = (await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])).rowCount === 1;
+  if (!exists) await admin.query(`CREATE DATABASE "${name}"`);
   await admin.end();
   const url = new URL(opts['database-url']);
   url.pathname = `/${name}`;
@@ -73,13 +83,23 @@ async function createDatabase(): Promise<{ db: Database; url?: string; drop(): P
   return {
     db,
     url: url.toString(),
+    seeded: exists ? await seededSize(db) : null,
     drop: async () => {
+      if (kept) return;
       const a = new pg.Client({ connectionString: opts['database-url'] });
       await a.connect();
       await a.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
       await a.end();
     },
   };
+}
+
+/** The size a kept database was seeded with (written last by `seed`), or null when its seed did not finish. */
+async function seededSize(db: Database): Promise<number | null> {
+  const [table] = await db.query(`SELECT 1 FROM pg_tables WHERE tablename = 'bench_search_seed'`);
+  if (!table) return null;
+  const [row] = await db.query<{ downloads: number }>('SELECT downloads FROM bench_search_seed');
+  return row ? row.downloads : null;
 }
 
 export async function seed(db: Database, DOWNLOADS: number): Promise<void> {
@@ -121,6 +141,12 @@ export async function seed(db: Database, DOWNLOADS: number): Promise<void> {
              JOIN tag t ON t.id = x.n`);
     await q('VACUUM ANALYZE');
   });
+}
+
+/** Marks a kept database as seeded with `downloads` (a later run with the same --keep and size reuses it). */
+async function markSeeded(db: Database, downloads: number): Promise<void> {
+  await db.query('CREATE TABLE bench_search_seed (downloads int NOT NULL)');
+  await db.query('INSERT INTO bench_search_seed (downloads) VALUES ($1)', [downloads]);
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -185,13 +211,36 @@ async function main() {
   console.log(
     `bench:search on the ${where}: ${DOWNLOADS.toLocaleString('en')} downloads, ${CLIENTS} clients, ${SECONDS} s per scenario`,
   );
-  const { db, url, drop } = await createDatabase();
+  const { db, url, seeded, drop } = await createDatabase();
   try {
-    const t0 = performance.now();
-    await seed(db, DOWNLOADS);
-    console.log(`seeded in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    if (seeded === DOWNLOADS) {
+      await migrate(db); // a kept database seeded before a new migration
+      console.log(
+        `reusing the kept database dcs_bench_search_${opts.keep} (${DOWNLOADS.toLocaleString('en')} downloads)`,
+      );
+    } else {
+      // A kept database with tables but no finished seed (a fresh one is empty; the embedded one starts migrated).
+      const used = opts.keep && (await db.query(`SELECT 1 FROM pg_tables WHERE tablename = 'download'`)).length > 0;
+      if (used)
+        throw new Error(
+          `the kept database dcs_bench_search_${opts.keep} holds another seed: drop it or pick another --keep`,
+        );
+      const t0 = performance.now();
+      await seed(db, DOWNLOADS);
+      if (opts.keep) await markSeeded(db, DOWNLOADS);
+      console.log(`seeded in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    }
+    if (opts['seed-only']) return;
     const config = loadConfig(
-      { PORT: '0', LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0', READ_CACHE_MB: '0', DM_BOOTSTRAP_KEY: KEY },
+      {
+        PORT: '0',
+        LOG_LEVEL: 'warn',
+        RATE_LIMIT_PER_MINUTE: '0',
+        READ_CACHE_MB: '0',
+        DM_BOOTSTRAP_KEY: KEY,
+        // A kept database remembers the data directory of an earlier run, gone since; a search reads no stored bytes.
+        ...(opts.keep ? { ALLOW_SPLIT_STORAGE: '1' } : {}),
+      },
       { dataDir: fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-bench-search-data-')), databaseUrl: url },
     );
     const app = await startApp(config, { db });

@@ -48,8 +48,9 @@ export function envelope(key: string, rootValue: unknown, spread = false): Recor
     return { success: (value as unknown) === true || (value as { success?: unknown } | null)?.success === true };
   if (value && typeof value === 'object' && 'nodes' in value && 'pagination' in value) {
     const out: Record<string, unknown> = { [key]: snakeKeys(value.nodes), pagination: snakeKeys(value.pagination) };
-    // What else the page carries (a search's `facets`), under its snake_case name.
-    for (const k in value) if (k !== 'nodes' && k !== 'pagination') out[snakeName(k)] = snakeKeys(value[k]);
+    // What else the page carries (a search's `facets` and `totalIsExact`), under its snake_case name, when not null.
+    for (const k in value)
+      if (k !== 'nodes' && k !== 'pagination' && value[k] != null) out[snakeName(k)] = snakeKeys(value[k]);
     return out;
   }
   return { [key]: snakeKeys(value) };

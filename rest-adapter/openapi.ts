@@ -336,9 +336,20 @@ export function buildOpenApi({ schema, routes, serverUrl, version = '1.0.0' }: O
       if (route.spread) {
         envelopeSchema = stripNull(rootSchema); // the root object's own fields
       } else if (innerProps && 'nodes' in innerProps && 'pagination' in innerProps) {
+        // What else the page carries (a search's `facets`, `total_is_exact`): present when not null (envelope.ts).
+        const extra = Object.entries(innerProps).filter(([k]) => k !== 'nodes' && k !== 'pagination');
         envelopeSchema = {
           type: 'object',
-          properties: { [route.envelope]: innerProps.nodes, pagination: stripNull(innerProps.pagination as Json) },
+          properties: {
+            [route.envelope]: innerProps.nodes,
+            pagination: stripNull(innerProps.pagination as Json),
+            ...Object.fromEntries(
+              extra.map(([k, v]) => {
+                const schema = stripNull(v as Json);
+                return [k, { ...schema, description: `${schema.description ?? ''} Left out when null.`.trim() }];
+              }),
+            ),
+          },
           required: [route.envelope, 'pagination'],
         };
       } else {

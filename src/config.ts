@@ -31,12 +31,19 @@ export const LIMITS = {
   /** Entries of each facet of a search (categories, tags, prefixes): the most frequent ones. */
   searchFacetSize: 20,
   /**
-   * Matches of a search ranked by relevance: the first this many of the index's matches (newest first) are ranked,
-   * so a common word costs a bounded amount of ranking; totals and facets still count every match.
+   * The most results a search answers: the first this many of the exact matches in the search's order (by relevance:
+   * the most downloaded this many, ranked), so that a common word costs a bounded amount of reading, ranking and
+   * counting. When more match, the total is this bound and says it is not exact ("at least"), the facets count these
+   * results, and no page reaches past them.
    */
-  searchRankedCandidates: 2000,
+  searchMaxResults: 1000,
   /** The trigram similarity (0 to 1) a title needs to be offered by the typo fallback. */
   searchTypoSimilarity: 0.3,
+  /**
+   * The typo fallback offers titles at least this similar, and titles from searchTypoSimilarity on only when there is
+   * none (far fewer titles read for a query with one typo: src/db/search.ts).
+   */
+  searchTypoCloseSimilarity: 0.5,
   /** A version's compatible_with: entries, and characters in one; characters in its changelog. */
   maxCompatibleWith: 100,
   maxCompatibleLength: 50,

@@ -3,7 +3,7 @@
 // the rest escaped), facets, and permissions inside the statement (a hidden download is absent from rows, totals,
 // facets and highlights); bad input answers 400 with a named field and changes nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../src/config.js';
+import { ConfigError, LIMITS, loadConfig } from '../src/config.js';
 import { MARK_END, MARK_START, ensureSearchLanguage, searchTextOf } from '../src/db/search.js';
 import { highlightHtml } from '../src/modules/search/index.js';
 import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
@@ -11,11 +11,24 @@ import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
 const SEARCH = `query($q: String!, $f: DownloadFilter, $o: SearchOrder, $first: Int, $after: String) {
   search(query: $q, filter: $f, order: $o, first: $first, after: $after) {
     totalCount
+    totalCountIsExact
     edges { cursor node { downloadId title } highlight { title tagLine description } }
     pageInfo { hasNextPage hasPreviousPage endCursor }
     facets { categories { category { categoryId title } count } tags { tag count } prefixes { prefixId count } }
   }
 }`;
+
+/** Runs `fn` with LIMITS.searchMaxResults set to `n` (read by every search statement), then puts it back. */
+async function withMaxResults<T>(n: number, fn: () => Promise<T>): Promise<T> {
+  const limits = LIMITS as { searchMaxResults: number };
+  const before = limits.searchMaxResults;
+  limits.searchMaxResults = n;
+  try {
+    return await fn();
+  } finally {
+    limits.searchMaxResults = before;
+  }
+}
 
 forEachDatabase((kind) => {
   let t: TestApp;
@@ -141,6 +154,10 @@ forEachDatabase((kind) => {
       expect(titles(await search('Minecraft Castel'))).toEqual(['Minecraft Castle']);
       // Exclusions hold in the fallback too.
       expect(titles(await search('Minecraft Castel -stone'))).toEqual([]);
+      // A close title (similarity ≥ LIMITS.searchTypoCloseSimilarity: 0.625 here) leaves the further ones (0.32) out.
+      expect(titles(await search('Minecraft Castl Racer'))).toEqual(['Minecraft Castle']);
+      // Only a further title (0.44): found all the same.
+      expect(titles(await search('cafe racr castel'))).toEqual(['Café Racer']);
     });
 
     it('highlights mark the matches and escape everything else', async () => {
@@ -190,6 +207,40 @@ forEachDatabase((kind) => {
       // A cursor of another search is refused.
       const other = await t.gql(SEARCH, { q: 'castle', after: p1.pageInfo.endCursor }, alice.key);
       expect(other.codes).toEqual(['invalid_input']);
+    });
+
+    it(`answers at most LIMITS.searchMaxResults results: past it, totalCount is the bound and not exact`, async () => {
+      const q = 'castle or cafe or dragon';
+      // Hidden downloads take no place within the bound: alice's 3 matches fit a bound of 3, the super key's 5 do not.
+      const exact = await withMaxResults(3, () => search(q));
+      expect(exact).toMatchObject({ totalCount: 3, totalCountIsExact: true });
+      const sup = await withMaxResults(3, () => t.gqlOk(SEARCH, { q }));
+      expect(sup.search).toMatchObject({ totalCount: 3, totalCountIsExact: false });
+      expect(sup.search.edges).toHaveLength(3);
+      // A bound of 2: the first 2 in the search's order (newest), paged; the facets count those 2; no page past them.
+      const [p1, p2] = await withMaxResults(2, async () => {
+        const a = await search(q, { first: 1, o: 'NEWEST' });
+        return [a, await search(q, { first: 1, o: 'NEWEST', after: a.pageInfo.endCursor })];
+      });
+      expect(p1).toMatchObject({ totalCount: 2, totalCountIsExact: false, pageInfo: { hasNextPage: true } });
+      expect(titles(p1)).toEqual(['Dragon Lair']);
+      expect(titles(p2)).toEqual(['Minecraft Castle']);
+      expect(p2).toMatchObject({ totalCount: 2, totalCountIsExact: false, pageInfo: { hasNextPage: false } });
+      expect(p1.facets.categories.map((c: any) => [c.category.categoryId, c.count]).sort()).toEqual(
+        [
+          [cat.Caves, 1],
+          [cat.Maps, 1],
+        ].sort(),
+      );
+      expect(p1.facets.tags.reduce((n: number, x: any) => n + x.count, 0)).toBe(2); // castle + fantasy
+      // By relevance the results are the most downloaded matches, ranked; every order answers the same bound.
+      for (const o of ['RELEVANCE', 'DOWNLOADS', 'RATING', 'UPDATED']) {
+        const r = await withMaxResults(2, () => search(q, { o }));
+        expect(r, o).toMatchObject({ totalCount: 2, totalCountIsExact: false });
+        expect(r.edges, o).toHaveLength(2);
+      }
+      // Fewer matches than the bound: exact, whatever the bound.
+      expect(await withMaxResults(2, () => search('castle'))).toMatchObject({ totalCount: 1, totalCountIsExact: true });
     });
 
     it('a download is findable the moment its create returns, and follows its edits and tags', async () => {
@@ -248,6 +299,32 @@ forEachDatabase((kind) => {
       expect(plain.body).not.toHaveProperty('facets');
       const sup = await t.rest('GET', '/api/mc-dm-downloads/', { query: { q: 'castle' } });
       expect(sup.body.pagination.total).toBe(3);
+    });
+
+    it(`total is at most LIMITS.searchMaxResults, with total_is_exact saying whether more matched`, async () => {
+      const q = 'castle or cafe or dragon';
+      const full = await rest({ q, facets: 1 });
+      expect(full.body.pagination.total).toBe(3);
+      expect(full.body.total_is_exact).toBe(true);
+      const [p1, p2, p3] = await withMaxResults(2, async () => [
+        await rest({ q, order: 'created_date', per_page: 1, facets: 1 }),
+        await rest({ q, order: 'created_date', per_page: 1, page: 2 }),
+        await rest({ q, order: 'created_date', per_page: 1, page: 3 }),
+      ]);
+      expect(p1.status, JSON.stringify(p1.body)).toBe(200);
+      expect(p1.body.pagination).toEqual({ page: 1, per_page: 1, total: 2, last_page: 2 });
+      expect(p1.body.total_is_exact).toBe(false);
+      expect(p1.body.downloads.map((d: any) => d.title)).toEqual(['Dragon Lair']);
+      expect(p2.body.downloads.map((d: any) => d.title)).toEqual(['Minecraft Castle']);
+      expect(p3.body.downloads).toEqual([]); // past the results
+      expect(p1.body.facets.categories.reduce((n: number, c: any) => n + c.count, 0)).toBe(2);
+      // Hidden downloads do not count toward the bound; the super-user key's 5 matches pass it.
+      const sup = await withMaxResults(3, () => t.rest('GET', '/api/mc-dm-downloads/', { query: { q } }));
+      expect(sup.body.pagination.total).toBe(3);
+      expect(sup.body.total_is_exact).toBe(false);
+      expect((await withMaxResults(3, () => rest({ q }))).body.total_is_exact).toBe(true);
+      // A list without q has exact totals and no total_is_exact.
+      expect(await rest({})).toSatisfy((r: any) => r.status === 200 && !('total_is_exact' in r.body));
     });
 
     it('order, paging, tag, user_id and updated_since with q', async () => {

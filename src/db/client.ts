@@ -98,7 +98,9 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
     // The embedded database is one connection inside this process, open for its whole life.
     connections: () => ({ total: 1, idle: 0, waiting: 0 }),
     prisma,
-    query: <R>(sql: string, params?: unknown[]) => {
+    query: async <R>(sql: string, params?: unknown[], opts?: { prepared?: boolean }) => {
+      // Unprepared: PGlite's own query(), an unnamed statement (counted by the wrapper above).
+      if (opts?.prepared === false) return (await lite.query<R>(sql, params)).rows;
       statements++;
       seen(sql);
       return prepared.query<R>(sql, params);
@@ -193,9 +195,10 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
     connections: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     url,
     prisma,
-    query: async <R>(sql: string, params?: unknown[]) => {
+    query: async <R>(sql: string, params?: unknown[], opts?: { prepared?: boolean }) => {
       if (observers.length > 0 && operationSignal()) seen(sql);
-      return (await pool.query({ name: statementName(sql), text: sql, values: params })).rows as R[];
+      const text = opts?.prepared === false ? { text: sql } : { name: statementName(sql), text: sql };
+      return (await pool.query({ ...text, values: params })).rows as R[];
     },
     async session(fn) {
       const client = await pool.connect();

@@ -207,6 +207,13 @@ export interface ListRead<T, P> {
   rows: T[];
 }
 
+/** A file an update check found: the columns its rules read, its version whole, the download's permission columns. */
+export type UpdateCheckFile = File & { version: Version & { download: Download } };
+const UPDATE_FILE_COLUMNS = ['id', 'versionId', 'fileHash', 'sha1', 'sha512', 'validationStatus', 'isDeleted'] as const;
+
+/** The columns of a download that permission checks read (src/permissions/access.ts), in the datamodel's order. */
+const PERMISSION_COLUMNS = ['id', 'categoryId', 'userId', 'state'] as const;
+
 export class ResourceReads {
   constructor(protected readonly db: Pick<Database, 'query'>) {}
 
@@ -234,6 +241,86 @@ export class ResourceReads {
       [wanted.join(',')],
     );
     return rows.map((r) => revive<Download>('Download', r.d));
+  }
+
+  /**
+   * What one level of dependency resolution reads (src/modules/versions/resolve.ts), in one statement: the visible
+   * versions of these downloads that list every `compat` value, and the downloads' permission columns (id,
+   * categoryId, userId, state: what canDownload reads).
+   */
+  async resolutionCandidates(
+    downloadIds: readonly number[],
+    compat: readonly string[],
+  ): Promise<{ versions: Version[]; downloads: Download[] }> {
+    if (downloadIds.length === 0) return { versions: [], downloads: [] };
+    const row = await this.one(
+      `SELECT (SELECT coalesce(json_agg(${jsonOf('Version', 'v')}), '[]'::json) FROM version v
+                WHERE v."downloadId" = ANY(string_to_array($1, ',')::int[]) AND v.state = 'visible'
+                  AND v."compatibleWith" @> $2::text[]) AS v,
+              (SELECT coalesce(json_agg(${jsonOf('Download', 'd', PERMISSION_COLUMNS)}), '[]'::json) FROM download d
+                WHERE d.id = ANY(string_to_array($1, ',')::int[])) AS d`,
+      [downloadIds.join(','), [...compat]],
+    );
+    return {
+      versions: (row!.v as JsonRow[]).map((v) => revive<Version>('Version', v)),
+      downloads: (row!.d as JsonRow[]).map((d) => revive<Download>('Download', d)),
+    };
+  }
+
+  /**
+   * What an update check reads (src/modules/versions/updates.ts), in one statement: the files that are not
+   * soft-deleted holding one of these hashes (stored forms, `sha256:<hex>` …), newest first, each with its version
+   * and its download's permission columns; and for every download among them the newest visible version (release
+   * date, then id) in `channels` listing every `compat` value. The hashes are looked up through the fileHash, sha1
+   * and sha512 indexes, joined with the lists unnested rather than compared with `= ANY(list)`: the planner then
+   * estimates no per-element selectivity (500 hashes: about 30 ms of planning on a loaded machine, more than the
+   * lookups); the newest versions come through the download/release-date index.
+   */
+  async updateCheck(
+    hashes: { sha1: readonly string[]; sha256: readonly string[]; sha512: readonly string[] },
+    channels: readonly string[],
+    compat: readonly string[],
+  ): Promise<{ files: UpdateCheckFile[]; latest: Version[] }> {
+    const params: unknown[] = [[...channels], [...compat]];
+    // A lookup per algorithm asked for: an empty list joined with a column most of whose values are '' (files stored
+    // before sha1 and sha512 existed) is estimated at every file, and the plan reads the whole table.
+    const lookups: string[] = [];
+    for (const [list, column] of [
+      [hashes.sha256, '"fileHash"'],
+      [hashes.sha1, 'sha1'],
+      [hashes.sha512, 'sha512'],
+    ] as const) {
+      if (list.length === 0) continue;
+      params.push([...list]);
+      lookups.push(`SELECT f.id FROM unnest($${params.length}::text[]) h(v) JOIN file f ON f.${column} = h.v`);
+    }
+    if (lookups.length === 0) return { files: [], latest: [] };
+    const row = await this.one(
+      `WITH ids AS (${lookups.join(' UNION ')}),
+       f AS MATERIALIZED (
+         SELECT f.*, v."downloadId" AS "versionDownloadId"
+         FROM ids JOIN file f ON f.id = ids.id JOIN version v ON v.id = f."versionId" WHERE NOT f."isDeleted")
+       SELECT
+         (SELECT coalesce(json_agg(json_build_object('f', ${jsonOf('File', 'f', UPDATE_FILE_COLUMNS)},
+                   'v', ${jsonOf('Version', 'v')}, 'd', ${jsonOf('Download', 'd', PERMISSION_COLUMNS)}) ORDER BY f.id DESC), '[]'::json)
+            FROM f JOIN version v ON v.id = f."versionId" JOIN download d ON d.id = v."downloadId") AS files,
+         (SELECT coalesce(json_agg(${jsonOf('Version', 'l')}), '[]'::json) FROM (
+            SELECT DISTINCT ON (l."downloadId") l.* FROM version l
+            WHERE l."downloadId" IN (SELECT "versionDownloadId" FROM f) AND l.state = 'visible'
+              AND l.channel::text = ANY($1::text[]) AND l."compatibleWith" @> $2::text[]
+            ORDER BY l."downloadId", l."releaseDate" DESC, l.id DESC) l) AS latest`,
+      params,
+    );
+    return {
+      files: (row!.files as JsonRow[]).map((x) => {
+        const f = revive<UpdateCheckFile>('File', x.f);
+        const version = revive<Version & { download: Download }>('Version', x.v);
+        version.download = revive<Download>('Download', x.d);
+        f.version = version;
+        return f;
+      }),
+      latest: (row!.latest as JsonRow[]).map((v) => revive<Version>('Version', v)),
+    };
   }
 
   /** A category, with its parent category when `parent` (null at the top); null when there is none. */

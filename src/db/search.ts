@@ -5,10 +5,12 @@
 //
 // The documents are kept by triggers (prisma/migrations/20270101000000_search): `download."searchVector"` (title A,
 // tags and tag line B, description without BB code C) in the text search configuration `dcs_search`, which folds
-// accents (unaccent) before the stemmer of SEARCH_LANGUAGE. Plan, for large catalogues: the matches come from the
-// GIN index; only the first LIMITS.searchRankedCandidates of them by download count are ranked (ts_rank reads each
-// document), the others follow by download count; the typo fallback (trigram similarity of titles, its own GIN
-// index) runs only when the exact matches are fewer than the page.
+// accents (unaccent) before the stemmer of SEARCH_LANGUAGE. Plan, for large catalogues: a search answers at most
+// LIMITS.searchMaxResults results, the first of the exact matches in its order (relevance: the most downloaded, then
+// ranked by ts_rank, which reads each document), so that a common word reads that many rows (walking the order's
+// index, or the GIN index's matches for a rarer word, as the planner estimates), not every match; the total counts
+// them and says whether more matched, the facets count them. The typo fallback (trigram similarity of titles, its own
+// GIN index) runs only when the exact matches are fewer than the page.
 import { LIMITS, type SearchLanguage } from '../config.js';
 import { invalidInput, requiredMissing } from '../errors.js';
 import type { Database } from './database.js';
@@ -129,7 +131,10 @@ export interface SearchHit {
 }
 
 export interface SearchResult {
+  /** Results in all, at most LIMITS.searchMaxResults. */
   total: number;
+  /** False when more downloads matched than LIMITS.searchMaxResults: `total` is then the bound (at least that many). */
+  totalIsExact: boolean;
   hits: SearchHit[];
   facets: SearchFacets | null;
 }
@@ -138,11 +143,12 @@ export interface SearchResult {
 export const MARK_START = '\u0001';
 export const MARK_END = '\u0002';
 
-/** The ORDER BY of the orders other than relevance, over `results r`: fuzzy matches after exact ones, ties by id. */
-function orderSql(order: Exclude<SearchOrderColumn, 'relevance'>, direction: 'asc' | 'desc'): string {
+/** The ORDER BY of the exact matches over table `t`: relevance takes the most downloaded first; ties by id. */
+function candidateOrderSql(order: SearchOrderColumn, direction: 'asc' | 'desc', t: string): string {
+  if (order === 'relevance') return `${t}."downloadCount" DESC, ${t}.id DESC`;
   const dir = direction === 'asc' ? 'ASC' : 'DESC';
   const columns = order === 'ratingAvg' ? ['ratingAvg', 'ratingCount'] : [order];
-  return `r.tier, ${columns.map((c) => `r."${c}" ${dir}`).join(', ')}, r.id ${dir}`;
+  return `${columns.map((c) => `${t}."${c}" ${dir}`).join(', ')}, ${t}.id ${dir}`;
 }
 
 function visibilitySql(v: DownloadVisibility | null, t: string, bind: Bind): string[] {
@@ -177,24 +183,45 @@ export async function searchDownloads(db: Pick<Database, 'query'>, req: SearchRe
   };
   const scope = [...visibilitySql(req.visibility, 'd', bind), ...filterSql(DOWNLOAD_FILTER, req.filter, 'd', bind)];
   const scopeSql = scope.length ? `AND ${scope.join(' AND ')}` : '';
+  // The tsquery as an expression of the parameters, not read from the CTE `q` where the matches are found: the
+  // planner then estimates how many rows match (from the index's statistics of lexemes), and for a common word walks
+  // the order's index to the first LIMITS.searchMaxResults matches instead of reading every match and sorting them.
   const tq = tsquerySql(req.text, bind);
   const folded = bind(req.text.text);
   const first = bind(req.first);
   const similarity = bind(LIMITS.searchTypoSimilarity);
+  const closeSimilarity = bind(Math.max(LIMITS.searchTypoSimilarity, LIMITS.searchTypoCloseSimilarity));
+  const excluded = req.text.excluded
+    ? `AND NOT (d."searchVector" @@ websearch_to_tsquery('dcs_search', ${bind(req.text.excluded)}::text))`
+    : '';
+  // The typo fallback, in two tiers: titles at least LIMITS.searchTypoCloseSimilarity similar, best first; only when
+  // there is none, titles from LIMITS.searchTypoSimilarity up to that (a title that close to the query makes the far
+  // ones noise). The trigram index finds titles sharing enough trigrams for pg_trgm.similarity_threshold, set for the
+  // statement (set_config local to its transaction, evaluated before the scan as the scan's one-time filter): a close
+  // threshold makes the index skip most titles that share only common trigrams (a 500,000-title catalogue: 98
+  // candidates instead of 3,233, ~60 ms instead of ~270 ms), so a query with one typo costs one such scan.
+  const fuzzyTier = (already: string, from: string, below: string | null, when = '') => `
+      SELECT ${cols}, 1 AS tier, similarity(dcs_fold(d.title), q.fq) AS sim
+      FROM download d, q
+      WHERE ${already} < ${first}::int ${when}
+        AND (SELECT set_config('pg_trgm.similarity_threshold', ${from}::real::text, true)) IS NOT NULL
+        AND dcs_fold(d.title) % q.fq AND similarity(dcs_fold(d.title), q.fq) >= ${from}::real
+        ${below ? `AND similarity(dcs_fold(d.title), q.fq) < ${below}::real` : ''}
+        AND NOT (d."searchVector" @@ q.tq) ${excluded} ${scopeSql}
+      ORDER BY sim DESC, d.id DESC
+      LIMIT greatest(${first}::int - ${already}, 0)`;
   const cols = `d.id, d."categoryId", d."prefixId", d."downloadCount", d."ratingAvg", d."ratingCount", d."createdDate", d."lastUpdate"`;
-  // A relevance page within the ranked candidates is read from them (and the fuzzy matches after them) alone; past
-  // them, every match takes part (unranked ones by download count).
-  const withinRanked = req.offset + req.take <= LIMITS.searchRankedCandidates;
+  const bound = bind(LIMITS.searchMaxResults);
+  const candidates = candidateOrderSql(req.order, req.direction, 'd');
+  // Relevance: the ranked matches, then the fuzzy ones; other orders: every result in that order, fuzzy ones last.
   const pageSource =
-    req.order !== 'relevance'
-      ? 'results r'
-      : withinRanked
-        ? '(SELECT * FROM ranked UNION ALL SELECT *, NULL::real AS rank FROM fuzzy) r'
-        : '(SELECT r.*, k.rank FROM results r LEFT JOIN ranked k ON k.id = r.id) r';
+    req.order === 'relevance'
+      ? '(SELECT * FROM ranked UNION ALL SELECT *, NULL::real AS rank FROM fuzzy) r'
+      : 'results r';
   const order =
     req.order === 'relevance'
       ? 'r.tier, r.rank DESC NULLS LAST, r.sim DESC, r."downloadCount" DESC, r.id DESC'
-      : orderSql(req.order, req.direction);
+      : `r.tier, ${candidateOrderSql(req.order, req.direction, 'r')}`;
   const facetSize = req.facets ? bind(LIMITS.searchFacetSize) : '';
   const facets = req.facets
     ? `, (SELECT coalesce(json_agg(json_build_object('k', k, 'n', n, 'c', (SELECT ${jsonOf('Category', 'c')} FROM category c WHERE c.id = k)) ORDER BY n DESC, k), '[]'::json) FROM (SELECT "categoryId" AS k, count(*) AS n FROM results GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ${facetSize}::int) f) AS fc,
@@ -227,33 +254,25 @@ export async function searchDownloads(db: Pick<Database, 'query'>, req: SearchRe
   const take = bind(req.take);
   const sql = `
     WITH q AS MATERIALIZED (SELECT ${tq} AS tq, dcs_fold(${folded}::text) AS fq),
-    exact AS MATERIALIZED (
+    matched AS MATERIALIZED (
       SELECT ${cols}, 0 AS tier, 0::real AS sim
-      FROM download d, q WHERE d."searchVector" @@ q.tq ${scopeSql}),
-    fuzzy AS MATERIALIZED (
-      SELECT ${cols}, 1 AS tier, similarity(dcs_fold(d.title), q.fq) AS sim
-      FROM download d, q
-      WHERE (SELECT count(*) FROM exact) < ${first}::int
-        AND dcs_fold(d.title) % q.fq AND similarity(dcs_fold(d.title), q.fq) >= ${similarity}::real
-        AND NOT (d."searchVector" @@ q.tq) ${
-          req.text.excluded
-            ? `AND NOT (d."searchVector" @@ websearch_to_tsquery('dcs_search', ${bind(req.text.excluded)}::text))`
-            : ''
-        } ${scopeSql}
-      ORDER BY sim DESC, d.id DESC
-      LIMIT greatest(${first}::int - (SELECT count(*) FROM exact), 0)),
+      FROM download d WHERE d."searchVector" @@ ${tq} ${scopeSql}
+      ORDER BY ${candidates} LIMIT ${bound}::int + 1),
+    exact AS MATERIALIZED (SELECT * FROM matched d ORDER BY ${candidates} LIMIT ${bound}::int),
+    fuzzy_close AS MATERIALIZED (${fuzzyTier('(SELECT count(*) FROM exact)', closeSimilarity, null)}),
+    fuzzy_far AS MATERIALIZED (${fuzzyTier('(SELECT count(*) FROM exact)', similarity, closeSimilarity, 'AND NOT EXISTS (SELECT 1 FROM fuzzy_close)')}),
+    fuzzy AS (SELECT * FROM fuzzy_close UNION ALL SELECT * FROM fuzzy_far),
     results AS (SELECT * FROM exact UNION ALL SELECT * FROM fuzzy),
     ${
       req.order === 'relevance'
         ? `ranked AS (SELECT e.*, ts_rank(d."searchVector", q.tq) AS rank
-             FROM (SELECT * FROM exact ORDER BY "downloadCount" DESC, id DESC LIMIT ${bind(LIMITS.searchRankedCandidates)}::int) e
-             JOIN download d ON d.id = e.id, q),`
+             FROM exact e JOIN download d ON d.id = e.id, q),`
         : ''
     }
     page AS (
       SELECT r.id, row_number() OVER () AS n FROM (
         SELECT r.id FROM ${pageSource} ORDER BY ${order} OFFSET ${offset}::bigint LIMIT ${take}::int) r)
-    SELECT (SELECT count(*) FROM results) AS total,
+    SELECT (SELECT count(*) FROM results) AS total, (SELECT count(*) FROM matched) <= ${bound}::int AS exact,
       (SELECT coalesce(json_agg(json_build_object('d', ${jsonOf('Download', 'd')}${extra
         .map(([k]) => `, '${k}', d.${k}`)
         .join('')}) ORDER BY p.n), '[]'::json)
@@ -261,7 +280,9 @@ export async function searchDownloads(db: Pick<Database, 'query'>, req: SearchRe
          FROM download d WHERE d.id = p.id) d ON TRUE) AS rows
       ${facets}
     FROM q`;
-  const rows = await db.query<JsonRow>(sql.replace(/\s*\n\s*/g, ' '), params);
+  // Planned for its values each time: a prepared statement's generic plan cannot know whether the words are common
+  // (walk the order's index to the first results) or rare (read the GIN index's few matches), and picks the second.
+  const rows = await db.query<JsonRow>(sql.replace(/\s*\n\s*/g, ' '), params, { prepared: false });
   const r = rows[0]!;
   const hits: SearchHit[] = (r.rows as JsonRow[]).map((x) => {
     const download = revive<DownloadRow>('Download', x.d);
@@ -275,6 +296,7 @@ export async function searchDownloads(db: Pick<Database, 'query'>, req: SearchRe
     list.map((f) => ({ [key]: f.k, count: Number(f.n) }) as { [P in K]: V } & { count: number });
   return {
     total: Number(r.total),
+    totalIsExact: r.exact === true,
     hits,
     facets: req.facets
       ? {

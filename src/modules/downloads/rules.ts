@@ -68,6 +68,8 @@ export interface DownloadListArgs extends PageRequest {
 /** A page of the list, and with a search the facets of everything it found (when asked for). */
 export interface DownloadPage extends Page<Download> {
   facets?: SearchFacets | null;
+  /** With a search: false when more matched than LIMITS.searchMaxResults (pagination.total is then that bound). */
+  totalIsExact?: boolean | null;
 }
 
 /** What a visitor needs to know about their team memberships to answer canEdit. */
@@ -140,7 +142,8 @@ export async function listDownloads(
 
 /**
  * The list with `q`: the downloads the search finds among those the visitor may view (the permission is part of the
- * statement, so `total` and the facets count only those), best match first unless `order` says otherwise. The state
+ * statement, so `total` and the facets count only those), best match first unless `order` says otherwise. At most
+ * LIMITS.searchMaxResults results: `total` is then that bound and `totalIsExact` false. The state
  * rule is the one of a single download (owners find their own moderated and draft downloads), and `download_state`
  * narrows it further for anyone.
  */
@@ -182,6 +185,7 @@ async function searchList(
     nodes: result.hits.map((h) => h.download),
     pagination: paginationOf(w, result.total),
     facets: result.facets,
+    totalIsExact: result.totalIsExact,
   };
 }
 

@@ -56,6 +56,7 @@ export interface SearchEdge {
 
 export interface SearchConnection {
   totalCount: number;
+  totalCountIsExact: boolean;
   edges: SearchEdge[];
   pageInfo: PageInfo;
   facets: SearchFacets | null;
@@ -119,7 +120,8 @@ function filterOf(f: SearchFilterInput | null | undefined, subtree: (id: number)
 
 /**
  * One page of a search: the downloads the visitor may view that match, best first (or in `order`), after the
- * cursor `after`. totalCount and the facets count every match the visitor may view, and nothing else.
+ * cursor `after`. totalCount and the facets count the results (every match the visitor may view, up to
+ * LIMITS.searchMaxResults: past it, totalCountIsExact is false), and nothing else.
  */
 export async function searchConnection(
   db: { reads: Reads; cursors: CursorSeal },
@@ -156,6 +158,7 @@ export async function searchConnection(
   }));
   return {
     totalCount: result.total,
+    totalCountIsExact: result.totalIsExact,
     edges,
     pageInfo: {
       hasNextPage: offset + edges.length < result.total,

@@ -110,10 +110,10 @@ const PrefixFacetRef = builder.objectRef<SearchFacets['prefixes'][number]>('Pref
   }),
 });
 
-const FACET_NOTE = `the ${LIMITS.searchFacetSize} most frequent, most first (ties alphabetically or by id); only downloads the visitor may view are counted`;
+const FACET_NOTE = `the ${LIMITS.searchFacetSize} most frequent, most first (ties alphabetically or by id); only downloads the visitor may view are counted, and only the results (at most ${LIMITS.searchMaxResults})`;
 
 export const SearchFacetsRef = builder.objectRef<SearchFacets>('SearchFacets').implement({
-  description: 'What the whole result (every page of it) holds, counted by category, tag and prefix.',
+  description: `What the whole result (every page of it, at most ${LIMITS.searchMaxResults} downloads: when more match, the ${LIMITS.searchMaxResults} results the search answers) holds, counted by category, tag and prefix.`,
   fields: (t) => ({
     categories: t.field({
       type: [CategoryFacetRef],
@@ -136,8 +136,7 @@ export const SearchFacetsRef = builder.objectRef<SearchFacets>('SearchFacets').i
 export const DownloadSearchConnection = builder
   .objectRef<search.SearchConnection>('DownloadSearchConnection')
   .implement({
-    description:
-      'The downloads a search found, one page at a time (Relay cursor connection). Unlike the lists, every count here (totalCount, facets) counts only downloads the visitor may view, so a page holds `first` rows unless it is the last.',
+    description: `The downloads a search found, one page at a time (Relay cursor connection). Unlike the lists, every count here (totalCount, facets) counts only downloads the visitor may view, so a page holds \`first\` rows unless it is the last. A search answers at most ${LIMITS.searchMaxResults} results (by relevance: the ${LIMITS.searchMaxResults} most downloaded matches, ranked; in another order: the first ${LIMITS.searchMaxResults} in it); when more match, totalCount is ${LIMITS.searchMaxResults}, totalCountIsExact false, and no page reaches past them.`,
     fields: (t) => ({
       edges: t.field({
         type: [SearchEdgeRef],
@@ -155,7 +154,10 @@ export const DownloadSearchConnection = builder
         resolve: (c) => c.pageInfo,
       }),
       totalCount: t.exposeInt('totalCount', {
-        description: 'Downloads found in all, among those the visitor may view (typo-tolerant title matches included).',
+        description: `Downloads found in all, among those the visitor may view (typo-tolerant title matches included), at most ${LIMITS.searchMaxResults}: when totalCountIsExact is false, at least this many matched.`,
+      }),
+      totalCountIsExact: t.exposeBoolean('totalCountIsExact', {
+        description: `False when more than ${LIMITS.searchMaxResults} downloads matched: totalCount is then ${LIMITS.searchMaxResults} (a lower bound), the results and facets are the first ${LIMITS.searchMaxResults} in the search's order.`,
       }),
       facets: t.field({
         type: SearchFacetsRef,
@@ -165,12 +167,19 @@ export const DownloadSearchConnection = builder
     }),
   });
 
+builder.objectField(DownloadList, 'totalIsExact', (t) =>
+  t.boolean({
+    nullable: true,
+    description: `With \`q\`: false when more than ${LIMITS.searchMaxResults} downloads matched, so pagination.total is ${LIMITS.searchMaxResults} (at least that many matched) and no page reaches past them; true when pagination.total is the exact count. Null without \`q\` (list totals are always exact).`,
+    resolve: (p) => (p as DownloadPage).totalIsExact ?? null,
+  }),
+);
+
 builder.objectField(DownloadList, 'facets', (t) =>
   t.field({
     type: SearchFacetsRef,
     nullable: true,
-    description:
-      'With `q`: the whole result counted by category, tag and prefix (only downloads the visitor may view). Selecting it without `q` answers invalid_input.',
+    description: `With \`q\`: the whole result counted by category, tag and prefix (only downloads the visitor may view, and at most the ${LIMITS.searchMaxResults} results a search answers). Selecting it without \`q\` answers invalid_input.`,
     resolve: (p) => (p as DownloadPage).facets ?? null,
   }),
 );

@@ -1,8 +1,10 @@
 // Dependency resolution (contract "Releases"): the versions a version needs, transitively, each the best version of
 // its download that matches every range met so far, with conflicts and cycles reported. Breadth first, one level at a
-// time (one statement per level for the candidate versions of every download the level names), bounded by
+// time (one hand-written statement per level for the candidate versions of every download the level names and
+// those downloads' permission columns: src/db/resource-reads.ts resolutionCandidates), bounded by
 // LIMITS.maxResolveDepth levels and LIMITS.maxResolvedVersions versions; a download is resolved once, so it never loops.
-import type { PrismaClient, Version } from '../../generated/prisma/client.js';
+import type { Version } from '../../generated/prisma/client.js';
+import type { Reads } from '../../db/reads.js';
 import type { Access } from '../../permissions/access.js';
 import { LIMITS } from '../../config.js';
 import { CHANNELS, dependenciesOf, newestFirst, satisfies, type Dependency } from './rules.js';
@@ -45,7 +47,7 @@ function preferred(a: Version, b: Version): number {
  * version ids from the one depended on down to the one depending on it).
  */
 export async function resolveDependencies(
-  prisma: PrismaClient,
+  reads: Pick<Reads, 'resolutionCandidates'>,
   access: Access,
   root: Version,
   compatibleWith: readonly string[],
@@ -74,10 +76,7 @@ export async function resolveDependencies(
       break;
     }
     const wanted = [...new Set(required.map((e) => e.dep.downloadId).filter((id) => !chosen.has(id)))];
-    const [candidates, downloads] = await Promise.all([
-      candidatesOf(prisma, wanted, compatibleWith),
-      wanted.length ? prisma.download.findMany({ where: { id: { in: wanted } } }) : Promise.resolve([]),
-    ]);
+    const { candidates, downloads } = await candidatesOf(reads, wanted, compatibleWith);
     const downloadOf = new Map(downloads.map((d) => [d.id, d]));
     const next: Version[] = [];
     for (const { from, dep } of required) {
@@ -146,26 +145,19 @@ function pathTo(parent: Map<number, number | null>, id: number): number[] {
 }
 
 /**
- * The visible versions of each download listing every `compatibleWith` value, preferred first.
+ * The visible versions of each download listing every `compatibleWith` value, preferred first, and the downloads.
  */
 async function candidatesOf(
-  prisma: PrismaClient,
+  reads: Pick<Reads, 'resolutionCandidates'>,
   downloadIds: readonly number[],
   compatibleWith: readonly string[],
-): Promise<Map<number, Candidate[]>> {
-  if (downloadIds.length === 0) return new Map();
-  const rows = (await prisma.version.findMany({
-    where: {
-      downloadId: { in: [...downloadIds] },
-      state: 'visible',
-      ...(compatibleWith.length ? { compatibleWith: { hasEvery: [...compatibleWith] } } : {}),
-    },
-  })) as Candidate[];
-  const by = new Map<number, Candidate[]>();
-  for (const v of rows.sort(preferred)) {
-    const list = by.get(v.downloadId) ?? [];
+) {
+  const { versions, downloads } = await reads.resolutionCandidates(downloadIds, compatibleWith);
+  const candidates = new Map<number, Candidate[]>();
+  for (const v of versions.sort(preferred)) {
+    const list = candidates.get(v.downloadId) ?? [];
     list.push(v);
-    by.set(v.downloadId, list);
+    candidates.set(v.downloadId, list);
   }
-  return by;
+  return { candidates, downloads };
 }

@@ -231,7 +231,7 @@ builder.prismaObjectFields(VersionRef, (t) => ({
     authScopes: { scope: READ },
     args: { compatibleWith: t.arg.stringList(COMPAT_ARG) },
     resolve: async (v, args, ctx) =>
-      resolveDependencies(ctx.prisma, await ctx.access(), v, versions.checkCompatibleWith(args.compatibleWith ?? [])),
+      resolveDependencies(ctx.reads, await ctx.access(), v, versions.checkCompatibleWith(args.compatibleWith ?? [])),
   }),
 }));
 
@@ -334,7 +334,7 @@ builder.queryFields((t) => ({
       const access = await ctx.access();
       const compat = versions.checkCompatibleWith(args.compatibleWith ?? []);
       const root = await versions.viewableVersion(ctx.prisma, access, ctx.team, args.versionId);
-      return resolveDependencies(ctx.prisma, access, root, compat);
+      return resolveDependencies(ctx.reads, access, root, compat);
     },
   }),
 }));
