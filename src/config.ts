@@ -167,6 +167,11 @@ export interface Config {
   redisChannelPrefix: string;
   /** Uploads (REST and GraphQL multipart) in progress at once; more answer 503 server_busy. */
   maxConcurrentUploads: number;
+  /**
+   * RESPONSE_BYTES_PER_MINUTE: bytes of answers one guest or user key may receive a minute on this instance (refilled
+   * continuously); an operation sets aside GRAPHQL_MAX_RESPONSE_BYTES of it while it runs (src/http/response-allowance.ts). 0: no limit.
+   */
+  responseBytesPerMinute: number;
   /** Operations executing at once; past it they wait in a fair queue per client (src/http/fair-share.ts). 0: no limit. */
   maxConcurrentOperations: number;
   /** Non-file fields of one multipart request. */
@@ -332,6 +337,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     redisChannelPrefix: env.REDIS_CHANNEL_PREFIX ?? 'dcs:',
     maxConcurrentUploads: int(env, 'MAX_CONCURRENT_UPLOADS', 16, 1),
     maxConcurrentOperations: int(env, 'MAX_CONCURRENT_OPERATIONS', 8),
+    responseBytesPerMinute: int(env, 'RESPONSE_BYTES_PER_MINUTE', 64 * 1024 * 1024),
     maxMultipartFields: int(env, 'MAX_MULTIPART_FIELDS', 100, 1),
     refusedBodyDrainBytes: int(env, 'REFUSED_BODY_DRAIN_BYTES', 16 * 1024 * 1024, 0),
     memoryReleaseIdleSeconds: int(env, 'MEMORY_RELEASE_IDLE_SECONDS', 10),
