@@ -131,6 +131,11 @@ export interface Config {
   /** PostgreSQL server URL; undefined selects the embedded PGlite database under dataDir/db. */
   databaseUrl?: string;
   databasePoolSize: number;
+  /**
+   * DATABASE_STATEMENTS_PER_KEY: plain statements (outside transactions) the operations of one key run at once on the
+   * PostgreSQL pool; its others wait their turn (src/db/pool.ts). 0: not limited.
+   */
+  databaseStatementsPerKey: number;
   storage: StorageKind;
   /** S3-compatible storage settings, when storage is s3. */
   s3?: {
@@ -314,6 +319,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     dataDir,
     databaseUrl: env.DATABASE_URL || undefined,
     databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 10, 1),
+    databaseStatementsPerKey: int(env, 'DATABASE_STATEMENTS_PER_KEY', 3),
     storage: oneOf(env, 'STORAGE', ['local', 's3'] as const, 'local'),
     bootstrapKey: env.DM_BOOTSTRAP_KEY || undefined,
     categoryDeletePolicy: oneOf(env, 'CATEGORY_DELETE_POLICY', ['reassign', 'cascade'] as const, 'reassign'),

@@ -19,20 +19,27 @@ import { PGLITE_EXTENSIONS } from './pglite-extensions.js';
 export type { Database, Session } from './database.js';
 
 export type DatabaseTarget =
-  | { url: string; poolSize?: number }
+  // `statementsPerKey`: DATABASE_STATEMENTS_PER_KEY (src/db/pool.ts); absent or 0, not limited.
+  | { url: string; poolSize?: number; statementsPerKey?: number }
   | { pgliteDir: string }
   // `loadDataDir`: a dumped data directory to start from (tests pass the build's migrated one, src/db/template.ts).
   | { memory: true; loadDataDir?: Blob };
 
 /** DATABASE_URL's server, or the embedded database under DATA_DIR/db. */
-export function targetOf(config: Pick<Config, 'databaseUrl' | 'databasePoolSize' | 'dataDir'>): DatabaseTarget {
+export function targetOf(
+  config: Pick<Config, 'databaseUrl' | 'databasePoolSize' | 'dataDir'> & { databaseStatementsPerKey?: number },
+): DatabaseTarget {
   return config.databaseUrl
-    ? { url: config.databaseUrl, poolSize: config.databasePoolSize }
+    ? {
+        url: config.databaseUrl,
+        poolSize: config.databasePoolSize,
+        statementsPerKey: config.databaseStatementsPerKey,
+      }
     : { pgliteDir: path.join(config.dataDir, 'db') };
 }
 
 export async function openDatabase(target: DatabaseTarget): Promise<Database> {
-  if ('url' in target) return openPostgres(target.url, target.poolSize ?? 10);
+  if ('url' in target) return openPostgres(target.url, target.poolSize ?? 10, target.statementsPerKey ?? 0);
   let lite: PGlite;
   let unlock = () => {};
   if ('pgliteDir' in target) {
@@ -126,15 +133,20 @@ const SNAPSHOT_NAME = statementName(SNAPSHOT_SQL);
 /** How long close() waits for connections in use by default (the service passes what remains of its grace). */
 const CLOSE_DEADLINE_MS = 5_000;
 
-async function openPostgres(url: string, poolSize: number): Promise<Database> {
+async function openPostgres(url: string, poolSize: number, statementsPerKey: number): Promise<Database> {
   let statements = 0;
-  const { pool, destroy, cancel, end } = openPool(url, poolSize, (client) => {
-    const query = client.query.bind(client);
-    client.query = ((...args: unknown[]) => {
-      if ((args[0] as { name?: string } | undefined)?.name !== SNAPSHOT_NAME) statements++;
-      return (query as (...a: unknown[]) => unknown)(...args);
-    }) as typeof client.query;
-  });
+  const { pool, destroy, cancel, end } = openPool(
+    url,
+    poolSize,
+    (client) => {
+      const query = client.query.bind(client);
+      client.query = ((...args: unknown[]) => {
+        if ((args[0] as { name?: string } | undefined)?.name !== SNAPSHOT_NAME) statements++;
+        return (query as (...a: unknown[]) => unknown)(...args);
+      }) as typeof client.query;
+    },
+    statementsPerKey,
+  );
   const prisma = new PrismaClient({ adapter: withReleasedTransactions(new PrismaPg(pool), { destroy, cancel }) });
   return {
     kind: 'postgres',

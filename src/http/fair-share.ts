@@ -27,6 +27,7 @@ import type { Plugin } from 'graphql-yoga';
 import { ApiError } from '../errors.js';
 import { RESPONSE_BUDGET, type ResponseBudget } from '../graphql/response-size.js';
 import type { ResponseAllowance } from './response-allowance.js';
+import { clientOf } from '../graphql/context.js';
 
 /** Ends an operation's turn; `extraMs` adds to its charge what its time alone does not show (see resultCharge). */
 export type Release = (extraMs?: number) => void;
@@ -237,11 +238,7 @@ export function resultCharge(context: unknown): number {
   return budget ? budget.used / RESULT_BYTES_PER_MS : 0;
 }
 
-/** Whose share an operation counts against: the key, and the user a super-user key acts as. */
-export function clientOf(context: unknown): string {
-  const visitor = (context as { visitor?: { apiKeyId: number; userId: number } } | undefined)?.visitor;
-  return visitor ? `${visitor.apiKeyId}:${visitor.userId}` : 'anonymous';
-}
+export { clientOf };
 
 /** The bytes an operation's result grew to (its response-size budget), for the response allowance. */
 export function resultBytes(context: unknown): number {
