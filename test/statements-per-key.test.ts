@@ -3,7 +3,8 @@
 // cannot take every connection of the pool and put the other keys' statements behind its own.
 import { describe, expect, it } from 'vitest';
 import type pg from 'pg';
-import { limitStatementsPerKey } from '../src/db/pool.js';
+import { limitStatementsPerKey, openPool } from '../src/db/pool.js';
+import { freshPostgres } from './helpers/app.js';
 import { bindStatementsToOperations, boundTo, operationSignal } from '../src/db/operation-scope.js';
 import { loadConfig } from '../src/config.js';
 
@@ -102,5 +103,32 @@ describe('limitStatementsPerKey', () => {
     await tick();
     expect(running).toHaveLength(8);
     for (const r of [...running]) r.end();
+  });
+});
+
+describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL server', () => {
+  it("a statement that waited for a connection is sent in its own operation's scope, not the releasing one's", async () => {
+    const fresh = await freshPostgres({ migrated: false });
+    const seen: { sql: string; signal: AbortSignal | undefined }[] = [];
+    const { pool, end } = openPool(fresh.url, 1, (client) => {
+      const query = client.query.bind(client) as (...a: unknown[]) => unknown;
+      client.query = ((...args: unknown[]) => {
+        if (typeof args[0] === 'string') seen.push({ sql: args[0], signal: operationSignal() });
+        return query(...args);
+      }) as typeof client.query;
+    });
+    try {
+      const a = new AbortController().signal;
+      const b = new AbortController().signal;
+      await Promise.all([
+        boundTo(a, () => pool.query('SELECT pg_sleep(0.1) AS a')),
+        boundTo(b, () => pool.query('SELECT 1 AS b')),
+      ]);
+      expect(seen.find((x) => x.sql.includes('AS a'))?.signal).toBe(a);
+      expect(seen.find((x) => x.sql.includes('AS b'))?.signal).toBe(b);
+    } finally {
+      await end(1000);
+      await fresh.drop();
+    }
   });
 });

@@ -60,6 +60,12 @@ export function openPool(
     idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_MS,
     Client: BoundedClient,
   });
+  // pg-pool hands a connection that frees up to the oldest waiting pool.query from inside the release of the one that
+  // held it, so without this the waiting statement would be sent in the releasing operation's scope: bound to the
+  // wrong deadline, and cancelled when that other operation is stopped. Its callback keeps the caller's scope.
+  const connect = pool.connect.bind(pool) as (cb?: (...a: unknown[]) => void) => unknown;
+  pool.connect = ((cb?: (...a: unknown[]) => void) =>
+    typeof cb === 'function' ? connect(AsyncResource.bind(cb)) : connect()) as typeof pool.connect;
   if (statementsPerKey > 0) limitStatementsPerKey(pool, statementsPerKey);
   // pg-pool counts a checked-out connection until its holder releases it; a holder that never does (or whose
   // connection died under it) would keep that slot, and pool.end() would wait for it forever.
