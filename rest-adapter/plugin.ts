@@ -16,6 +16,7 @@ import { ApiError, headersOf, toErrorItem, type ErrorBodyItem } from '../src/err
 import { beforeDeadline, deadline } from '../src/graphql/limits.js';
 import { startResponseBudget } from '../src/graphql/response-size.js';
 import { boundTo } from '../src/db/operation-scope.js';
+import { clientOf } from '../src/graphql/context.js';
 import { drainRefusedBody } from '../src/input/drain.js';
 import { addPairs, Opaque, toVariables, type Raw, type RawFields } from './inputs.js';
 import { envelope, errorBody } from './envelope.js';
@@ -516,9 +517,11 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
         const admitted = await options.admit?.(contextValue, limit.signal);
         // The fair-share slot is held until the work ends, even when the answer went out at the deadline.
         // Its statements are cancelled in the server when the deadline passes (src/db/operation-scope.ts).
-        const work = boundTo(limit.signal, () => hit.r.run(variableValues, contextValue, limit.signal)).finally(() =>
-          admitted?.(),
-        );
+        const work = boundTo(
+          limit.signal,
+          () => hit.r.run(variableValues, contextValue, limit.signal),
+          clientOf(contextValue),
+        ).finally(() => admitted?.());
         result = await beforeDeadline(work, limit);
       } finally {
         limit.clear();

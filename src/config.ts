@@ -144,6 +144,11 @@ export interface Config {
   /** PostgreSQL server URL; undefined selects the embedded PGlite database under dataDir/db. */
   databaseUrl?: string;
   databasePoolSize: number;
+  /**
+   * DATABASE_STATEMENTS_PER_KEY: plain statements (outside transactions) the operations of one key run at once on the
+   * PostgreSQL pool; its others wait their turn (src/db/pool.ts). 0: not limited.
+   */
+  databaseStatementsPerKey: number;
   storage: StorageKind;
   /** S3-compatible storage settings, when storage is s3. */
   s3?: {
@@ -180,6 +185,11 @@ export interface Config {
   redisChannelPrefix: string;
   /** Uploads (REST and GraphQL multipart) in progress at once; more answer 503 server_busy. */
   maxConcurrentUploads: number;
+  /**
+   * RESPONSE_BYTES_PER_MINUTE: bytes of answers one guest or user key may receive a minute on this instance (refilled
+   * continuously); an operation sets aside GRAPHQL_MAX_RESPONSE_BYTES of it while it runs (src/http/response-allowance.ts). 0: no limit.
+   */
+  responseBytesPerMinute: number;
   /** Operations executing at once; past it they wait in a fair queue per client (src/http/fair-share.ts). 0: no limit. */
   maxConcurrentOperations: number;
   /** Non-file fields of one multipart request. */
@@ -322,6 +332,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     dataDir,
     databaseUrl: env.DATABASE_URL || undefined,
     databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 10, 1),
+    databaseStatementsPerKey: int(env, 'DATABASE_STATEMENTS_PER_KEY', 3),
     storage: oneOf(env, 'STORAGE', ['local', 's3'] as const, 'local'),
     bootstrapKey: env.DM_BOOTSTRAP_KEY || undefined,
     categoryDeletePolicy: oneOf(env, 'CATEGORY_DELETE_POLICY', ['reassign', 'cascade'] as const, 'reassign'),
@@ -345,6 +356,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     redisChannelPrefix: env.REDIS_CHANNEL_PREFIX ?? 'dcs:',
     maxConcurrentUploads: int(env, 'MAX_CONCURRENT_UPLOADS', 16, 1),
     maxConcurrentOperations: int(env, 'MAX_CONCURRENT_OPERATIONS', 8),
+    responseBytesPerMinute: int(env, 'RESPONSE_BYTES_PER_MINUTE', 64 * 1024 * 1024),
     maxMultipartFields: int(env, 'MAX_MULTIPART_FIELDS', 100, 1),
     refusedBodyDrainBytes: int(env, 'REFUSED_BODY_DRAIN_BYTES', 16 * 1024 * 1024, 0),
     memoryReleaseIdleSeconds: int(env, 'MEMORY_RELEASE_IDLE_SECONDS', 10),

@@ -225,8 +225,14 @@ forEachDatabase((kind) => {
     let otherKey: string;
     beforeAll(async () => {
       // Key and user caches long enough to stay warm while the database is held (holdDownloads); the
-      // read cache off, since these tests repeat one read to watch it queue.
-      t = await startTestApp(kind, { maxConcurrentOperations: 1, cacheSeconds: 600, readCacheMb: 0 });
+      // read cache off, since these tests repeat one read to watch it queue. The response allowance off: it would hold
+      // the busy client's 30 operations in its own queue, at most 4 running at once (test/response-allowance.test.ts).
+      t = await startTestApp(kind, {
+        maxConcurrentOperations: 1,
+        cacheSeconds: 600,
+        readCacheMb: 0,
+        responseBytesPerMinute: 0,
+      });
       const { categoryId } = (
         await t.gqlOk('mutation { createCategory(input: { title: "Fair" }) { category { categoryId } } }')
       ).createCategory.category;

@@ -22,20 +22,27 @@ import { COMPACT_SQL, VERSIONS_SQL, versionsOf } from './cache-versions.js';
 export type { Database, Session } from './database.js';
 
 export type DatabaseTarget =
-  | { url: string; poolSize?: number }
+  // `statementsPerKey`: DATABASE_STATEMENTS_PER_KEY (src/db/pool.ts); absent or 0, not limited.
+  | { url: string; poolSize?: number; statementsPerKey?: number }
   | { pgliteDir: string }
   // `loadDataDir`: a dumped data directory to start from (tests pass the build's migrated one, src/db/template.ts).
   | { memory: true; loadDataDir?: Blob };
 
 /** DATABASE_URL's server, or the embedded database under DATA_DIR/db. */
-export function targetOf(config: Pick<Config, 'databaseUrl' | 'databasePoolSize' | 'dataDir'>): DatabaseTarget {
+export function targetOf(
+  config: Pick<Config, 'databaseUrl' | 'databasePoolSize' | 'dataDir'> & { databaseStatementsPerKey?: number },
+): DatabaseTarget {
   return config.databaseUrl
-    ? { url: config.databaseUrl, poolSize: config.databasePoolSize }
+    ? {
+        url: config.databaseUrl,
+        poolSize: config.databasePoolSize,
+        statementsPerKey: config.databaseStatementsPerKey,
+      }
     : { pgliteDir: path.join(config.dataDir, 'db') };
 }
 
 export async function openDatabase(target: DatabaseTarget): Promise<Database> {
-  if ('url' in target) return openPostgres(target.url, target.poolSize ?? 10);
+  if ('url' in target) return openPostgres(target.url, target.poolSize ?? 10, target.statementsPerKey ?? 0);
   let lite: PGlite;
   let unlock = () => {};
   if ('pgliteDir' in target) {
@@ -164,29 +171,34 @@ const BOOKKEEPING = new Set([statementName(VERSIONS_SQL), statementName(COMPACT_
 /** How long close() waits for connections in use by default (the service passes what remains of its grace). */
 const CLOSE_DEADLINE_MS = 5_000;
 
-async function openPostgres(url: string, poolSize: number): Promise<Database> {
+async function openPostgres(url: string, poolSize: number, statementsPerKey: number): Promise<Database> {
   let statements = 0;
   const observers: ((sql: string | undefined) => void)[] = [];
   const seen = (sql: string | undefined) => {
     for (const fn of observers) fn(sql);
   };
-  const { pool, destroy, cancel, end } = openPool(url, poolSize, (client) => {
-    const query = client.query.bind(client);
-    client.query = ((...args: unknown[]) => {
-      const first = args[0] as string | { name?: string; text?: unknown } | undefined;
-      if (typeof first === 'string' || !first?.name || !BOOKKEEPING.has(first.name)) {
-        statements++;
-        // Only an operation's statements: a job's (the outbox dispatcher, retries) belong to no answer. Named ones
-        // come from query() below, which reports them itself: pg-pool may send a statement from the context of the
-        // connection's previous holder, where the operation is not known.
-        if (observers.length > 0 && !(typeof first === 'object' && first?.name) && operationSignal()) {
-          const sql = typeof first === 'string' ? first : first?.text;
-          seen(typeof sql === 'string' ? sql : undefined);
+  const { pool, destroy, cancel, end } = openPool(
+    url,
+    poolSize,
+    (client) => {
+      const query = client.query.bind(client);
+      client.query = ((...args: unknown[]) => {
+        const first = args[0] as string | { name?: string; text?: unknown } | undefined;
+        if (typeof first === 'string' || !first?.name || !BOOKKEEPING.has(first.name)) {
+          statements++;
+          // Only an operation's statements: a job's (the outbox dispatcher, retries) belong to no answer. Named ones
+          // come from query() below, which reports them itself: pg-pool may send a statement from the context of the
+          // connection's previous holder, where the operation is not known.
+          if (observers.length > 0 && !(typeof first === 'object' && first?.name) && operationSignal()) {
+            const sql = typeof first === 'string' ? first : first?.text;
+            seen(typeof sql === 'string' ? sql : undefined);
+          }
         }
-      }
-      return (query as (...a: unknown[]) => unknown)(...args);
-    }) as typeof client.query;
-  });
+        return (query as (...a: unknown[]) => unknown)(...args);
+      }) as typeof client.query;
+    },
+    statementsPerKey,
+  );
   const bookkeeping = <R extends pg.QueryResultRow>(sql: string) =>
     pool.query<R>({ name: statementName(sql), text: sql });
   const prisma = new PrismaClient({ adapter: withReleasedTransactions(new PrismaPg(pool), { destroy, cancel }) });

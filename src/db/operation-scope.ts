@@ -12,15 +12,29 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 
 const scopes = new AsyncLocalStorage<AbortSignal>();
 let enabled = false;
+/** Whose operation each signal is (the key, and the user a super-user key acts as), when its caller said. */
+const clients = new WeakMap<AbortSignal, string>();
 
 /** Turns the binding on (src/db/pool.ts, when a pool to a PostgreSQL server opens). */
 export function bindStatementsToOperations(): void {
   enabled = true;
 }
 
-/** Runs `fn` with the statements it sends bound to `signal` (when a PostgreSQL pool is open). */
-export function boundTo<T>(signal: AbortSignal, fn: () => T): T {
-  return enabled ? scopes.run(signal, fn) : fn();
+/**
+ * Runs `fn` with the statements it sends bound to `signal` (when a PostgreSQL pool is open). `client`: whose operation
+ * it is, for the pool's statements per key (DATABASE_STATEMENTS_PER_KEY, src/db/pool.ts).
+ */
+export function boundTo<T>(signal: AbortSignal, fn: () => T, client?: string): T {
+  if (!enabled) return fn();
+  if (client !== undefined) clients.set(signal, client);
+  return scopes.run(signal, fn);
+}
+
+/** Whose operation sends the statements sent from here, if its caller said. */
+export function operationClient(): string | undefined {
+  if (!enabled) return undefined;
+  const signal = scopes.getStore();
+  return signal ? clients.get(signal) : undefined;
 }
 
 /** The signal the statements sent from here are bound to, if any. */

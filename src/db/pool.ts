@@ -1,9 +1,10 @@
 // The connection pool to a PostgreSQL server, with what the rest of the service relies on: a connection the server
 // ended stops counting at once (even while checked out), and ending the pool takes at most a given time, whatever
 // is still checked out (the service's shutdown grace period bounds it).
+import { AsyncResource } from 'node:async_hooks';
 import net from 'node:net';
 import pg from 'pg';
-import { bindStatementsToOperations, operationSignal } from './operation-scope.js';
+import { bindStatementsToOperations, operationClient, operationSignal } from './operation-scope.js';
 
 /**
  * The server ends a session left idle inside a transaction for this long (ms). Prisma ends every transaction of ours
@@ -46,7 +47,12 @@ class BoundedClient extends pg.Client {
   }
 }
 
-export function openPool(url: string, size: number, onConnect: (client: pg.PoolClient) => void): Pool {
+export function openPool(
+  url: string,
+  size: number,
+  onConnect: (client: pg.PoolClient) => void,
+  statementsPerKey = 0,
+): Pool {
   bindStatementsToOperations();
   const pool = new pg.Pool({
     connectionString: url,
@@ -54,6 +60,13 @@ export function openPool(url: string, size: number, onConnect: (client: pg.PoolC
     idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_MS,
     Client: BoundedClient,
   });
+  // pg-pool hands a connection that frees up to the oldest waiting pool.query from inside the release of the one that
+  // held it, so without this the waiting statement would be sent in the releasing operation's scope: bound to the
+  // wrong deadline, and cancelled when that other operation is stopped. Its callback keeps the caller's scope.
+  const connect = pool.connect.bind(pool) as (cb?: (...a: unknown[]) => void) => unknown;
+  pool.connect = ((cb?: (...a: unknown[]) => void) =>
+    typeof cb === 'function' ? connect(AsyncResource.bind(cb)) : connect()) as typeof pool.connect;
+  if (statementsPerKey > 0) limitStatementsPerKey(pool, statementsPerKey);
   // pg-pool counts a checked-out connection until its holder releases it; a holder that never does (or whose
   // connection died under it) would keep that slot, and pool.end() would wait for it forever.
   const out = new Set<pg.PoolClient>();
@@ -175,6 +188,49 @@ function bindToOperations(client: pg.PoolClient, destroy: (client: pg.PoolClient
     if (!callback) result?.then(done, done);
     return result;
   } as typeof client.query;
+}
+
+/**
+ * DATABASE_STATEMENTS_PER_KEY: the plain statements (`pool.query`: every Prisma read and write outside a transaction,
+ * and the hand-written reads) that the operations of one key (with the user a super-user key acts as) run at once;
+ * the key's others wait in its own queue, in order, and the pool's other connections stay free for other keys. One
+ * operation can otherwise send dozens of statements at once (30 aliases of a page: 30 lists), take every connection
+ * of the pool, and put every other client's statements behind its own; and the rows it reads (long texts) arrive
+ * all at once, before the response-size limit can stop it. Statements of a transaction (a connection checked out
+ * with `pool.connect`) are not counted: a transaction holds its connection until it ends, and waiting here for a
+ * statement it issues beside would deadlock. Statements outside an operation (jobs, the start) are not counted.
+ */
+export function limitStatementsPerKey(pool: pg.Pool, perKey: number): void {
+  const query = pool.query.bind(pool) as (...args: unknown[]) => Promise<unknown>;
+  const keys = new Map<string, { running: number; waiting: (() => void)[] }>();
+  pool.query = function limitedQuery(...args: unknown[]) {
+    const key = typeof args[args.length - 1] === 'function' ? undefined : operationClient();
+    if (key === undefined) return query(...args);
+    let state = keys.get(key);
+    if (!state) {
+      state = { running: 0, waiting: [] };
+      keys.set(key, state);
+    }
+    const held = state;
+    const run = () => {
+      held.running++;
+      const done = () => {
+        held.running--;
+        const next = held.waiting.shift();
+        if (next) next();
+        else if (held.running === 0) keys.delete(key);
+      };
+      const result = query(...args);
+      result.then(done, done);
+      return result;
+    };
+    if (held.running < perKey) return run();
+    // Started later from another statement's end: in this statement's own operation (its signal, its key), not in
+    // the one whose statement ended.
+    return new Promise((resolve, reject) =>
+      held.waiting.push(AsyncResource.bind(() => run().then(resolve, reject) as unknown as void)),
+    );
+  } as typeof pool.query;
 }
 
 /** How long sending a cancel request may take (connecting included) before it is given up. */

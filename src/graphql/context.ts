@@ -71,3 +71,12 @@ export function createContext(services: Services, visitor: Visitor): Context {
     withAccess: (check) => (loaded ? check(loaded) : load().then(check)),
   };
 }
+
+/**
+ * Whose operation this is, for the fair shares, the response allowance and the statements per key: the key, and the
+ * user a super-user key acts as.
+ */
+export function clientOf(context: unknown): string {
+  const visitor = (context as { visitor?: { apiKeyId: number; userId: number } } | undefined)?.visitor;
+  return visitor ? `${visitor.apiKeyId}:${visitor.userId}` : 'anonymous';
+}

@@ -20,6 +20,7 @@ import type { GraphqlLimits } from '../config.js';
 import { operationCost } from './cost.js';
 import { startResponseBudget } from './response-size.js';
 import { boundTo } from '../db/operation-scope.js';
+import { clientOf } from './context.js';
 
 // graphql's parser class is not exported from its root; required (the CommonJS build, the one `graphql` resolves to
 // here and in the tests' alias) so that it is the same instance as the rest of graphql.
@@ -276,7 +277,11 @@ export function operationLimitsPlugin(limits: GraphqlLimits): Plugin {
         try {
           // Its statements are bound to the deadline: cancelled in the server when it passes (src/db/operation-scope.ts).
           work = Promise.resolve(
-            boundTo(limit.signal, () => executeFn({ ...execArgs, signal: limit.signal } as typeof execArgs)),
+            boundTo(
+              limit.signal,
+              () => executeFn({ ...execArgs, signal: limit.signal } as typeof execArgs),
+              clientOf(execArgs.contextValue),
+            ),
           );
         } catch (err) {
           limit.clear();

@@ -26,6 +26,8 @@
 import type { Plugin } from 'graphql-yoga';
 import { ApiError } from '../errors.js';
 import { RESPONSE_BUDGET, type ResponseBudget } from '../graphql/response-size.js';
+import type { ResponseAllowance } from './response-allowance.js';
+import { clientOf } from '../graphql/context.js';
 
 /** Ends an operation's turn; `extraMs` adds to its charge what its time alone does not show (see resultCharge). */
 export type Release = (extraMs?: number) => void;
@@ -236,26 +238,62 @@ export function resultCharge(context: unknown): number {
   return budget ? budget.used / RESULT_BYTES_PER_MS : 0;
 }
 
-/** Whose share an operation counts against: the key, and the user a super-user key acts as. */
-export function clientOf(context: unknown): string {
-  const visitor = (context as { visitor?: { apiKeyId: number; userId: number } } | undefined)?.visitor;
-  return visitor ? `${visitor.apiKeyId}:${visitor.userId}` : 'anonymous';
+export { clientOf };
+
+/** The bytes an operation's result grew to (its response-size budget), for the response allowance. */
+export function resultBytes(context: unknown): number {
+  return (context as { [RESPONSE_BUDGET]?: ResponseBudget } | null | undefined)?.[RESPONSE_BUDGET]?.used ?? 0;
+}
+
+/** Whether the operation's key is a super-user key (not limited by the response allowance). */
+export function isSuperClient(context: unknown): boolean {
+  return (context as { visitor?: { isSuper?: boolean } } | undefined)?.visitor?.isSuper === true;
+}
+
+/**
+ * Admits an operation of the client of `context`: first within its key's response allowance (RESPONSE_BYTES_PER_MINUTE:
+ * src/http/response-allowance.ts, 429 when spent), then to a fair-share slot. Resolves with what ends both.
+ */
+export async function admitOperation(
+  share: FairShare,
+  allowance: ResponseAllowance | undefined,
+  context: unknown,
+  signal?: AbortSignal,
+): Promise<() => void> {
+  const client = clientOf(context);
+  const settle = allowance ? await allowance.acquire(client, isSuperClient(context), signal) : undefined;
+  let release: Release;
+  try {
+    release = await share.acquire(client, signal);
+  } catch (err) {
+    settle?.(0);
+    throw err;
+  }
+  return () => {
+    release(resultCharge(context));
+    settle?.(resultBytes(context));
+  };
 }
 
 /**
  * /graphql executions take their slot here. Registered before operationLimitsPlugin, whose execution deadline then
  * covers the wait: an operation still waiting at the deadline answers 503 operation_timeout like a slow one.
  */
-export function fairSharePlugin(share: FairShare): Plugin {
+export function fairSharePlugin(share: FairShare, allowance?: ResponseAllowance): Plugin {
   return {
     onExecute({ executeFn, setExecuteFn }) {
-      if (share.limit === 0) return;
+      if (share.limit === 0 && !allowance?.perMinute) return;
       setExecuteFn(async (args) => {
-        const release = await share.acquire(clientOf(args.contextValue), (args as { signal?: AbortSignal }).signal);
+        const done = await admitOperation(
+          share,
+          allowance,
+          args.contextValue,
+          (args as { signal?: AbortSignal }).signal,
+        );
         try {
           return await executeFn(args);
         } finally {
-          release(resultCharge(args.contextValue));
+          done();
         }
       });
     },

@@ -35,7 +35,8 @@ import { requireScopes } from '../auth/scopes.js';
 import { operationLimitsPlugin } from '../graphql/limits.js';
 import { countResponseBytes } from '../graphql/response-size.js';
 import { CompiledOperations, compiledExecutionPlugin } from '../graphql/compiled.js';
-import { FairShare, clientOf, fairSharePlugin, resultCharge } from './fair-share.js';
+import { FairShare, admitOperation, fairSharePlugin } from './fair-share.js';
+import { ResponseAllowance } from './response-allowance.js';
 import { graphqlStatusPlugin } from './statuses.js';
 import { trustedDocumentsPlugins, type TrustedDocuments } from '../graphql/trusted-documents.js';
 import { subscriptionTransportPlugin } from './subscriptions.js';
@@ -114,6 +115,8 @@ export function createRequestHandler({
   const streams = new SubscriptionSlots(config.subscriptionsPerKey, config.subscriptionsMax);
   // The embedded database runs operations on the event loop itself: one at a time, a turn each (fair-share.ts).
   const shares = new FairShare(config.maxConcurrentOperations, { serial: db.kind === 'pglite' });
+  // The bytes of answers each key may receive a minute (RESPONSE_BYTES_PER_MINUTE), checked before the fair share.
+  const allowance = new ResponseAllowance(config.responseBytesPerMinute, config.graphql.maxResponseBytes);
   const compiled = new CompiledOperations(undefined, (reason, operationName) =>
     log.warn(
       { reason: reason instanceof Error ? reason.message : reason, operationName },
@@ -207,7 +210,7 @@ export function createRequestHandler({
       ),
       useDeferStream(), // @defer / @stream (the directives are in the schema): parts as multipart/mixed or SSE
       compiledExecutionPlugin(compiled), // first of the execution wrappers: it replaces the executor itself
-      fairSharePlugin(shares), // before operationLimitsPlugin: its deadline covers the wait for a slot
+      fairSharePlugin(shares, allowance), // before operationLimitsPlugin: its deadline covers the wait for a slot
       operationLimitsPlugin(services.config.graphql),
       wholeNumbersPlugin(), // ids below 1, negative numbers: refused before execution, as the REST face does
       readCachePlugin(readCache), // after the limits: a query refused for its cost is refused, kept or not
@@ -249,10 +252,7 @@ export function createRequestHandler({
           requireScopes((ctx as { visitor: { scopes: ReadonlySet<string> } }).visitor, scopes),
         beforeUpload: uploadPrecheck,
         acquireUploadSlot: () => slots.acquire(),
-        admit: async (ctx, signal) => {
-          const release = await shares.acquire(clientOf(ctx), signal);
-          return () => release(resultCharge(ctx));
-        },
+        admit: (ctx, signal) => admitOperation(shares, allowance, ctx, signal),
         limits: config.graphql,
         readCache: readCache.enabled
           ? { lookup: (ctx, key) => readCache.lookupFor<Uint8Array>(key, (ctx as Context).visitor) }

@@ -207,7 +207,11 @@ export async function startTestApp(
     db = await openDatabase(reopen);
   } else if (kind === 'postgres') {
     const fresh = await freshPostgres({ migrated: true });
-    db = await openDatabase({ url: fresh.url });
+    // The statements per key as deployed (DATABASE_STATEMENTS_PER_KEY), unless the test sets its own.
+    db = await openDatabase({
+      url: fresh.url,
+      statementsPerKey: overrides.databaseStatementsPerKey ?? loadConfig({}).databaseStatementsPerKey,
+    });
     dropDb = fresh.drop;
   } else {
     db = await openDatabase({ memory: true, loadDataDir: pgliteTemplate() });
