@@ -335,7 +335,11 @@ describe('shutdown', () => {
       req.write('title=In');
       setTimeout(() => req.end('%20flight'), 400); // the rest arrives after shutdown began
     });
-    await new Promise((r) => setTimeout(r, 100));
+    // Shutdown begins once the server holds the connection (on a loaded machine 100 ms were not always enough).
+    for (let held = 0; held < 1; await new Promise((r) => setTimeout(r, 20))) {
+      held = await new Promise<number>((r) => app.server.getConnections((_e, n) => r(n)));
+    }
+    await new Promise((r) => setTimeout(r, 50));
     const closing = app.close({ graceMs: 5000 });
     const r = await answer;
     expect(r.status).toBe(200);

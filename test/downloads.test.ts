@@ -363,8 +363,11 @@ forEachDatabase((kind) => {
         return t.app.db.statements() - before;
       };
       await count(5); // warm the per-process caches (key, permission tables)
-      const small = await count(5);
-      const large = await count(100);
+      // The fewest of three runs: a background job's statement (view flush, outbox) may fall in one.
+      const fewest = async (perPage: number) =>
+        Math.min(await count(perPage), await count(perPage), await count(perPage));
+      const small = await fewest(5);
+      const large = await fewest(100);
       expect(large).toBe(small);
       expect(small).toBeLessThanOrEqual(8);
     });

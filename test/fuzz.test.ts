@@ -195,7 +195,7 @@ const TABLES = [
 /** One digest of every table's rows (an API key's last-use time aside: reading with a key updates it). */
 const CHECKSUM_SQL = `SELECT ${TABLES.map(
   (t) => `(SELECT md5(coalesce(string_agg(x, '|' ORDER BY x), '')) FROM
-  (SELECT (to_jsonb(r) - 'last_used_at')::text AS x FROM "${t}" r) s) AS "${t}"`,
+  (SELECT (to_jsonb(r) - 'lastUsedAt')::text AS x FROM "${t}" r) s) AS "${t}"`,
 ).join(', ')}`;
 const checksum = async (t: TestApp) => JSON.stringify(await t.prisma.$queryRawUnsafe(CHECKSUM_SQL));
 /**

@@ -135,8 +135,10 @@ forEachDatabase((kind) => {
       whole.push(w ?? true);
       return original(filter, slice, user, w);
     });
+    t.app.readCache.clear(); // each request computes its answer: what it reads is the point
     const narrow = await request();
     spy.mockImplementation((filter, slice, user) => original(filter, slice, user, true));
+    t.app.readCache.clear();
     const wide = await request();
     spy.mockRestore();
     return { narrow, wide, whole };
@@ -153,10 +155,12 @@ forEachDatabase((kind) => {
       seen.push(typeof read === 'boolean' ? { parent: read } : (read ?? {}));
       return original(slice, read);
     });
+    t.app.readCache.clear(); // each request computes its answer: what it reads is the point
     const narrow = await request();
     spy.mockImplementation((slice, read) =>
       original(slice, { parent: typeof read === 'boolean' ? read : read?.parent }),
     );
+    t.app.readCache.clear();
     const wide = await request();
     spy.mockRestore();
     return { narrow, wide, reads: seen };
