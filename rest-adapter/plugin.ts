@@ -531,8 +531,11 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
       if (csv) return csvText(hit.r.csv!, enveloped[hit.r.envelope]);
       const body = JSON.stringify(enveloped);
       if (!kept) return jsonText(200, body);
-      // Kept as UTF-8 bytes, written as they are on every hit (a string would be encoded again each time).
-      const bytes = Buffer.from(body);
+      // Kept as UTF-8 bytes, written as they are on every hit (a string would be encoded again each time). In a buffer
+      // of their own: Buffer.from() slices small strings out of a shared 8 KB slab, and a kept slice holds its whole
+      // slab, so a full cache of small answers took several times READ_CACHE_MB.
+      const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(body));
+      bytes.write(body);
       kept.store(bytes, bytes.length);
       return jsonText(200, bytes);
     } catch (err) {
