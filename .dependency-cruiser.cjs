@@ -10,7 +10,7 @@
 //   graphql    src/graphql/                   builder, context, connections, cost and limits, compiled execution
 //   shared     src/auth/, src/permissions/, src/files/, src/events.ts, src/cache.ts
 //   db         src/db/                        client, migrations, transactions, SQL reads and totals
-//   base       src/config.ts, src/errors.ts, src/error-codes.ts, src/log.ts, src/project-root.ts, src/input/
+//   base       src/config.ts, src/errors.ts, src/error-codes.ts, src/log.ts, src/project-root.ts, src/bytes.ts, src/input/
 const layers = [
   ['app', '^src/(main|app)[.]ts$|^src/cli/'],
   ['http', '^src/http/'],
@@ -21,7 +21,7 @@ const layers = [
   ['graphql', '^src/graphql/'],
   ['shared', '^src/(auth|permissions|files)/|^src/(events|cache)[.]ts$'],
   ['db', '^src/db/'],
-  ['base', '^src/(config|errors|error-codes|log|project-root)[.]ts$|^src/input/|^src/generated/'],
+  ['base', '^src/(config|errors|error-codes|log|project-root|bytes)[.]ts$|^src/input/|^src/generated/'],
 ];
 
 const upward = layers.slice(1).map(([name, path], i) => ({

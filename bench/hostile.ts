@@ -33,6 +33,8 @@ const { values: opts } = parseArgs({
     downloads: { type: 'string', default: '20000' },
     attacks: { type: 'string' },
     'database-url': { type: 'string' },
+    /** Node's flags for the service process, e.g. "--max-old-space-size=256" (space-separated). */
+    'node-flags': { type: 'string', default: '' },
   },
 });
 const SECONDS = Number(opts.seconds);
@@ -288,7 +290,7 @@ async function main() {
       NODE_ENV: 'production',
       ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
     };
-    service = spawn(process.execPath, serviceArgs(), {
+    service = spawn(process.execPath, serviceArgs(opts['node-flags'].split(/\s+/).filter(Boolean)), {
       cwd: root,
       stdio: ['ignore', 'ignore', 'inherit'],
       env: { ...process.env, ...env },
@@ -393,7 +395,7 @@ async function main() {
       );
 
     // Memory: the service, and each PostgreSQL backend serving the bench database, sampled every 100 ms.
-    const peak = { service: 0, backend: 0, backendAnon: 0, stall: 0 };
+    const peak = { service: 0, backend: 0, backendAnon: 0, stall: 0, heapUsed: 0, heapTotal: 0, external: 0 };
     let backendPids: number[] = [];
     const refreshBackends = async () => {
       if (!serverUrl) return;
@@ -426,6 +428,9 @@ async function main() {
       peak.backend = 0;
       peak.backendAnon = 0;
       peak.stall = 0;
+      peak.heapUsed = 0;
+      peak.heapTotal = 0;
+      peak.external = 0;
     };
     // The longest event-loop stall, from /metrics (prom-client's lag maximum since its last scrape). On the embedded
     // database a statement runs on the service's own thread, so this bounds the longest statement from above.
@@ -434,8 +439,12 @@ async function main() {
         const text = await (
           await fetch(`${BASE}/metrics`, { headers: { 'forum-api-key': KEY }, signal: AbortSignal.timeout(5000) })
         ).text();
-        const max = Number(/^dcs_nodejs_eventloop_lag_max_seconds (\S+)/m.exec(text)?.[1] ?? 0);
-        peak.stall = Math.max(peak.stall, max * 1000);
+        const gauge = (name: string) => Number(new RegExp(`^dcs_${name} (\\S+)`, 'm').exec(text)?.[1] ?? 0);
+        peak.stall = Math.max(peak.stall, gauge('nodejs_eventloop_lag_max_seconds') * 1000);
+        // Where the resident memory is: V8's heap (used, and reserved) and memory outside it (buffers), in MB.
+        peak.heapUsed = Math.max(peak.heapUsed, gauge('nodejs_heap_size_used_bytes') / 2 ** 20);
+        peak.heapTotal = Math.max(peak.heapTotal, gauge('nodejs_heap_size_total_bytes') / 2 ** 20);
+        peak.external = Math.max(peak.external, gauge('nodejs_external_memory_bytes') / 2 ** 20);
       } catch {
         /* busy or gone: the next scrape sees the same maximum */
       }
@@ -506,8 +515,10 @@ async function main() {
     console.log(`  p99 beside hostile clients ÷ alone: ${ratio.toFixed(2)} (target < 3)`);
     const mem = (p: typeof peak) =>
       `service ${p.service.toFixed(0)} MB${serverUrl ? `, largest PostgreSQL backend ${p.backend.toFixed(0)} MB (of which its own ${p.backendAnon.toFixed(0)} MB, the rest shared buffers)` : ''}`;
-    console.log(`Peak RSS alone: ${mem(quietPeak)}`);
-    console.log(`Peak RSS beside hostile clients: ${mem(loudPeak)} (target < 500 MB each)`);
+    const heap = (p: typeof peak) =>
+      `V8 heap used ${p.heapUsed.toFixed(0)} MB of ${p.heapTotal.toFixed(0)} MB, outside the heap ${p.external.toFixed(0)} MB (peaks, sampled each second)`;
+    console.log(`Peak RSS alone: ${mem(quietPeak)}; ${heap(quietPeak)}`);
+    console.log(`Peak RSS beside hostile clients: ${mem(loudPeak)} (target < 500 MB each); ${heap(loudPeak)}`);
     console.log(
       `Longest event-loop stall: alone ${quietPeak.stall.toFixed(0)} ms, beside hostile clients ${loudPeak.stall.toFixed(0)} ms${serverUrl ? '' : ' (the embedded database runs each statement on this thread: target < 1000 ms)'}`,
     );

@@ -18,6 +18,7 @@ import { startResponseBudget } from '../src/graphql/response-size.js';
 import { boundTo } from '../src/db/operation-scope.js';
 import { clientOf } from '../src/graphql/context.js';
 import { drainRefusedBody } from '../src/input/drain.js';
+import { ownUtf8 } from '../src/bytes.js';
 import { addPairs, Opaque, toVariables, type Raw, type RawFields } from './inputs.js';
 import { envelope, errorBody } from './envelope.js';
 import type { Route } from './routes.js';
@@ -531,11 +532,8 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
       if (csv) return csvText(hit.r.csv!, enveloped[hit.r.envelope]);
       const body = JSON.stringify(enveloped);
       if (!kept) return jsonText(200, body);
-      // Kept as UTF-8 bytes, written as they are on every hit (a string would be encoded again each time). In a buffer
-      // of their own: Buffer.from() slices small strings out of a shared 8 KB slab, and a kept slice holds its whole
-      // slab, so a full cache of small answers took several times READ_CACHE_MB.
-      const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(body));
-      bytes.write(body);
+      // Kept as UTF-8 bytes, written as they are on every hit (a string would be encoded again each time).
+      const bytes = ownUtf8(body);
       kept.store(bytes, bytes.length);
       return jsonText(200, bytes);
     } catch (err) {

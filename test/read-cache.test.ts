@@ -285,6 +285,38 @@ forEachDatabase((kind) => {
       }
     });
 
+    it('gives a kept GraphQL answer as the fresh one, headers included, whatever the client accepts', async () => {
+      // Kept as the bytes sent: non-ASCII text must come back as the same UTF-8, the length header must match, and a
+      // client taking the answer as an event stream (serialized by Yoga from the result, not from the bytes) too.
+      const title = 'Caché — ünïcode 🚀';
+      await t.gqlOk(
+        'mutation($id: Int!, $t: String!) { updateDownload(input: { downloadId: $id, title: $t }) { download { downloadId } } }',
+        { id: published, t: title },
+      );
+      for (const accept of ['application/json', 'application/graphql-response+json', 'text/event-stream']) {
+        const send = async () => {
+          const res = await fetch(new URL('/graphql', t.url), {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', accept, 'Forum-Api-Key': SUPER_KEY },
+            body: JSON.stringify({ query: DOWNLOAD, variables: { id: published } }),
+          });
+          const headers = Object.fromEntries(
+            ['content-type', 'content-length'].map((h) => [h, res.headers.get(h)] as const),
+          );
+          return { status: res.status, headers, body: await res.text() };
+        };
+        t.app.readCache.clear();
+        const fresh = await send();
+        const before = counts();
+        const kept = await send();
+        expect(counts().hit, accept).toBe(before.hit + 1);
+        expect(kept, accept).toEqual(fresh);
+        expect(fresh.status).toBe(200);
+        expect(fresh.body).toContain(title);
+        expect(fresh.headers['content-type']).toContain(accept);
+      }
+    });
+
     it('shows a write made through the service at once, on both faces', async () => {
       await text(`/api/mc-dm-downloads/${published}/`);
       await gqlText(DOWNLOAD, { id: published });

@@ -27,19 +27,14 @@
 // Looking the versions up is one short statement; requests arriving while one is in flight share the next one (each
 // request gets versions read after it arrived).
 //
-// Bounded by READ_CACHE_MB, least recently used first out: REST answers count their UTF-8 bytes, GraphQL answers (kept
-// as objects) GRAPHQL_ANSWER_HEAP_FACTOR times their JSON length. 0 turns it off.
+// Answers are kept as the UTF-8 bytes of the JSON sent (both faces), each in a buffer of its own, and written as they
+// are on a hit: bounded by READ_CACHE_MB of those bytes, least recently used first out. 0 turns it off. (GraphQL
+// answers were kept as graphql-js result objects before: null-prototype dictionaries that took 3.3 times their JSON
+// on the heap, gave the collector a large old generation to walk, and were serialized again on every hit.)
 import { getOperationAST, type DocumentNode, type ExecutionResult } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { Visitor } from '../permissions/access.js';
-
-/**
- * What a GraphQL answer kept as objects takes on the heap, per character of its JSON text. graphql-js builds results
- * from null-prototype objects, which V8 keeps as dictionaries: measured at 3.3 for a page of downloads (Node 20), where
- * plain parsed JSON takes 1.1. Counted at 2 before, a full cache held well over READ_CACHE_MB, and the service's
- * resident memory grew past 600 MB under a steady mix of varied reads (the hostile-mix benchmark, alone).
- */
-export const GRAPHQL_ANSWER_HEAP_FACTOR = 4;
+import { ownUtf8 } from '../bytes.js';
 import { COUNTS, type StatementReads, type TableVersions } from '../db/cache-versions.js';
 
 interface Entry<V> {
@@ -294,19 +289,39 @@ export function readCachePlugin(cache: ReadCache): Plugin {
       const id = visitor ? isQuery(args.document, args.operationName) : null;
       if (id === null || !visitor) return;
       const key = `graphql\0${id}\0${args.operationName ?? ''}\0${JSON.stringify(args.variableValues ?? {})}`;
-      const found = await cache.lookupFor<ExecutionResult>(key, visitor);
+      const found = await cache.lookupFor<Buffer>(key, visitor);
       if ('value' in found) {
-        setResultAndStopExecution(found.value);
+        setResultAndStopExecution(keptResult(found.value));
         return;
       }
       return {
         onExecuteDone({ result }) {
           const r = result as ExecutionResult;
-          if (r && !('errors' in r && r.errors?.length) && 'data' in r && r.data)
-            found.store(r, GRAPHQL_ANSWER_HEAP_FACTOR * JSON.stringify(r.data).length);
-          else found.drop();
+          // Answers with errors are not kept, nor (none does today) with extensions: a kept answer is its data alone.
+          const plain = !r?.errors?.length && !Object.keys(r?.extensions ?? {}).some((k) => k !== 'http');
+          if (plain && r.data) {
+            const bytes = ownUtf8(JSON.stringify({ data: r.data }));
+            found.store(bytes, bytes.length);
+          } else found.drop();
         },
       };
     },
   };
+}
+
+/**
+ * A kept answer as an execution result. Yoga's JSON result processor sends what a result's `stringify` returns, so
+ * the kept bytes go out as they are; `data` is parsed only if something reads it (another plugin, or a processor
+ * that serializes results itself, such as text/event-stream's).
+ */
+function keptResult(bytes: Buffer): ExecutionResult {
+  let data: ExecutionResult['data'] | undefined;
+  return {
+    get data() {
+      data ??= (JSON.parse(bytes.toString('utf8')) as ExecutionResult).data;
+      return data;
+    },
+    // Yoga passes what this returns to its Response as the body: bytes are a body as good as text.
+    stringify: () => bytes,
+  } as ExecutionResult;
 }
