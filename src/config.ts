@@ -198,6 +198,8 @@ export interface Config {
   refusedBodyDrainBytes: number;
   /** Seconds without a request after which memory grown under load is given back (src/http/idle-memory.ts); 0: never. */
   memoryReleaseIdleSeconds: number;
+  /** HEAP_GROWTH_PERCENT: how far V8's heap may grow past what is live before a full collection (src/http/heap-growth.ts); 0: V8's own. */
+  heapGrowthPercent: number;
   /** Origins allowed by CORS: empty (CORS off), a list, or ['*'] (any origin, never with credentials). */
   corsOrigins: string[];
   /** HTTP server deadlines, in seconds (see docs/security.md). */
@@ -360,6 +362,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     maxMultipartFields: int(env, 'MAX_MULTIPART_FIELDS', 100, 1),
     refusedBodyDrainBytes: int(env, 'REFUSED_BODY_DRAIN_BYTES', 16 * 1024 * 1024, 0),
     memoryReleaseIdleSeconds: int(env, 'MEMORY_RELEASE_IDLE_SECONDS', 10),
+    heapGrowthPercent: int(env, 'HEAP_GROWTH_PERCENT', 50),
     corsOrigins: origins(env),
     http: {
       headersTimeout: int(env, 'HTTP_HEADERS_TIMEOUT_SECONDS', 10, 1),

@@ -4,6 +4,7 @@
 import { loadConfig, ConfigError, type Config } from './config.js';
 import { startApp, type App } from './app.js';
 import { StartError } from './errors.js';
+import { limitHeapGrowth } from './http/heap-growth.js';
 
 function fatal(kind: string) {
   return (err: unknown) => {
@@ -30,6 +31,8 @@ async function main() {
     }
     throw err;
   }
+  // The process is the service's own: V8's heap policy is set here, not by startApp (tests run it in theirs).
+  limitHeapGrowth(config.heapGrowthPercent);
   let app: App;
   try {
     app = await startApp(config, { loadedAt });
