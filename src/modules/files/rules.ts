@@ -639,21 +639,23 @@ export async function fileToServe(prisma: PrismaClient, access: Access, id: numb
   return f;
 }
 
-/** One download of a file, counted on the file, its version and its download together. */
+/**
+ * One download of a file, counted on the file, its version and its download together, and in today's (UTC) row of
+ * the download's daily statistics: one statement (atomic on its own), so a counted download costs one round trip
+ * and holds no transaction open between statements. The rows are updated in the same order by every count.
+ */
 export async function countFileDownload(
   prisma: PrismaClient,
   f: { id: number; versionId: number; version: { downloadId: number } },
 ): Promise<void> {
-  await prisma.$transaction([
-    prisma.file.update({ where: { id: f.id }, data: { downloadCount: { increment: 1 } } }),
-    prisma.version.update({ where: { id: f.versionId }, data: { downloadCount: { increment: 1 } } }),
-    prisma.download.update({ where: { id: f.version.downloadId }, data: { downloadCount: { increment: 1 } } }),
-    // Today's (UTC) row of the download's daily statistics.
-    prisma.$executeRaw`
-      INSERT INTO "download_daily_stats" ("downloadId", "day", "downloads")
-      VALUES (${f.version.downloadId}, (now() AT TIME ZONE 'UTC')::date, 1)
-      ON CONFLICT ("downloadId", "day") DO UPDATE SET "downloads" = "download_daily_stats"."downloads" + 1`,
-  ]);
+  const downloadId = f.version.downloadId;
+  await prisma.$executeRaw`
+    WITH "f" AS (UPDATE "file" SET "downloadCount" = "downloadCount" + 1 WHERE "id" = ${f.id} RETURNING 1),
+      "v" AS (UPDATE "version" SET "downloadCount" = "downloadCount" + 1 WHERE "id" = ${f.versionId} RETURNING 1),
+      "d" AS (UPDATE "download" SET "downloadCount" = "downloadCount" + 1 WHERE "id" = ${downloadId} RETURNING 1)
+    INSERT INTO "download_daily_stats" ("downloadId", "day", "downloads")
+    SELECT ${downloadId}, (now() AT TIME ZONE 'UTC')::date, 1 FROM "d"
+    ON CONFLICT ("downloadId", "day") DO UPDATE SET "downloads" = "download_daily_stats"."downloads" + 1`;
 }
 
 // ───────────── lookup by hash
