@@ -57,8 +57,11 @@
       }));
     }
     init.headers = headers;
+    var keySent = !!headers.get('forum-api-key');
     return nativeFetch(resource, init).then(function (response) {
-      if (response.status === 401) say('The service did not accept this key (401): check it, or ask the operator for one.', true);
+      // The status speaks of the key this request carried: none (after Forget, say) is not a refused key.
+      if (response.status === 401 && keySent) say('The service did not accept this key (401): check it, or ask the operator for one.', true);
+      else if (response.status === 401) say('No key: paste one to load the schema and run queries. It is kept for this tab only.', true);
       else if (storedKey()) say('Using the key from this tab. Schema, Docs and autocomplete follow its scopes.', false);
       return response;
     });

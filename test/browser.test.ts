@@ -122,6 +122,20 @@ describe.skipIf(!haveChromium)('pages in headless Chromium', () => {
     expect(await page.inputValue('#api-key')).toBe('');
     expect(await page.textContent('#key-help')).toMatch(/^No key: paste one/);
     expect(await page.evaluate(() => Object.values(sessionStorage).join('\n'))).not.toContain(SUPER_KEY);
+    // Running a query now sends no key: the service answers 401, and the status still says there is none (it does
+    // not blame a key that was never sent).
+    const sentKeys: (string | undefined)[] = [];
+    page.on('request', (r) => {
+      if (r.url().startsWith(`${t.url}/graphql`) && r.method() === 'POST') sentKeys.push(r.headers()['forum-api-key']);
+    });
+    await page.click('.graphiql-execute-button');
+    await page.waitForFunction(
+      () => document.querySelector('.graphiql-response')?.textContent?.includes('no_api_key_in_request'),
+      null,
+      { timeout: 20_000 },
+    );
+    expect(sentKeys).toEqual([undefined]);
+    expect(await page.textContent('#key-help')).toMatch(/^No key: paste one/);
     // … and the key given again is used again.
     await input.fill(SUPER_KEY);
     await page.click('#key-bar button[type="submit"]');
