@@ -75,12 +75,15 @@
   showState();
   if (!storedKey()) { say('Paste your key to load the schema. It is kept for this tab only.', false); input.focus(); }
 
-  // Monaco's workers, served as files from this service.
+  // Monaco's workers, served as files from this service, by the versioned address GraphiQL's own script has (the
+  // browser keeps them for a year; a new GraphiQL changes the address).
+  var bundle = document.querySelector('script[src^="/graphiql/graphiql.js"]');
+  var version = bundle ? new URL(bundle.src).searchParams.get('v') : null;
   self.MonacoEnvironment = {
     globalAPI: false,
     getWorkerUrl: function (_moduleId, label) {
       var name = { editorWorkerService: 'editor', json: 'json', graphql: 'graphql' }[label] || 'editor';
-      return '/graphiql/worker-' + name + '.js';
+      return '/graphiql/worker-' + name + '.js' + (version ? '?v=' + encodeURIComponent(version) : '');
     },
   };
   var storage = window.sessionStorage;
