@@ -69,13 +69,16 @@ describe.skipIf(!haveChromium)('pages in headless Chromium', () => {
     expect(listed).toContain('GET /api/mc-dm-files/{file_id}/data/');
     // Each route shows its summary, which says what it does (from the route table), not its path again.
     const shown = await page.$$eval('.opblock', (els) =>
-      els.map((e) => [
-        `${e.querySelector('.opblock-summary-method')?.textContent?.trim()} ${e
-          .querySelector('.opblock-summary-path')
-          ?.getAttribute('data-path')
-          ?.replace(/\u200b/g, '')}`,
-        e.querySelector('.opblock-summary-description')?.textContent?.trim() ?? '',
-      ]),
+      els.map(
+        (e) =>
+          [
+            `${e.querySelector('.opblock-summary-method')?.textContent?.trim()} ${e
+              .querySelector('.opblock-summary-path')
+              ?.getAttribute('data-path')
+              ?.replace(/\u200b/g, '')}`,
+            e.querySelector('.opblock-summary-description')?.textContent?.trim() ?? '',
+          ] as const,
+      ),
     );
     const summaries = new Map(shown);
     for (const r of routes) {
