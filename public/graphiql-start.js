@@ -57,8 +57,11 @@
       }));
     }
     init.headers = headers;
+    var keySent = !!headers.get('forum-api-key');
     return nativeFetch(resource, init).then(function (response) {
-      if (response.status === 401) say('The service did not accept this key (401): check it, or ask the operator for one.', true);
+      // The status speaks of the key this request carried: none (after Forget, say) is not a refused key.
+      if (response.status === 401 && keySent) say('The service did not accept this key (401): check it, or ask the operator for one.', true);
+      else if (response.status === 401) say('No key: paste one to load the schema and run queries. It is kept for this tab only.', true);
       else if (storedKey()) say('Using the key from this tab. Schema, Docs and autocomplete follow its scopes.', false);
       return response;
     });
@@ -72,12 +75,15 @@
   showState();
   if (!storedKey()) { say('Paste your key to load the schema. It is kept for this tab only.', false); input.focus(); }
 
-  // Monaco's workers, served as files from this service.
+  // Monaco's workers, served as files from this service, by the versioned address GraphiQL's own script has (the
+  // browser keeps them for a year; a new GraphiQL changes the address).
+  var bundle = document.querySelector('script[src^="/graphiql/graphiql.js"]');
+  var version = bundle ? new URL(bundle.src).searchParams.get('v') : null;
   self.MonacoEnvironment = {
     globalAPI: false,
     getWorkerUrl: function (_moduleId, label) {
       var name = { editorWorkerService: 'editor', json: 'json', graphql: 'graphql' }[label] || 'editor';
-      return '/graphiql/worker-' + name + '.js';
+      return '/graphiql/worker-' + name + '.js' + (version ? '?v=' + encodeURIComponent(version) : '');
     },
   };
   var storage = window.sessionStorage;

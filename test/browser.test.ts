@@ -5,7 +5,10 @@ import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';
+import { Kind, type OperationDefinitionNode } from 'graphql';
+import { openApiPath, summaryOf } from '../rest-adapter/openapi.js';
 import { routes } from '../rest-adapter/routes.js';
+import type { Route } from '../rest-adapter/route.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const haveChromium = fs.existsSync(CHROMIUM);
@@ -28,6 +31,11 @@ describe.skipIf(!haveChromium)('pages in headless Chromium', () => {
     await browser?.close();
     await t?.close();
   });
+
+  /** The name of the GraphQL operation a route runs (its summary is said from it unless the row writes its own). */
+  const operationName = (r: Route): string =>
+    r.document.definitions.find((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION)?.name
+      ?.value ?? '';
 
   /** A fresh page (its own storage) that records console errors and CSP violations. */
   async function open(path: string): Promise<{ page: Page; problems: string[]; requests: string[] }> {
@@ -59,6 +67,27 @@ describe.skipIf(!haveChromium)('pages in headless Chromium', () => {
     for (const r of routes)
       expect(listed, `${r.method} ${r.path}`).toContain(`${r.method} ${r.path.replace(/:([a-z_]+)/g, '{$1}')}`);
     expect(listed).toContain('GET /api/mc-dm-files/{file_id}/data/');
+    // Each route shows its summary, which says what it does (from the route table), not its path again.
+    const shown = await page.$$eval('.opblock', (els) =>
+      els.map(
+        (e) =>
+          [
+            `${e.querySelector('.opblock-summary-method')?.textContent?.trim()} ${e
+              .querySelector('.opblock-summary-path')
+              ?.getAttribute('data-path')
+              ?.replace(/\u200b/g, '')}`,
+            e.querySelector('.opblock-summary-description')?.textContent?.trim() ?? '',
+          ] as const,
+      ),
+    );
+    const summaries = new Map(shown);
+    for (const r of routes) {
+      const summary = summaries.get(`${r.method} ${openApiPath(r.path)}`);
+      expect(summary, `${r.method} ${r.path}`).toBe(r.summary ?? summaryOf(operationName(r)));
+      expect(summary).not.toContain('/api/');
+    }
+    expect(summaries.get('GET /api/mc-dm-downloads/{download_id}/')).toBe('Get a download');
+    expect(summaries.get('GET /api/mc-dm-files/{file_id}/data/')).toBe("Download a file's bytes");
     expect(await page.textContent('body')).toContain('Forum-Api-Key');
     expect(requests.filter((u) => !u.startsWith(t.url) && !u.startsWith('data:'))).toEqual([]);
     expect(problems).toEqual([]);
@@ -122,6 +151,20 @@ describe.skipIf(!haveChromium)('pages in headless Chromium', () => {
     expect(await page.inputValue('#api-key')).toBe('');
     expect(await page.textContent('#key-help')).toMatch(/^No key: paste one/);
     expect(await page.evaluate(() => Object.values(sessionStorage).join('\n'))).not.toContain(SUPER_KEY);
+    // Running a query now sends no key: the service answers 401, and the status still says there is none (it does
+    // not blame a key that was never sent).
+    const sentKeys: (string | undefined)[] = [];
+    page.on('request', (r) => {
+      if (r.url().startsWith(`${t.url}/graphql`) && r.method() === 'POST') sentKeys.push(r.headers()['forum-api-key']);
+    });
+    await page.click('.graphiql-execute-button');
+    await page.waitForFunction(
+      () => document.querySelector('.graphiql-response')?.textContent?.includes('no_api_key_in_request'),
+      null,
+      { timeout: 20_000 },
+    );
+    expect(sentKeys).toEqual([undefined]);
+    expect(await page.textContent('#key-help')).toMatch(/^No key: paste one/);
     // … and the key given again is used again.
     await input.fill(SUPER_KEY);
     await page.click('#key-bar button[type="submit"]');
@@ -175,6 +218,45 @@ describe.skipIf(!haveChromium)('pages in headless Chromium', () => {
     expect(await page.evaluate(() => sessionStorage.getItem('dcs.forumApiKey'))).toBe(readOnly);
     expect(problems).toEqual([]);
     await page.context().close();
+  });
+
+  it("GraphiQL's and the reference's files arrive compressed, by versioned addresses the browser keeps for a year", async () => {
+    for (const [path, ready] of [
+      ['/graphql', '.graphiql-container'],
+      ['/api/docs', '.opblock-summary-path'],
+    ] as const) {
+      const { page, problems } = await open(path);
+      const files: { url: string; status: number; headers: Record<string, string> }[] = [];
+      page.on('response', async (r) => {
+        const url = new URL(r.url());
+        if (url.origin === t.url && /\.(js|css|ico)$/.test(url.pathname))
+          files.push({ url: url.pathname + url.search, status: r.status(), headers: await r.allHeaders() });
+      });
+      await page.reload();
+      await page.waitForSelector(ready, { timeout: 30_000 });
+      if (path === '/graphql') {
+        // Monaco's workers start with the editors: GraphiQL's largest files after its bundle
+        await page.waitForFunction(
+          () => performance.getEntriesByType('resource').some((e) => /worker-/.test(e.name)),
+          null,
+          {
+            timeout: 20_000,
+          },
+        );
+        await page.waitForTimeout(500);
+      }
+      expect(files.length, path).toBeGreaterThanOrEqual(path === '/graphql' ? 5 : 4);
+      for (const f of files) {
+        expect(f.url, path).toMatch(/\?v=[\w.-]+$/);
+        expect([200, 304], f.url).toContain(f.status);
+        expect(f.headers['cache-control'], f.url).toBe('public, max-age=31536000, immutable');
+        if (/graphiql\.js|worker-|swagger-ui-bundle/.test(f.url))
+          expect(f.headers['content-encoding'], f.url).toBe('br');
+      }
+      if (path === '/graphql') expect(files.map((f) => f.url).join(' ')).toMatch(/worker-\w+\.js\?v=/);
+      expect(problems).toEqual([]);
+      await page.context().close();
+    }
   });
 
   it('the landing page renders its links', async () => {

@@ -4,7 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApolloClient, HttpLink, InMemoryCache, gql } from '@apollo/client';
 import { Defer20220824Handler } from '@apollo/client/incremental';
-import { parse } from 'graphql';
+import { parse, validate } from 'graphql';
+import { loadConfig } from '../src/config.js';
 import { operationCost } from '../src/graphql/cost.js';
 import { schema } from '../src/modules/index.js';
 import { forEachDatabase, startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';
@@ -100,9 +101,10 @@ forEachDatabase((kind) => {
     });
 
     it('costs deferred and streamed fields like any other, and a client that takes only JSON is told what to send', async () => {
-      const plain = '{ downloads(perPage: 50) { nodes { title versions(first: 50) { nodes { versionString } } } } }';
+      const plain = '{ downloads(perPage: 50) { nodes { title versions(first: 50) { versionString } } } }';
       const deferred =
-        '{ downloads(perPage: 50) { nodes @stream(initialCount: 0) { title ... @defer { versions(first: 50) { nodes { versionString } } } } } }';
+        '{ downloads(perPage: 50) { nodes @stream(initialCount: 0) { title ... @defer { versions(first: 50) { versionString } } } } }';
+      for (const document of [plain, deferred]) expect(validate(schema, parse(document)), document).toEqual([]);
       expect(operationCost(schema, parse(deferred), {})).toBe(operationCost(schema, parse(plain), {}));
       const json = await post(
         'query($d: Int!) { download(downloadId: $d) { title ... @defer { description } } }',
@@ -112,6 +114,38 @@ forEachDatabase((kind) => {
       const body = (await json.json()) as any;
       expect(body.errors[0].extensions).toMatchObject({ code: 'invalid_input', params: { field: 'accept' } });
       expect(body.errors[0].message).toContain('multipart/mixed');
+    });
+
+    it('refuses a deferred and streamed operation over the cost limit before the first part, as the plain one is', async () => {
+      const limit = loadConfig({}).graphql.maxCost;
+      const plain =
+        '{ downloads(perPage: 100) { nodes { title versions(first: 100) { versionString files(first: 10) { nodes { filename } } } } } }';
+      const deferred =
+        '{ downloads(perPage: 100) { nodes @stream(initialCount: 0) { title ... @defer { versions(first: 100) { versionString files(first: 10) { nodes { filename } } } } } } }';
+      for (const document of [plain, deferred]) expect(validate(schema, parse(document)), document).toEqual([]);
+      expect(operationCost(schema, parse(deferred), {})).toBe(operationCost(schema, parse(plain), {}));
+      expect(operationCost(schema, parse(deferred), {})).toBeGreaterThan(limit);
+      for (const [query, accept] of [
+        [plain, 'application/json'],
+        [deferred, 'multipart/mixed'],
+        [deferred, 'text/event-stream'],
+      ] as const) {
+        const res = await post(query, accept);
+        const text = await res.text();
+        const errors = res.headers.get('content-type')?.startsWith('multipart/')
+          ? parts(text).flatMap((p) => p.errors ?? [])
+          : res.headers.get('content-type')?.startsWith('text/event-stream')
+            ? text
+                .split('\n')
+                .filter((l) => l.startsWith('data: {'))
+                .flatMap((l) => JSON.parse(l.slice(6)).errors ?? [])
+            : JSON.parse(text).errors;
+        expect(errors?.[0]?.extensions, `${accept}: ${text.slice(0, 300)}`).toMatchObject({
+          code: 'operation_too_expensive',
+          params: { kind: 'cost', limit },
+        });
+        expect(text, accept).not.toContain('"data"');
+      }
     });
   });
 });

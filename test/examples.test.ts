@@ -50,7 +50,7 @@ describe('examples/node-graphql-request (graphql-request + Code Generator client
     });
   });
 
-  it("sends only the preset's sha256:<hex> ids to a service that trusts the preset's own file", async () => {
+  it("sends only the preset's sha256:<hex> ids, by POST and GET, to a service that trusts the preset's own file", async () => {
     trusted = await startTestApp('pglite', {
       graphql: {
         ...loadConfig({}).graphql,
@@ -58,9 +58,16 @@ describe('examples/node-graphql-request (graphql-request + Code Generator client
         trustedDocumentsOnly: true,
       },
     });
+    // the mutation by POST, the two queries by GET (documentId in the query string), each named by its sha256:<hex>
     expect(JSON.parse(await runExample(trusted.url, { PERSISTED: '1' }))).toMatchObject({
       created: 'Example persisted',
       listed: true,
+      byNode: 'Example persisted',
+      sent: [
+        expect.stringMatching(/^POST sha256:[0-9a-f]{8}…$/),
+        expect.stringMatching(/^GET sha256:[0-9a-f]{8}…$/),
+        expect.stringMatching(/^GET sha256:[0-9a-f]{8}…$/),
+      ],
     });
     // the same client sending its documents' text is refused there
     await expect(runExample(trusted.url)).rejects.toThrow(/trusted documents only/);

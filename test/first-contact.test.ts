@@ -215,7 +215,7 @@ describe('first contact', () => {
       expect(await again.text()).toBe('');
     });
 
-    it('pages name their files by versioned addresses, kept for a year; pages themselves are revalidated', async () => {
+    it('pages name their files (GraphiQL, Swagger UI) by versioned addresses, kept for a year; pages themselves are revalidated', async () => {
       const page = await raw('/graphql', { headers: { accept: 'text/html' } });
       const html = await page.text();
       const addresses = [...html.matchAll(/(?:src|href)="(\/graphiql\/[^"]+)"/g)].map((m) => m[1]!);
@@ -227,6 +227,34 @@ describe('first contact', () => {
         expect(res.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
       }
       expect(html).toContain('href="/" class="home"');
+      // the REST reference's Swagger UI likewise: versioned, kept for a year, its bundle compressed
+      const docs = await (await raw('/api/docs')).text();
+      const docAddresses = [...docs.matchAll(/(?:src|href)="(\/api\/docs\/[^"]+)"/g)].map((m) => m[1]!);
+      expect(docAddresses).toEqual(
+        expect.arrayContaining([
+          expect.stringMatching(/^\/api\/docs\/swagger-ui-bundle\.js\?v=[\w-]+$/),
+          expect.stringMatching(/^\/api\/docs\/swagger-ui\.css\?v=[\w-]+$/),
+        ]),
+      );
+      for (const address of docAddresses) {
+        expect(address).toMatch(/\?v=[\w.-]+$/);
+        const res = await raw(address, { headers: { 'accept-encoding': 'br, gzip' } });
+        expect(res.status, address).toBe(200);
+        expect(res.headers.get('cache-control'), address).toBe('public, max-age=31536000, immutable');
+        expect(res.headers.get('etag'), address).toMatch(/^"[\w-]+"$/);
+      }
+      const bundle = docAddresses.find((a) => a.includes('swagger-ui-bundle.js'))!;
+      const plainBundle = await raw(bundle, { headers: { 'accept-encoding': 'identity' } });
+      const bundleSize = (await plainBundle.arrayBuffer()).byteLength;
+      const brBundle = await raw(bundle, { headers: { 'accept-encoding': 'br, gzip' } });
+      expect(brBundle.headers.get('content-encoding')).toBe('br');
+      expect(Number(brBundle.headers.get('content-length'))).toBeLessThan(bundleSize / 3);
+      // an address naming other bytes (a page from another build) is served, but not kept as if it named these
+      for (const stale of ['/graphiql/graphiql.js?v=0.0.0', '/api/docs/swagger-ui.css?v=older']) {
+        const res = await raw(stale);
+        expect(res.status, stale).toBe(200);
+        expect(res.headers.get('cache-control'), stale).toBe('no-cache');
+      }
       const start = await raw('/');
       expect(start.headers.get('cache-control')).toBe('no-cache');
       const unversioned = await raw('/site.css');

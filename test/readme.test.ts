@@ -11,8 +11,10 @@
 // - Skipped blocks: a block right after the line `<!-- not run by test/readme.test.ts: <reason> -->` is not run
 //   (set-up commands, a second instance, the service stopped); the reason is required.
 // - Substitutions, the only ones: the line `export KEY=dm_…` gets the key the server printed at its first start,
-//   and `http://127.0.0.1:3000` becomes the address of the server started here (with `BASE_URL` set to
-//   `http://localhost:3000`, its default for that port, so the URLs in answers are the README's).
+//   and the line `export BASE=http://127.0.0.1:3000` the address of the server started here (with `BASE_URL` set to
+//   `http://localhost:3000`, its default for that port, so the URLs in answers are the README's). That line is the
+//   only command that names the address: every other one uses $BASE (checked below), so a reader whose service
+//   listens elsewhere changes one line.
 // - The session starts in the repository's directory, as a reader's terminal does; the README's first block moves
 //   into a fresh `mktemp -d` folder (TMPDIR points into this run's temporary directory), so the walkthrough writes
 //   nothing into the checkout: `git status` is the same after it as before.
@@ -26,7 +28,7 @@ import { forEachDatabase, freshPostgres, type DbKind } from './helpers/app.js';
 const ROOT = path.resolve(import.meta.dirname, '..');
 const README = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
 const KEY_LINE = /^export KEY=dm_…(?=\s|$)/m;
-const README_ADDRESS = 'http://127.0.0.1:3000';
+const BASE_LINE = /^export BASE=http:\/\/127\.0\.0\.1:3000(?=\s|$)/m;
 const SKIP = /^<!-- not run by test\/readme\.test\.ts: (.*?) -->$/;
 const EXPECTED = /^\s*# →(?: (.*))?$/;
 
@@ -186,7 +188,9 @@ function script(blocks: Block[], server: Server): string {
   for (const block of blocks) {
     if (block.skip !== undefined) continue;
     block.segments.forEach((segment, s) => {
-      const code = segment.code.replace(KEY_LINE, `export KEY=${server.key}`).replaceAll(README_ADDRESS, server.url);
+      const code = segment.code
+        .replace(KEY_LINE, `export KEY=${server.key}`)
+        .replace(BASE_LINE, `export BASE=${server.url}`);
       parts.push(`printf '\\n@@readme-segment ${block.index} ${s} %s@@\\n' "$EPOCHREALTIME"`, code);
     });
     parts.push(`printf '\\n@@readme-block-end ${block.index} %s@@\\n' "$EPOCHREALTIME"`);
@@ -266,6 +270,26 @@ describe('README.md conventions', () => {
     expect(blocks.filter((b) => b.skip === undefined).length).toBeGreaterThan(10);
     expect(README.match(new RegExp(KEY_LINE.source, 'gm'))).toHaveLength(1);
     for (const b of blocks) if (b.skip !== undefined) expect(b.skip.trim(), `README.md:${b.line}`).not.toBe('');
+  });
+
+  it("names the service's address once, in `export BASE=`; every other command uses $BASE", () => {
+    expect(README.match(new RegExp(BASE_LINE.source, 'gm'))).toHaveLength(1);
+    // every line of every code block, run or not (output shown and comments aside), and commands written inline
+    const code: { at: string; text: string }[] = [];
+    let fenced = false;
+    README.split('\n').forEach((line, i) => {
+      if (/^```/.test(line)) fenced = !fenced;
+      else if (fenced && !EXPECTED.test(line))
+        code.push({ at: `README.md:${i + 1}`, text: line.replace(/(^|\s)(#|\/\/).*$/, '') });
+    });
+    const inline = [...README.matchAll(/`([^`\n]+)`/g)]
+      .map((m) => m[1]!)
+      .filter((c) => /^(curl|npm|npx|node|wget)\s|--url\b|HttpLink|fetch\(/.test(c))
+      .map((text) => ({ at: 'README.md (inline)', text }));
+    const naming = [...code, ...inline].filter((c) => /(127\.0\.0\.1|localhost):3000\b/.test(c.text));
+    expect(naming.map((c) => `${c.at}: ${c.text.trim()}`)).toEqual([
+      expect.stringMatching(/^README\.md:\d+: export BASE=http:\/\/127\.0\.0\.1:3000$/),
+    ]);
   });
 
   it('links only to files inside the repository that exist, and to headings they have', () => {

@@ -558,36 +558,56 @@ forEachDatabase((kind) => {
     });
 
     it('a graphql-sse client receives a refusal by the resolver as an error with its code, at once, and does not retry', async () => {
-      let attempts = 0;
-      const client = createClient({
-        url: `${t.url}/graphql`,
-        headers: { 'Forum-Api-Key': guest },
-        singleConnection: false,
-        retryAttempts: 5,
-        fetchFn: (input: RequestInfo | URL, init?: RequestInit) => {
-          attempts += 1;
-          return fetch(input, init);
-        },
-      });
-      const started = Date.now();
-      const received = await new Promise<{ errors?: any[]; error?: unknown }>((resolve) => {
-        client.subscribe(
-          { query: 'subscription { downloadChanged(downloadId: 99999) { title } }' },
-          {
-            next: (value) => resolve(value as { errors?: any[] }),
-            error: (error) => resolve({ error }),
-            complete: () => {},
+      // an unknown download, and one the visitor may not view
+      const hidden = await category('Hidden from graphql-sse');
+      const hiddenDl = (await download('Not for guests', hidden)).download_id;
+      await permission(hidden, 'guest', 'view', 'DENY');
+      for (const [downloadId, refusal] of [
+        [99999, { code: 'mc_dm_api_error.download_not_found', params: { download_id: 99999 } }],
+        [hiddenDl, { code: 'do_not_have_permission' }],
+      ] as const) {
+        let attempts = 0;
+        const client = createClient({
+          url: `${t.url}/graphql`,
+          headers: { 'Forum-Api-Key': guest },
+          singleConnection: false,
+          retryAttempts: 5,
+          fetchFn: (input: RequestInfo | URL, init?: RequestInit) => {
+            attempts += 1;
+            return fetch(input, init);
           },
-        );
-      });
-      expect(received.error).toBeUndefined();
-      expect(received.errors?.[0].extensions).toMatchObject({
-        code: 'mc_dm_api_error.download_not_found',
-        params: { download_id: 99999 },
-      });
-      expect(Date.now() - started).toBeLessThan(1000);
-      await new Promise((r) => setTimeout(r, 300));
-      expect(attempts).toBe(1);
+        });
+        const started = Date.now();
+        // the sink sees the error result, then the end of the operation: nothing else, and within a second
+        const seen: string[] = [];
+        const received = await new Promise<{ errors?: any[]; error?: unknown }>((resolve) => {
+          let result: { errors?: any[] } | undefined;
+          client.subscribe(
+            { query: `subscription { downloadChanged(downloadId: ${downloadId}) { title } }` },
+            {
+              next: (value) => {
+                seen.push('next');
+                result = value as { errors?: any[] };
+              },
+              error: (error) => {
+                seen.push('error');
+                resolve({ error });
+              },
+              complete: () => {
+                seen.push('complete');
+                resolve(result ?? {});
+              },
+            },
+          );
+        });
+        expect(received.error, refusal.code).toBeUndefined();
+        expect(seen, refusal.code).toEqual(['next', 'complete']);
+        expect(received.errors?.[0].extensions).toMatchObject(refusal);
+        expect(Date.now() - started, refusal.code).toBeLessThan(1000);
+        await new Promise((r) => setTimeout(r, 300));
+        expect(attempts, refusal.code).toBe(1);
+        client.dispose();
+      }
       expect(listeners()).toBe(baseline);
     });
 

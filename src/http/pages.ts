@@ -69,15 +69,18 @@ let bundled: Promise<Map<string, Asset>> | undefined;
 function graphiqlAssets(): Promise<Map<string, Asset>> {
   bundled ??= import('@graphql-yoga/render-graphiql/graphiql').then((graphiql) => {
     const dataUri = /^data:[^;]+;base64,(.*)$/.exec(graphiql.favicon);
+    // Addressed by the package's version (hashing megabytes at start would cost more than it tells).
+    const version = graphiqlVersion();
     return new Map<string, Asset>([
-      ['/graphiql/graphiql.js', { body: graphiql.js, type: JS }],
-      ['/graphiql/graphiql.css', { body: graphiql.css, type: CSS }],
-      ['/graphiql/worker-editor.js', { body: graphiql.editorWorkerService, type: JS }],
-      ['/graphiql/worker-json.js', { body: graphiql.jsonWorker, type: JS }],
-      ['/graphiql/worker-graphql.js', { body: graphiql.graphqlWorker, type: JS }],
+      ['/graphiql/graphiql.js', { body: graphiql.js, type: JS, version }],
+      ['/graphiql/graphiql.css', { body: graphiql.css, type: CSS, version }],
+      // start.js asks for Monaco's workers with the version its graphiql.js address carries
+      ['/graphiql/worker-editor.js', { body: graphiql.editorWorkerService, type: JS, version }],
+      ['/graphiql/worker-json.js', { body: graphiql.jsonWorker, type: JS, version }],
+      ['/graphiql/worker-graphql.js', { body: graphiql.graphqlWorker, type: JS, version }],
       ...(dataUri
         ? [
-            ['/graphiql/favicon.ico', { body: Buffer.from(dataUri[1]!, 'base64'), type: 'image/x-icon' }] as [
+            ['/graphiql/favicon.ico', { body: Buffer.from(dataUri[1]!, 'base64'), type: 'image/x-icon', version }] as [
               string,
               Asset,
             ],

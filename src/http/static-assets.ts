@@ -1,7 +1,8 @@
 // How the service's static files travel: with an ETag (a hash of the bytes, so a reload asks "still this?" and gets an
 // empty 304), compressed with Brotli or gzip when the browser takes it (GraphiQL's bundle is 5 MB of JavaScript, about
-// 1.2 MB in Brotli), and, when the page asks for a file by a versioned address (`?v=<its hash>`, written into the
-// pages here), kept by the browser for a year without asking again: a new build changes the address.
+// 1.2 MB in Brotli), and, when the page asks for a file by its versioned address (`?v=<its hash>`, or the bundled
+// package's version, written into the pages here), kept by the browser for a year without asking again: a new build
+// changes the address.
 import crypto from 'node:crypto';
 import zlib from 'node:zlib';
 import { promisify } from 'node:util';
@@ -9,6 +10,8 @@ import { promisify } from 'node:util';
 export interface Asset {
   body: Buffer | string;
   type: string;
+  /** What its versioned address carries (`?v=`): by default a hash of its bytes (see versionOf). */
+  version?: string;
 }
 
 const brotli = promisify(zlib.brotliCompress);
@@ -37,9 +40,9 @@ function prepare(asset: Asset): Prepared {
   return p;
 }
 
-/** The short hash a versioned address carries (`?v=`). */
+/** What a versioned address of `asset` carries (`?v=`): its own version, else a short hash of its bytes. */
 export function versionOf(asset: Asset): string {
-  return prepare(asset).etag.slice(1, 12);
+  return asset.version ?? prepare(asset).etag.slice(1, 12);
 }
 
 /** `html` with each same-origin `href`/`src` that names one of `assets` (not a page) given its versioned address. */
@@ -90,14 +93,19 @@ export async function assetResponse(
 ): Promise<Response> {
   const p = prepare(asset);
   const page = asset.type.startsWith('text/html') || asset.type.startsWith('application/json');
+  // Kept for a year only under the address of these very bytes: a `?v=` of another build (a page cached before an
+  // upgrade, or served by an instance of another version) gets them revalidated instead, so no browser keeps
+  // bytes under an address that names others.
+  const asked = url.searchParams.get('v');
   const headers: Record<string, string> = {
     'content-type': asset.type,
     etag: p.etag,
-    'cache-control': url.searchParams.has('v')
-      ? 'public, max-age=31536000, immutable'
-      : page
-        ? 'no-cache'
-        : 'public, max-age=3600',
+    'cache-control':
+      asked === versionOf(asset)
+        ? 'public, max-age=31536000, immutable'
+        : page || asked !== null
+          ? 'no-cache'
+          : 'public, max-age=3600',
   };
   const compressible = COMPRESSIBLE.test(asset.type) && p.bytes.length >= MIN_COMPRESSED_BYTES;
   if (compressible) headers.vary = 'Accept-Encoding';
