@@ -85,6 +85,125 @@ forEachDatabase((kind) => {
   });
 });
 
+// The load the issue asks for: many reads by many visitors, the write statements counted and the read cache's hits
+// compared with view counting off (services.views absent, as before views existed) and on. Answers are kept for the
+// whole test (CACHE_SECONDS 600), so the hit counts do not depend on how fast a loaded machine runs the rounds.
+forEachDatabase((kind) => {
+  const VISITORS = 24;
+  const DOWNLOADS = 4;
+  const ROUNDS = 3;
+  /** A statement that writes (Prisma's and raw SQL both start with the verb; `SELECT … FOR UPDATE` is a read). */
+  const WRITE = /^\s*(?:INSERT|UPDATE|DELETE|MERGE|TRUNCATE|COPY)\b/i;
+  let t: TestApp;
+  let visitors: { userId: number; key: string }[];
+  let cat: number;
+  let owner: { userId: number; key: string };
+  let counting = false;
+  const writes: string[] = [];
+  beforeAll(async () => {
+    t = await startTestApp(kind, { cacheSeconds: 600 });
+    owner = await t.user('load_owner');
+    visitors = [];
+    for (let i = 0; i < VISITORS; i++) visitors.push(await t.user(`load_visitor${i}`));
+    cat = (await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Load' } })).body.category.category_id;
+    // Every statement this database reports (on a PostgreSQL server, those sent for requests; embedded, all of them).
+    t.app.db.onStatement((sql) => {
+      if (counting && (sql === undefined || WRITE.test(sql))) writes.push(sql ?? '(no text)');
+    });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  const downloads = async (title: string) => {
+    const ids: number[] = [];
+    for (let i = 0; i < DOWNLOADS; i++)
+      ids.push(
+        (
+          await t.rest('POST', '/api/mc-dm-downloads/', {
+            key: owner.key,
+            form: { category_id: cat, title: `${title} ${i}` },
+          })
+        ).body.download.download_id,
+      );
+    return ids;
+  };
+  const GET = `query($id: Int!) { download(downloadId: $id) { downloadId title } }`;
+  /** Every visitor reads every download on both faces, ROUNDS times, the visitors at once. */
+  const load = async (ids: number[]) => {
+    await t.app.flushViews();
+    writes.length = 0;
+    const { hit, miss } = t.app.readCache.counts;
+    counting = true;
+    try {
+      for (let round = 0; round < ROUNDS; round++)
+        await Promise.all(
+          visitors.map(async (v) => {
+            for (const id of ids) {
+              expect((await t.rest('GET', `/api/mc-dm-downloads/${id}/`, { key: v.key })).status).toBe(200);
+              expect((await t.gqlOk(GET, { id }, v.key)).download.downloadId).toBe(id);
+            }
+          }),
+        );
+    } finally {
+      counting = false;
+    }
+    return { writes: [...writes], hits: t.app.readCache.counts.hit - hit, misses: t.app.readCache.counts.miss - miss };
+  };
+  const viewCounts = async (ids: number[]) =>
+    (await t.prisma.download.findMany({ where: { id: { in: ids } }, orderBy: { id: 'asc' } })).map((d) => d.viewCount);
+
+  it(`${VISITORS} visitors × ${DOWNLOADS} downloads × 2 faces × ${ROUNDS} rounds: no write per read, the same cache hits with view counting as without`, async () => {
+    // The keys' first uses are stamped on them (one write per key per minute): done before anything is counted.
+    for (const v of visitors) await t.rest('GET', '/api/mc-dm-categories/', { key: v.key });
+    const reads = VISITORS * DOWNLOADS * 2 * ROUNDS;
+
+    const views = t.app.services.views;
+    const plainIds = await downloads('Plain');
+    t.app.services.views = undefined; // view counting off
+    let without: Awaited<ReturnType<typeof load>>;
+    try {
+      without = await load(plainIds);
+    } finally {
+      t.app.services.views = views;
+    }
+    const countedIds = await downloads('Counted');
+    const before = await t.prisma.downloadDailyStat.count();
+    const withViews = await load(countedIds);
+
+    if (kind === 'postgres')
+      console.log(
+        `views under load: ${reads} reads; hits without / with view counting: ${without.hits} / ${withViews.hits}`,
+      );
+    expect(without.hits + without.misses).toBe(reads);
+    expect(withViews.writes).toEqual([]); // not one write statement in all those reads
+    expect(without.writes).toEqual([]);
+    expect(withViews.misses).toBe(without.misses); // each visitor's first read of each download on each face
+    expect(withViews.hits).toBe(without.hits);
+    expect(withViews.hits).toBe(reads - VISITORS * DOWNLOADS * 2);
+    // Nothing reached the database yet; the flush adds every visitor once per download (the owner never read them).
+    expect(await viewCounts(countedIds)).toEqual(countedIds.map(() => 0));
+    expect(await t.prisma.downloadDailyStat.count()).toBe(before);
+    await t.app.flushViews();
+    expect(await viewCounts(countedIds)).toEqual(countedIds.map(() => VISITORS));
+    expect(await viewCounts(plainIds)).toEqual(plainIds.map(() => 0));
+
+    // The flush is a counters-only write. A download's answers all read its counter columns (the row is read whole,
+    // src/db/reads.ts), so the kept ones older than LIMITS.readCacheCounterLagMs (2 s) are computed once more after
+    // it, whether they show view_count or not: at most one more miss per kept answer per flush (every 30 s), then hits
+    // again. Views are not counted again: the visitors' 10-minute windows are still open.
+    const round = async () => {
+      const { hit, miss } = t.app.readCache.counts;
+      for (const v of visitors) for (const id of countedIds) await t.gqlOk(GET, { id }, v.key);
+      return { hits: t.app.readCache.counts.hit - hit, misses: t.app.readCache.counts.miss - miss };
+    };
+    expect((await round()).misses).toBeLessThanOrEqual(VISITORS * DOWNLOADS);
+    expect(await round()).toEqual({ hits: VISITORS * DOWNLOADS, misses: 0 });
+    await t.app.flushViews();
+    expect(await viewCounts(countedIds)).toEqual(countedIds.map(() => VISITORS));
+  }, 120_000);
+});
+
 describe.skipIf(!process.env.TEST_DATABASE_URL)('views across a restart (PostgreSQL)', () => {
   it('a stop flushes what was counted: the views are there when the service starts again', async () => {
     const database = await freshPostgres({ migrated: true });
