@@ -195,6 +195,35 @@ forEachDatabase((kind) => {
     expect(tree.map((b) => b.data.download_id)).toEqual([inChild.body.download.download_id]);
   });
 
+  it('review.posted carries the review; reading an object for a delivery counts no view', async () => {
+    const d = await newDownload('Reviewed');
+    // A super-user key's webhook: were its reads counted, each would be a view (the key is not the owner).
+    const { secret } = await create({ url: `${r.base}/ok/review`, events: ['*'], downloadId: d.download_id });
+    await t.app.flushViews();
+    const viewCount = async () =>
+      (await t.prisma.download.findUniqueOrThrow({ where: { id: d.download_id } })).viewCount;
+    const before = await viewCount();
+    const reviewer = await t.user(`reviewer_${kind}`);
+    const review = await t.rest('POST', '/api/mc-dm-reviews/', {
+      key: reviewer.key,
+      form: { download_id: d.download_id, rating: 4, message: 'Good' },
+    });
+    expect(review.status, JSON.stringify(review.body)).toBe(200);
+    await t.rest('PUT', `/api/mc-dm-downloads/${d.download_id}/`, { form: { title: 'Reviewed, updated' } });
+    const mine = () => r.got.filter((g) => g.path === '/ok/review');
+    await until('review.posted and download.updated', () => mine().length >= 2);
+    const hook = new Webhook(secret);
+    const bodies = mine().map((g) => hook.verify(g.body, g.headers as Record<string, string>) as any);
+    expect(bodies.find((b) => b.type === 'review.posted')?.data).toEqual(review.body.review);
+    // Enum values as the REST face writes them (lower case).
+    expect(bodies.find((b) => b.type === 'download.updated')?.data).toMatchObject({
+      title: 'Reviewed, updated',
+      download_state: 'visible',
+    });
+    await t.app.flushViews();
+    expect(await viewCount()).toBe(before);
+  });
+
   it('a rolled-back write sends nothing; a refused write sends nothing', async () => {
     const d = await newDownload('Rollback');
     await create({ url: `${r.base}/ok/rollback`, events: ['*'], downloadId: d.download_id });
@@ -248,8 +277,9 @@ forEachDatabase((kind) => {
       for (const a of done.attempts) expect(a.error).toMatch(error);
       if (path === '/hang') for (const a of done.attempts) expect(a.durationMs).toBeLessThan(3000);
       // The same webhook-id on every attempt.
-      const ids = new Set(r.got.filter((g) => g.path === path).map((g) => g.headers['webhook-id']));
-      expect(ids.size).toBeGreaterThanOrEqual(1);
+      const got = r.got.filter((g) => g.path === path);
+      expect(got).toHaveLength(3);
+      expect(new Set(got.map((g) => g.headers['webhook-id'])).size).toBe(1);
       const hook = await t.prisma.webhook.findUniqueOrThrow({ where: { id: webhook.webhookId } });
       expect(hook.failingSince).not.toBeNull();
       await t.prisma.webhook.delete({ where: { id: webhook.webhookId } });
