@@ -6,6 +6,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDatabase, freshPostgres, startTestApp, type TestApp } from './helpers/app.js';
 import { ViewCounter } from '../src/modules/downloads/views.js';
+import { LIMITS } from '../src/config.js';
 
 it('ViewCounter: once per visitor and download per window, never the owner, guests by key', () => {
   const c = new ViewCounter(1000, 10);
@@ -108,7 +109,10 @@ forEachDatabase((kind) => {
     cat = (await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Load' } })).body.category.category_id;
     // Every statement this database reports (on a PostgreSQL server, those sent for requests; embedded, all of them).
     t.app.db.onStatement((sql) => {
-      if (counting && (sql === undefined || WRITE.test(sql))) writes.push(sql ?? '(no text)');
+      // A key's last-use stamp (once per key per minute, src/auth/visitor.ts) comes with or without views: a rounds
+      // phase slower than a minute on a loaded machine would meet it again.
+      if (counting && (sql === undefined || (WRITE.test(sql) && !/^\s*UPDATE\s+"public"\."api_key"/i.test(sql))))
+        writes.push(sql ?? '(no text)');
     });
   });
   afterAll(async () => {
@@ -197,11 +201,49 @@ forEachDatabase((kind) => {
       for (const v of visitors) for (const id of countedIds) await t.gqlOk(GET, { id }, v.key);
       return { hits: t.app.readCache.counts.hit - hit, misses: t.app.readCache.counts.miss - miss };
     };
+    // Past the lag every answer kept before the flush is judged by its counters: at most one recomputation each.
+    await new Promise((r) => setTimeout(r, LIMITS.readCacheCounterLagMs + 200));
     expect((await round()).misses).toBeLessThanOrEqual(VISITORS * DOWNLOADS);
     expect(await round()).toEqual({ hits: VISITORS * DOWNLOADS, misses: 0 });
     await t.app.flushViews();
     expect(await viewCounts(countedIds)).toEqual(countedIds.map(() => VISITORS));
   }, 120_000);
+});
+
+describe.skipIf(!process.env.TEST_DATABASE_URL)('views on two instances of one database (PostgreSQL)', () => {
+  it('each instance counts and flushes its own views; the flushes add up, and a visitor seen by both counts on each', async () => {
+    const database = await freshPostgres({ migrated: true });
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-views-two-'));
+    const a = await startTestApp('postgres', { dataDir }, { url: database.url });
+    const b = await startTestApp('postgres', { dataDir }, { url: database.url });
+    try {
+      const owner = await a.user('two_owner');
+      const cat = (await a.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Two' } })).body.category
+        .category_id;
+      const id = (
+        await a.rest('POST', '/api/mc-dm-downloads/', { key: owner.key, form: { category_id: cat, title: 'Two' } })
+      ).body.download.download_id;
+      const readers = [];
+      for (let i = 0; i < 6; i++) readers.push(await a.user(`two_reader${i}`));
+      // Readers 0–2 on A, 3–5 on B, each twice; reader 0 on B as well.
+      for (let round = 0; round < 2; round++)
+        for (const [i, r] of readers.entries()) {
+          const on = i < 3 ? a : b;
+          expect((await on.rest('GET', `/api/mc-dm-downloads/${id}/`, { key: r.key })).status).toBe(200);
+        }
+      await b.rest('GET', `/api/mc-dm-downloads/${id}/`, { key: readers[0]!.key });
+      await Promise.all([a.app.flushViews(), b.app.flushViews()]);
+      const d = await a.prisma.download.findUniqueOrThrow({ where: { id } });
+      expect(d.viewCount).toBe(7); // 3 on A, 3 + reader 0 again on B (the window is per instance)
+      const today = await a.prisma.downloadDailyStat.findMany({ where: { downloadId: id } });
+      expect(today.map((r) => r.views)).toEqual([7]);
+    } finally {
+      await a.close();
+      await b.close();
+      await database.drop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe.skipIf(!process.env.TEST_DATABASE_URL)('views across a restart (PostgreSQL)', () => {
