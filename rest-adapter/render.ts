@@ -1,13 +1,15 @@
 // An event's object as the REST face shows it, to a webhook's owner: the route's own GET document (without
-// `with=full`), run as the owner at delivery time, its result snake_cased like a REST answer. Null when the owner may
-// not view it now (or it is gone): the dispatcher then skips the delivery (src/jobs/events.ts).
-import { execute, parse, type DocumentNode, type GraphQLSchema } from 'graphql';
+// `with=full`), run as the owner at delivery time, its result snake_cased and its enum values lower-cased like a REST
+// answer. Null when the owner may not view it now (or it is gone): the dispatcher then skips the delivery
+// (src/jobs/events.ts). The read is not a visitor's: it counts no view of a download.
+import { execute, Kind, parse, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import { createContext, type Services } from '../src/graphql/context.js';
 import { toGlobalId } from '../src/graphql/node.js';
 import type { Visitor } from '../src/permissions/access.js';
 import type { Render, WebhookOwner } from '../src/jobs/events.js';
 import * as ops from './generated/operations.js';
 import { snakeKeys } from './envelope.js';
+import { enumTree, lowerEnums, type EnumTree } from './enums.js';
 
 /** A version has no GET route: its fields are the REST face's VersionFields, read through `node`. */
 const GET_VERSION = parse(`query WebhookVersion($id: ID!) {
@@ -19,6 +21,7 @@ const READ_SCOPES = new Set(['mc_dm_category:read', 'mc_dm_download:read']);
 function documentFor(type: string, objectId: number, downloadId: number): [DocumentNode, Record<string, unknown>] {
   if (type.startsWith('comment.')) return [ops.GetCommentDocument, { commentId: objectId, full: false }];
   if (type.startsWith('file.')) return [ops.GetFileDocument, { fileId: objectId, full: false }];
+  if (type.startsWith('review.')) return [ops.GetReviewDocument, { reviewId: objectId, full: false }];
   if (type === 'version.released') return [GET_VERSION, { id: toGlobalId('Version', objectId) }];
   return [ops.GetDownloadDocument, { downloadId, full: false }];
 }
@@ -56,12 +59,26 @@ async function ownerVisitor(services: Services, owner: WebhookOwner): Promise<Vi
 }
 
 export function webhookRenderer(schema: GraphQLSchema, services: Services): Render {
+  const enums = new Map<DocumentNode, EnumTree>();
+  const enumsOf = (document: DocumentNode) => {
+    let tree = enums.get(document);
+    if (!tree) {
+      const operation = document.definitions.find(
+        (d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION,
+      )!;
+      tree = enumTree(schema, document, operation);
+      enums.set(document, tree);
+    }
+    return tree;
+  };
   return async (owner, type, objectId, downloadId) => {
     const visitor = await ownerVisitor(services, owner);
     if (!visitor) return null;
     const [document, variableValues] = documentFor(type, objectId, downloadId);
-    const result = await execute({ schema, document, variableValues, contextValue: createContext(services, visitor) });
-    const value = result.data ? Object.values(result.data)[0] : null;
+    // Without the view counter: a delivery is not a visitor reading the download.
+    const contextValue = createContext({ ...services, views: undefined }, visitor);
+    const result = await execute({ schema, document, variableValues, contextValue });
+    const value = result.data ? Object.values(lowerEnums(result.data, enumsOf(document)) as object)[0] : null;
     if (value === null || value === undefined || (result.errors && result.errors.length > 0)) {
       // A hard-deleted download is gone for everyone: its event still says which one, to owners who may see anything.
       if (type === 'download.deleted' && (visitor.isSuper || visitor.isAdmin)) return { download_id: downloadId };

@@ -66,102 +66,120 @@ describe('PublishBuffer', () => {
 
 const up = Boolean(process.env.TEST_DATABASE_URL) && (await redisAnswers());
 
-describe.skipIf(!up)('Redis unreachable for the publishing instance, then back', () => {
-  let a: TestApp;
-  let b: TestApp;
-  let drop: () => Promise<void>;
-  const proxy = new TcpProxy('127.0.0.1', Number(new URL(REDIS_URL).port || 6379));
-  const prefix = `dcs-outage-${crypto.randomBytes(4).toString('hex')}:`;
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-redis-outage-'));
+/**
+ * `publisher`: only A loses Redis (B and its subscriber keep it). `everyone`: Redis is gone for both instances, as when
+ * the Redis server itself is down. The second is a known gap, run only with TEST_KNOWN_GAPS=1: when Redis returns,
+ * A's publisher may reconnect and send what it kept before B's subscriber connection has subscribed again, and Redis
+ * pub/sub keeps nothing for a subscriber that is not there (3 runs of 6 lost both events when this was written).
+ */
+for (const cut of ['publisher', 'everyone'] as const)
+  describe.skipIf(!up || (cut === 'everyone' && !process.env.TEST_KNOWN_GAPS))(
+    `Redis unreachable for ${cut === 'publisher' ? 'the publishing instance' : 'every instance'}, then back`,
+    () => {
+      let a: TestApp;
+      let b: TestApp;
+      let drop: () => Promise<void>;
+      const proxy = new TcpProxy('127.0.0.1', Number(new URL(REDIS_URL).port || 6379));
+      const prefix = `dcs-outage-${crypto.randomBytes(4).toString('hex')}:`;
+      let dataDir = '';
 
-  async function instance(db: string, redisUrl: string): Promise<TestApp> {
-    const config = loadConfig(
-      {},
-      {
-        port: 0,
-        host: '127.0.0.1',
-        dataDir,
-        logLevel: 'silent',
-        bootstrapKey: SUPER_KEY,
-        commentFloodSeconds: 0,
-        rateLimitPerMinute: 0,
-        redisUrl,
-        redisChannelPrefix: prefix,
-      },
-    );
-    const app = await startApp(config, {
-      db: await openDatabase({ url: db }),
-      log: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'),
-    });
-    return new TestApp(app, config, async () => {});
-  }
-
-  beforeAll(async () => {
-    const fresh = await freshPostgres();
-    drop = fresh.drop;
-    const port = await proxy.start();
-    a = await instance(fresh.url, `redis://127.0.0.1:${port}`);
-    b = await instance(fresh.url, REDIS_URL);
-  });
-  afterAll(async () => {
-    await proxy.start().catch(() => {});
-    await a?.close();
-    await b?.close();
-    await proxy.stop();
-    await drop?.();
-    fs.rmSync(dataDir, { recursive: true, force: true });
-  });
-
-  it('comments posted on A during a 13 s outage reach a subscriber on B, in order, once Redis is back', async () => {
-    const user = await a.user('outage');
-    const category = (await a.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Outage' } })).body.category
-      .category_id;
-    const d = (
-      await a.rest('POST', '/api/mc-dm-downloads/', { key: user.key, form: { category_id: category, title: 'Outage' } })
-    ).body.download.download_id;
-
-    const received: number[] = [];
-    const before = b.app.services.events.listenerCount;
-    const client = createClient({
-      url: `${b.url}/graphql`,
-      headers: { 'Forum-Api-Key': user.key },
-      singleConnection: false,
-      retryAttempts: 0,
-    });
-    const iterator = client.iterate<{ commentPosted: { commentId: number } }>({
-      query: 'subscription($d: Int!) { commentPosted(downloadId: $d) { commentId } }',
-      variables: { d },
-    });
-    void (async () => {
-      for await (const r of { [Symbol.asyncIterator]: () => iterator }) received.push(r.data!.commentPosted.commentId);
-    })().catch(() => {});
-    try {
-      await until('B to listen', () => b.app.services.events.listenerCount > before);
-      await sleep(300); // B's SUBSCRIBE reaches Redis
-
-      await proxy.stop();
-      await sleep(200);
-      const posted: number[] = [];
-      for (const message of ['first while down', 'second while down']) {
-        const r = await a.rest('POST', '/api/mc-dm-comments/', { key: user.key, form: { download_id: d, message } });
-        expect(r.status).toBe(200);
-        posted.push(r.body.comment.comment_id);
+      async function instance(db: string, redisUrl: string): Promise<TestApp> {
+        const config = loadConfig(
+          {},
+          {
+            port: 0,
+            host: '127.0.0.1',
+            dataDir,
+            logLevel: 'silent',
+            bootstrapKey: SUPER_KEY,
+            commentFloodSeconds: 0,
+            rateLimitPerMinute: 0,
+            redisUrl,
+            redisChannelPrefix: prefix,
+          },
+        );
+        const app = await startApp(config, {
+          db: await openDatabase({ url: db }),
+          log: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'),
+        });
+        return new TestApp(app, config, async () => {});
       }
-      // Longer than ioredis keeps a queued command (it fails them after 20 reconnection attempts, about 11 s).
-      await sleep(13_000);
-      expect(received).toEqual([]);
-      await proxy.start();
 
-      await until('the events to reach B', () => received.length >= 2, 8000);
-      expect(received).toEqual(posted);
-      // And publications go straight out again.
-      const after = (
-        await a.rest('POST', '/api/mc-dm-comments/', { key: user.key, form: { download_id: d, message: 'after' } })
-      ).body.comment.comment_id;
-      await until('the later event', () => received.length >= 3);
-      expect(received).toEqual([...posted, after]);
-    } finally {
-      await iterator.return?.();
-    }
-  }, 40_000);
-});
+      beforeAll(async () => {
+        dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-redis-outage-'));
+        const fresh = await freshPostgres();
+        drop = fresh.drop;
+        const port = await proxy.start();
+        a = await instance(fresh.url, `redis://127.0.0.1:${port}`);
+        b = await instance(fresh.url, cut === 'publisher' ? REDIS_URL : `redis://127.0.0.1:${port}`);
+      });
+      afterAll(async () => {
+        await proxy.start().catch(() => {});
+        await a?.close();
+        await b?.close();
+        await proxy.stop();
+        await drop?.();
+        if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+      });
+
+      it(`comments posted on A during a ${cut === 'publisher' ? 13 : 10} s outage reach a subscriber on B, in order, once Redis is back`, async () => {
+        const user = await a.user('outage');
+        const category = (await a.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Outage' } })).body.category
+          .category_id;
+        const d = (
+          await a.rest('POST', '/api/mc-dm-downloads/', {
+            key: user.key,
+            form: { category_id: category, title: 'Outage' },
+          })
+        ).body.download.download_id;
+
+        const received: number[] = [];
+        const before = b.app.services.events.listenerCount;
+        const client = createClient({
+          url: `${b.url}/graphql`,
+          headers: { 'Forum-Api-Key': user.key },
+          singleConnection: false,
+          retryAttempts: 0,
+        });
+        const iterator = client.iterate<{ commentPosted: { commentId: number } }>({
+          query: 'subscription($d: Int!) { commentPosted(downloadId: $d) { commentId } }',
+          variables: { d },
+        });
+        void (async () => {
+          for await (const r of { [Symbol.asyncIterator]: () => iterator })
+            received.push(r.data!.commentPosted.commentId);
+        })().catch(() => {});
+        try {
+          await until('B to listen', () => b.app.services.events.listenerCount > before);
+          await sleep(300); // B's SUBSCRIBE reaches Redis
+
+          await proxy.stop();
+          await sleep(200);
+          const posted: number[] = [];
+          for (const message of ['first while down', 'second while down']) {
+            const r = await a.rest('POST', '/api/mc-dm-comments/', {
+              key: user.key,
+              form: { download_id: d, message },
+            });
+            expect(r.status).toBe(200);
+            posted.push(r.body.comment.comment_id);
+          }
+          // Longer than ioredis keeps a queued command (it fails them after 20 reconnection attempts, about 11 s).
+          await sleep(cut === 'publisher' ? 13_000 : 10_000);
+          expect(received).toEqual([]);
+          await proxy.start();
+
+          await until('the events to reach B', () => received.length >= 2, 8000);
+          expect(received).toEqual(posted);
+          // And publications go straight out again.
+          const after = (
+            await a.rest('POST', '/api/mc-dm-comments/', { key: user.key, form: { download_id: d, message: 'after' } })
+          ).body.comment.comment_id;
+          await until('the later event', () => received.length >= 3);
+          expect(received).toEqual([...posted, after]);
+        } finally {
+          await iterator.return?.();
+        }
+      }, 40_000);
+    },
+  );

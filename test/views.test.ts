@@ -6,6 +6,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDatabase, freshPostgres, startTestApp, type TestApp } from './helpers/app.js';
 import { ViewCounter } from '../src/modules/downloads/views.js';
+import { LIMITS } from '../src/config.js';
 
 it('ViewCounter: once per visitor and download per window, never the owner, guests by key', () => {
   const c = new ViewCounter(1000, 10);
@@ -82,6 +83,166 @@ forEachDatabase((kind) => {
     // the embedded database's counts only prepared reads)
     expect(flushStatements).toBeLessThanOrEqual(6);
     if (kind === 'postgres') console.log(`views: one flush sent ${flushStatements} statements`);
+  });
+});
+
+// The load the issue asks for: many reads by many visitors, the write statements counted and the read cache's hits
+// compared with view counting off (services.views absent, as before views existed) and on. Answers are kept for the
+// whole test (CACHE_SECONDS 600), so the hit counts do not depend on how fast a loaded machine runs the rounds.
+forEachDatabase((kind) => {
+  const VISITORS = 24;
+  const DOWNLOADS = 4;
+  const ROUNDS = 3;
+  /** A statement that writes (Prisma's and raw SQL both start with the verb; `SELECT … FOR UPDATE` is a read). */
+  const WRITE = /^\s*(?:INSERT|UPDATE|DELETE|MERGE|TRUNCATE|COPY)\b/i;
+  let t: TestApp;
+  let visitors: { userId: number; key: string }[];
+  let cat: number;
+  let owner: { userId: number; key: string };
+  let counting = false;
+  const writes: string[] = [];
+  beforeAll(async () => {
+    t = await startTestApp(kind, { cacheSeconds: 600 });
+    owner = await t.user('load_owner');
+    visitors = [];
+    for (let i = 0; i < VISITORS; i++) visitors.push(await t.user(`load_visitor${i}`));
+    cat = (await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Load' } })).body.category.category_id;
+    // Every statement this database reports (on a PostgreSQL server, those sent for requests; embedded, all of them).
+    t.app.db.onStatement((sql) => {
+      // A key's last-use stamp (once per key per minute, src/auth/visitor.ts) comes with or without views: a rounds
+      // phase slower than a minute on a loaded machine would meet it again.
+      if (counting && (sql === undefined || (WRITE.test(sql) && !/^\s*UPDATE\s+"public"\."api_key"/i.test(sql))))
+        writes.push(sql ?? '(no text)');
+    });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  const downloads = async (title: string) => {
+    const ids: number[] = [];
+    for (let i = 0; i < DOWNLOADS; i++)
+      ids.push(
+        (
+          await t.rest('POST', '/api/mc-dm-downloads/', {
+            key: owner.key,
+            form: { category_id: cat, title: `${title} ${i}` },
+          })
+        ).body.download.download_id,
+      );
+    return ids;
+  };
+  const GET = `query($id: Int!) { download(downloadId: $id) { downloadId title } }`;
+  /** Every visitor reads every download on both faces, ROUNDS times, the visitors at once. */
+  const load = async (ids: number[]) => {
+    await t.app.flushViews();
+    writes.length = 0;
+    const { hit, miss } = t.app.readCache.counts;
+    counting = true;
+    try {
+      for (let round = 0; round < ROUNDS; round++)
+        await Promise.all(
+          visitors.map(async (v) => {
+            for (const id of ids) {
+              expect((await t.rest('GET', `/api/mc-dm-downloads/${id}/`, { key: v.key })).status).toBe(200);
+              expect((await t.gqlOk(GET, { id }, v.key)).download.downloadId).toBe(id);
+            }
+          }),
+        );
+    } finally {
+      counting = false;
+    }
+    return { writes: [...writes], hits: t.app.readCache.counts.hit - hit, misses: t.app.readCache.counts.miss - miss };
+  };
+  const viewCounts = async (ids: number[]) =>
+    (await t.prisma.download.findMany({ where: { id: { in: ids } }, orderBy: { id: 'asc' } })).map((d) => d.viewCount);
+
+  it(`${VISITORS} visitors × ${DOWNLOADS} downloads × 2 faces × ${ROUNDS} rounds: no write per read, the same cache hits with view counting as without`, async () => {
+    // The keys' first uses are stamped on them (one write per key per minute): done before anything is counted.
+    for (const v of visitors) await t.rest('GET', '/api/mc-dm-categories/', { key: v.key });
+    const reads = VISITORS * DOWNLOADS * 2 * ROUNDS;
+
+    const views = t.app.services.views;
+    const plainIds = await downloads('Plain');
+    t.app.services.views = undefined; // view counting off
+    let without: Awaited<ReturnType<typeof load>>;
+    try {
+      without = await load(plainIds);
+    } finally {
+      t.app.services.views = views;
+    }
+    const countedIds = await downloads('Counted');
+    const before = await t.prisma.downloadDailyStat.count();
+    const withViews = await load(countedIds);
+
+    if (kind === 'postgres')
+      console.log(
+        `views under load: ${reads} reads; hits without / with view counting: ${without.hits} / ${withViews.hits}`,
+      );
+    expect(without.hits + without.misses).toBe(reads);
+    expect(withViews.writes).toEqual([]); // not one write statement in all those reads
+    expect(without.writes).toEqual([]);
+    expect(withViews.misses).toBe(without.misses); // each visitor's first read of each download on each face
+    expect(withViews.hits).toBe(without.hits);
+    expect(withViews.hits).toBe(reads - VISITORS * DOWNLOADS * 2);
+    // Nothing reached the database yet; the flush adds every visitor once per download (the owner never read them).
+    expect(await viewCounts(countedIds)).toEqual(countedIds.map(() => 0));
+    expect(await t.prisma.downloadDailyStat.count()).toBe(before);
+    await t.app.flushViews();
+    expect(await viewCounts(countedIds)).toEqual(countedIds.map(() => VISITORS));
+    expect(await viewCounts(plainIds)).toEqual(plainIds.map(() => 0));
+
+    // The flush is a counters-only write. A download's answers all read its counter columns (the row is read whole,
+    // src/db/reads.ts), so the kept ones older than LIMITS.readCacheCounterLagMs (2 s) are computed once more after
+    // it, whether they show view_count or not: at most one more miss per kept answer per flush (every 30 s), then hits
+    // again. Views are not counted again: the visitors' 10-minute windows are still open.
+    const round = async () => {
+      const { hit, miss } = t.app.readCache.counts;
+      for (const v of visitors) for (const id of countedIds) await t.gqlOk(GET, { id }, v.key);
+      return { hits: t.app.readCache.counts.hit - hit, misses: t.app.readCache.counts.miss - miss };
+    };
+    // Past the lag every answer kept before the flush is judged by its counters: at most one recomputation each.
+    await new Promise((r) => setTimeout(r, LIMITS.readCacheCounterLagMs + 200));
+    expect((await round()).misses).toBeLessThanOrEqual(VISITORS * DOWNLOADS);
+    expect(await round()).toEqual({ hits: VISITORS * DOWNLOADS, misses: 0 });
+    await t.app.flushViews();
+    expect(await viewCounts(countedIds)).toEqual(countedIds.map(() => VISITORS));
+  }, 120_000);
+});
+
+describe.skipIf(!process.env.TEST_DATABASE_URL)('views on two instances of one database (PostgreSQL)', () => {
+  it('each instance counts and flushes its own views; the flushes add up, and a visitor seen by both counts on each', async () => {
+    const database = await freshPostgres({ migrated: true });
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-views-two-'));
+    const a = await startTestApp('postgres', { dataDir }, { url: database.url });
+    const b = await startTestApp('postgres', { dataDir }, { url: database.url });
+    try {
+      const owner = await a.user('two_owner');
+      const cat = (await a.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Two' } })).body.category
+        .category_id;
+      const id = (
+        await a.rest('POST', '/api/mc-dm-downloads/', { key: owner.key, form: { category_id: cat, title: 'Two' } })
+      ).body.download.download_id;
+      const readers = [];
+      for (let i = 0; i < 6; i++) readers.push(await a.user(`two_reader${i}`));
+      // Readers 0–2 on A, 3–5 on B, each twice; reader 0 on B as well.
+      for (let round = 0; round < 2; round++)
+        for (const [i, r] of readers.entries()) {
+          const on = i < 3 ? a : b;
+          expect((await on.rest('GET', `/api/mc-dm-downloads/${id}/`, { key: r.key })).status).toBe(200);
+        }
+      await b.rest('GET', `/api/mc-dm-downloads/${id}/`, { key: readers[0]!.key });
+      await Promise.all([a.app.flushViews(), b.app.flushViews()]);
+      const d = await a.prisma.download.findUniqueOrThrow({ where: { id } });
+      expect(d.viewCount).toBe(7); // 3 on A, 3 + reader 0 again on B (the window is per instance)
+      const today = await a.prisma.downloadDailyStat.findMany({ where: { downloadId: id } });
+      expect(today.map((r) => r.views)).toEqual([7]);
+    } finally {
+      await a.close();
+      await b.close();
+      await database.drop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -9,6 +9,7 @@ import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
 import { recordEvent } from '../src/db/outbox.js';
 import { checkEvents, checkUrl } from '../src/modules/webhooks/index.js';
 import type { ApiError } from '../src/errors.js';
+import { LIMITS, loadConfig } from '../src/config.js';
 
 const { Webhook } = createRequire(import.meta.url)('standardwebhooks') as typeof import('standardwebhooks');
 
@@ -93,6 +94,13 @@ describe('webhook rules (no database)', () => {
     expect(await code(checkUrl('   ', false))).toBe('required_input_missing');
     expect(await checkUrl('https://93.184.215.14/hook', false)).toBe('https://93.184.215.14/hook');
     expect(await checkUrl('http://127.0.0.1:9/hook', true)).toBe('http://127.0.0.1:9/hook');
+  });
+  it('as deployed: an attempt is cut after 10 s and 64 KiB of answer, retried after 5 s … 6 h, deactivated after 3 days', () => {
+    const deployed = loadConfig({}).webhooks;
+    expect(deployed.timeoutMs).toBe(10_000);
+    expect(deployed.retrySeconds).toEqual([5, 30, 120, 600, 3600, 21600]);
+    expect(LIMITS.webhookMaxResponseBytes).toBe(64 * 1024);
+    expect(LIMITS.webhookDeactivateAfterMs).toBe(3 * 24 * 3600 * 1000);
   });
   it('events: known types or * alone; unknown ones are named', () => {
     expect(checkEvents(['comment.posted', 'comment.posted', 'file.added'])).toEqual(['comment.posted', 'file.added']);
@@ -195,6 +203,35 @@ forEachDatabase((kind) => {
     expect(tree.map((b) => b.data.download_id)).toEqual([inChild.body.download.download_id]);
   });
 
+  it('review.posted carries the review; reading an object for a delivery counts no view', async () => {
+    const d = await newDownload('Reviewed');
+    // A super-user key's webhook: were its reads counted, each would be a view (the key is not the owner).
+    const { secret } = await create({ url: `${r.base}/ok/review`, events: ['*'], downloadId: d.download_id });
+    await t.app.flushViews();
+    const viewCount = async () =>
+      (await t.prisma.download.findUniqueOrThrow({ where: { id: d.download_id } })).viewCount;
+    const before = await viewCount();
+    const reviewer = await t.user(`reviewer_${kind}`);
+    const review = await t.rest('POST', '/api/mc-dm-reviews/', {
+      key: reviewer.key,
+      form: { download_id: d.download_id, rating: 4, message: 'Good' },
+    });
+    expect(review.status, JSON.stringify(review.body)).toBe(200);
+    await t.rest('PUT', `/api/mc-dm-downloads/${d.download_id}/`, { form: { title: 'Reviewed, updated' } });
+    const mine = () => r.got.filter((g) => g.path === '/ok/review');
+    await until('review.posted and download.updated', () => mine().length >= 2);
+    const hook = new Webhook(secret);
+    const bodies = mine().map((g) => hook.verify(g.body, g.headers as Record<string, string>) as any);
+    expect(bodies.find((b) => b.type === 'review.posted')?.data).toEqual(review.body.review);
+    // Enum values as the REST face writes them (lower case).
+    expect(bodies.find((b) => b.type === 'download.updated')?.data).toMatchObject({
+      title: 'Reviewed, updated',
+      download_state: 'visible',
+    });
+    await t.app.flushViews();
+    expect(await viewCount()).toBe(before);
+  });
+
   it('a rolled-back write sends nothing; a refused write sends nothing', async () => {
     const d = await newDownload('Rollback');
     await create({ url: `${r.base}/ok/rollback`, events: ['*'], downloadId: d.download_id });
@@ -248,8 +285,9 @@ forEachDatabase((kind) => {
       for (const a of done.attempts) expect(a.error).toMatch(error);
       if (path === '/hang') for (const a of done.attempts) expect(a.durationMs).toBeLessThan(3000);
       // The same webhook-id on every attempt.
-      const ids = new Set(r.got.filter((g) => g.path === path).map((g) => g.headers['webhook-id']));
-      expect(ids.size).toBeGreaterThanOrEqual(1);
+      const got = r.got.filter((g) => g.path === path);
+      expect(got).toHaveLength(3);
+      expect(new Set(got.map((g) => g.headers['webhook-id'])).size).toBe(1);
       const hook = await t.prisma.webhook.findUniqueOrThrow({ where: { id: webhook.webhookId } });
       expect(hook.failingSince).not.toBeNull();
       await t.prisma.webhook.delete({ where: { id: webhook.webhookId } });
@@ -403,6 +441,42 @@ forEachDatabase((kind) => {
       const del = await t.rest('DELETE', `/api/mc-dm-webhooks/${id}/`);
       expect(del.body).toEqual({ success: true });
     });
+  });
+
+  it('dispatched outbox rows and finished deliveries are pruned once older than the retention; the rest stay', async () => {
+    const old = new Date(Date.now() - LIMITS.outboxRetentionMs - 60_000);
+    const recent = new Date(Date.now() - 60_000);
+    const row = (dispatchedAt: Date | null, objectId: number) =>
+      t.prisma.eventOutbox.create({ data: { type: 'download.updated', objectId, downloadId: objectId, dispatchedAt } });
+    // Undispatched rows are never pruned, however old (their changes have not been sent yet); they are dispatched
+    // below, so they name no download (no webhook watches download 0).
+    const [gone, kept, waiting] = [await row(old, 0), await row(recent, 0), await row(null, 0)];
+    await t.prisma.eventOutbox.update({ where: { id: waiting.id }, data: { createdAt: old } });
+    const { webhook } = await create({ url: `${r.base}/ok/prune`, events: ['*'], active: false });
+    const delivery = (status: string, finishedAt: Date | null) =>
+      t.prisma.webhookDelivery.create({
+        data: {
+          webhookId: webhook.webhookId,
+          eventId: gone.id,
+          type: 'download.updated',
+          objectId: 0,
+          downloadId: 0,
+          eventAt: old,
+          status,
+          finishedAt,
+          nextAttemptAt: new Date(Date.now() + 3600_000),
+        },
+      });
+    const finished = await Promise.all(['delivered', 'failed', 'skipped'].map((st) => delivery(st, old)));
+    const pending = await delivery('pending', null);
+    const fresh = await delivery('delivered', recent);
+    await (t.app.dispatcher as unknown as { prune(): Promise<void> }).prune();
+    const outbox = new Set((await t.prisma.eventOutbox.findMany({ select: { id: true } })).map((o) => o.id));
+    expect([outbox.has(gone.id), outbox.has(kept.id), outbox.has(waiting.id)]).toEqual([false, true, true]);
+    const left = new Set((await t.prisma.webhookDelivery.findMany({ select: { id: true } })).map((d) => d.id));
+    expect(finished.map((d) => left.has(d.id))).toEqual([false, false, false]);
+    expect([left.has(pending.id), left.has(fresh.id)]).toEqual([true, true]);
+    await t.prisma.webhook.delete({ where: { id: webhook.webhookId } });
   });
 
   it('/metrics shows the queue depth, attempts by outcome and commit → first attempt', async () => {

@@ -61,20 +61,22 @@ export const DownloadRef = builder.prismaObject('Download', {
       description: 'URL of the cover image; null when it has none.',
     }),
     ratingAvg: t.exposeFloat('ratingAvg', {
-      description: 'The average rating; 0 when unrated. No mutation of this API changes it.',
+      description:
+        'The average rating of its visible reviews; 0 when unrated. Changes with them (createReview and the others).',
     }),
     ratingCount: t.exposeInt('ratingCount', {
-      description: 'How many ratings ratingAvg is made of. No mutation of this API changes it.',
+      description: 'How many visible reviews ratingAvg is made of.',
     }),
     reviewCount: t.exposeInt('reviewCount', {
-      description: 'How many written reviews it has. No mutation of this API changes it.',
+      description: 'How many of its visible reviews have a message.',
     }),
     downloadCount: t.exposeInt('downloadCount', {
       description:
         'Times one of its files was downloaded (requests from byte 0 count; a link-only file counts its redirect).',
     }),
     viewCount: t.exposeInt('viewCount', {
-      description: 'Page views of the download. No mutation of this API changes it.',
+      description:
+        'Reads of the download (the `download` query, REST get) by visitors other than its owner, once per visitor per 10 minutes; added in batches every 30 seconds.',
     }),
     lastUpdate: t.int({
       description: 'When it last changed (an edit, a new version or file), in Unix seconds.',
