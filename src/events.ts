@@ -274,7 +274,10 @@ export class Catchup {
 
   /** The subscribing connection listens again on every channel: replays what it missed (one replay at a time). */
   restored(): Promise<void> {
-    this.chain = this.chain.then(() => this.replay());
+    // A listener that throws must not stop the replays that follow.
+    this.chain = this.chain
+      .then(() => this.replay())
+      .catch((err: unknown) => this.log.warn({ err }, 'events: a replay of missed events failed'));
     return this.chain;
   }
 
