@@ -73,7 +73,7 @@ const BATCH = 100;
 const DELIVERY_BATCH = 8;
 const PRUNE_EVERY_MS = 60_000;
 /**
- * Held shared by every dispatch transaction, from before its claim to its commit; taken alone, for a moment, by a
+ * Held shared by every dispatch transaction that claimed rows, from before it publishes to its commit; taken alone, for a moment, by a
  * replay (dispatchedSince) to wait for the dispatches in progress, whose publications may already have gone out.
  */
 const DISPATCH_LOCK = [72640338, 0] as const;
@@ -88,7 +88,7 @@ const REPLAY_PAGE = 500;
  */
 export async function* dispatchedSince(prisma: PrismaClient, msAgo: number): AsyncGenerator<DispatchedEvent[]> {
   await prisma.$queryRaw`SELECT pg_advisory_xact_lock(${DISPATCH_LOCK[0]}::int, ${DISPATCH_LOCK[1]}::int)::text`;
-  // The start of the window as an instant (epoch seconds), compared like the now() the rows were marked with.
+  // The start of the window as an instant (epoch seconds), on the clock the rows were marked with.
   const [start] = await prisma.$queryRaw<{ cut: number; first: bigint | null }[]>`
     WITH w AS (SELECT now() - ${msAgo} * interval '1 millisecond' AS t)
     SELECT extract(epoch FROM w.t)::float8 AS cut,
@@ -159,11 +159,12 @@ export class EventDispatcher {
   /** Claims a batch of outbox rows, publishes them and queues their deliveries. Returns how many it claimed. */
   async dispatch(): Promise<number> {
     return this.prisma.$transaction(async (tx) => {
-      await tx.$queryRaw`SELECT pg_advisory_xact_lock_shared(${DISPATCH_LOCK[0]}::int, ${DISPATCH_LOCK[1]}::int)::text`;
       const rows = await tx.$queryRaw<OutboxRow[]>`
         SELECT id, type, "objectId", "downloadId", "createdAt" FROM event_outbox
         WHERE "dispatchedAt" IS NULL ORDER BY id LIMIT ${BATCH} FOR UPDATE SKIP LOCKED`;
       if (rows.length === 0) return 0;
+      // Held until the commit, from before anything is published (see dispatchedSince).
+      await tx.$queryRaw`SELECT pg_advisory_xact_lock_shared(${DISPATCH_LOCK[0]}::int, ${DISPATCH_LOCK[1]}::int)::text`;
       const hooks = await tx.webhook.findMany({
         where: { active: true },
         select: { id: true, events: true, categoryId: true, downloadId: true },
