@@ -38,7 +38,7 @@ import { applyServerTimeouts } from './http/timeouts.js';
 import { answerClientErrors } from './http/client-errors.js';
 import { loadTrustedDocuments } from './graphql/trusted-documents.js';
 import { createEvents } from './events.js';
-import { EventDispatcher } from './jobs/events.js';
+import { dispatchedSince, EventDispatcher } from './jobs/events.js';
 import { webhookRenderer } from '../rest-adapter/render.js';
 
 export interface App {
@@ -233,6 +233,8 @@ export async function startApp(
       allowPrivate: config.externalUrlAllowPrivate,
     });
     services.events.onWritten(() => dispatcher.wake());
+    // After a Redis outage, what this instance's subscribers missed is read back from the outbox.
+    services.events.replayFrom((msAgo) => dispatchedSince(openDb.prisma, msAgo));
     handler = createRequestHandler({
       dispatcher,
       schema,

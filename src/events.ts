@@ -3,23 +3,28 @@
 // subscribers exactly when its change committed. A payload carries ids only: every subscriber re-reads the object
 // and checks its own rights when the event reaches it (src/modules/subscriptions.ts).
 // In-process by default; with REDIS_URL, through Redis pub/sub, so an event published on one instance reaches the
-// subscribers of every instance.
+// subscribers of every instance. Redis keeps nothing for a connection that is not there: an instance whose
+// subscribing connection was lost reads what it missed back from the outbox when it listens again (Catchup).
 import { createPubSub, Repeater, SlidingBuffer, type PubSub, type PubSubEventTarget } from 'graphql-yoga';
 import { createRedisEventTarget } from '@graphql-yoga/redis-event-target';
 import { createRequire } from 'node:module';
 import type { Redis } from 'ioredis';
 import type { Logger } from './log.js';
 
+/** `eventId`: the outbox row the event comes from (a decimal string), so that an instance delivers it once. */
 export interface CommentPosted {
   commentId: number;
   downloadId: number;
+  eventId?: string;
 }
 export interface VersionReleased {
   versionId: number;
   downloadId: number;
+  eventId?: string;
 }
 export interface DownloadChanged {
   downloadId: number;
+  eventId?: string;
 }
 export interface ApiKeyRevoked {
   apiKeyId: number;
@@ -136,14 +141,213 @@ export class PublishBuffer {
   }
 }
 
+/** An outbox event as it is read back for a replay (src/jobs/events.ts, dispatchedSince). */
+export interface DispatchedEvent {
+  id: bigint | string;
+  type: string;
+  objectId: number;
+  downloadId: number;
+}
+
+/**
+ * Reads back, in outbox order and page by page, the events dispatched in the last `msAgo` milliseconds (by the
+ * database's clock), once every dispatch that may have published before the call has committed.
+ */
+export type ReadDispatched = (msAgo: number) => AsyncIterable<DispatchedEvent[]>;
+
+/** The outbox types subscriptions hear (the others go to webhooks only). */
+export const SUBSCRIBED_TYPES = [
+  'comment.posted',
+  'version.released',
+  'download.updated',
+  'download.state_changed',
+  'download.deleted',
+  'download.restored',
+] as const;
+
+type Publication =
+  | { topic: 'commentPosted'; id: number; payload: CommentPosted }
+  | { topic: 'versionReleased'; id?: undefined; payload: VersionReleased }
+  | { topic: 'downloadChanged'; id: number; payload: DownloadChanged };
+
+/** The topic (and the id it is narrowed by) and payload an outbox event is published with; null for the others. */
+export function publicationOf(
+  type: string,
+  objectId: number,
+  downloadId: number,
+  eventId?: string,
+): Publication | null {
+  const tag = eventId === undefined ? {} : { eventId };
+  switch (type) {
+    case 'comment.posted':
+      return { topic: 'commentPosted', id: downloadId, payload: { commentId: objectId, downloadId, ...tag } };
+    case 'version.released':
+      return { topic: 'versionReleased', payload: { versionId: objectId, downloadId, ...tag } };
+    case 'download.updated':
+    case 'download.state_changed':
+    case 'download.deleted':
+    case 'download.restored':
+      return { topic: 'downloadChanged', id: downloadId, payload: { downloadId, ...tag } };
+    default:
+      return null;
+  }
+}
+
+/** Before a loss, how far back a replay reads: covers a loss noticed late and a publication kept by its publisher. */
+export const REPLAY_MARGIN_MS = 60_000;
+/** Outbox ids an instance remembers having delivered (the newest), so that neither path delivers one twice. */
+export const REMEMBERED_EVENTS = 50_000;
+/** After a replay that could not read the outbox, the next try. */
+const REPLAY_RETRY_MS = 2_000;
+
+/** The outbox id a message carries, or null (a revocation carries none). */
+function eventIdOf(message: string): string | null {
+  try {
+    const id = (JSON.parse(message) as { eventId?: unknown } | null)?.eventId;
+    return typeof id === 'string' ? id : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * What an instance's subscribing connection missed while it was lost, delivered once it listens again.
+ *
+ * Every message from Redis passes through `message`; one whose outbox id was already delivered is dropped. `lost`
+ * notes when the connection went (the first loss of an outage). `restored` is called once the connection is
+ * subscribed again to every channel: it reads back from the outbox the events dispatched since the loss (less
+ * REPLAY_MARGIN_MS, never before this instance started) and hands those not yet delivered to the same listeners as a
+ * message from Redis, in outbox order; messages arriving meanwhile wait and follow. Complete because the dispatcher
+ * marks a row dispatched before it publishes it, and the read waits for the dispatches in progress: an event Redis
+ * sent before the subscription was back is found by the read, any later one arrives live.
+ */
+export class Catchup {
+  private readonly seen = new Set<string>();
+  private lostAt: number | null = null;
+  private losses = 0;
+  private holding: [channel: string, message: string][] | null = null;
+  private chain: Promise<void> = Promise.resolve();
+  private retry: NodeJS.Timeout | null = null;
+  private closed = false;
+  private read: ReadDispatched | null = null;
+
+  constructor(
+    /** The event target's own handler of a Redis message (the listeners of `channel`). */
+    private readonly deliver: (channel: string, message: string) => void,
+    private readonly prefix: string,
+    private readonly log: Logger,
+    private readonly opts: { marginMs: number; remember: number; startedAt: number } = {
+      marginMs: REPLAY_MARGIN_MS,
+      remember: REMEMBERED_EVENTS,
+      startedAt: Date.now(),
+    },
+  ) {}
+
+  /** Where missed events are read from (the outbox); without it nothing is replayed. */
+  readFrom(read: ReadDispatched): void {
+    this.read = read;
+  }
+
+  /** Whether a loss waits for its replay. */
+  get behind(): boolean {
+    return this.lostAt !== null;
+  }
+
+  /** A message from Redis. */
+  message(channel: string, message: string): void {
+    if (this.holding) this.holding.push([channel, message]);
+    else this.pass(channel, message);
+  }
+
+  /** The subscribing connection is lost (or never came up). */
+  lost(now = Date.now()): void {
+    this.losses += 1;
+    if (this.lostAt === null) this.lostAt = now;
+    if (this.retry) clearTimeout(this.retry);
+    this.retry = null;
+  }
+
+  /** No subscription is open on this instance: nothing missed can be for anyone. */
+  forget(): void {
+    this.lostAt = null;
+  }
+
+  /** The subscribing connection listens again on every channel: replays what it missed (one replay at a time). */
+  restored(): Promise<void> {
+    // A listener that throws must not stop the replays that follow.
+    this.chain = this.chain
+      .then(() => this.replay())
+      .catch((err: unknown) => this.log.warn({ err }, 'events: a replay of missed events failed'));
+    return this.chain;
+  }
+
+  close(): void {
+    this.closed = true;
+    if (this.retry) clearTimeout(this.retry);
+  }
+
+  private remember(id: string): void {
+    this.seen.add(id);
+    if (this.seen.size > this.opts.remember) this.seen.delete(this.seen.values().next().value as string);
+  }
+
+  private pass(channel: string, message: string): void {
+    const id = eventIdOf(message);
+    if (id !== null) {
+      if (this.seen.has(id)) return;
+      this.remember(id);
+    }
+    this.deliver(channel, message);
+  }
+
+  private async replay(): Promise<void> {
+    if (this.lostAt === null || this.read === null || this.closed) return;
+    const losses = this.losses;
+    const since = Math.max(this.lostAt - this.opts.marginMs, this.opts.startedAt);
+    this.holding = [];
+    let replayed = 0;
+    try {
+      for await (const page of this.read(Date.now() - since)) {
+        for (const e of page) {
+          const id = String(e.id);
+          const p = publicationOf(e.type, e.objectId, e.downloadId, id);
+          if (p === null || this.seen.has(id)) continue;
+          this.remember(id);
+          this.deliver(this.prefix + (p.id === undefined ? p.topic : `${p.topic}:${p.id}`), JSON.stringify(p.payload));
+          replayed += 1;
+        }
+      }
+      // A loss during the read: the next restoration reads again from the first one.
+      if (this.losses === losses) this.lostAt = null;
+      this.log.info({ replayed }, 'events: events dispatched during the Redis outage replayed from the outbox');
+    } catch (err) {
+      this.log.warn({ err }, 'events: events missed during the Redis outage could not be read back; trying again');
+      if (!this.closed && this.losses === losses)
+        this.retry = setTimeout(() => {
+          this.retry = null;
+          void this.restored();
+        }, REPLAY_RETRY_MS).unref();
+    } finally {
+      const held = this.holding ?? [];
+      this.holding = null;
+      for (const [channel, message] of held) this.pass(channel, message);
+    }
+  }
+}
+
 /**
  * Two connections (Redis wants a connection of its own for subscribing). ioredis reconnects by itself with a growing
  * delay (at most 2 s) and subscribes to its channels again; each loss and recovery is logged. Events published
  * while Redis is unreachable wait in a bounded buffer (PublishBuffer, PUBLISH_BUFFER events) and go out in order on
- * reconnection, however long the outage; events Redis sends while a subscriber is disconnected are lost (pub/sub keeps
- * nothing).
+ * reconnection, however long the outage. Events Redis sent while the subscribing connection was away are read back
+ * from the outbox once it is subscribed again (Catchup), and every message goes through Catchup, so that an event
+ * is delivered once whichever way it came.
  */
-function redisTarget(url: string, prefix: string, log: Logger): { target: Target; close(): Promise<void> } {
+function redisTarget(
+  url: string,
+  prefix: string,
+  log: Logger,
+): { target: Target; catchup: Catchup; close(): Promise<void> } {
   const connect = (role: string) => {
     // Named after the prefix, so an operator (or a test) can tell deployments apart in CLIENT LIST.
     // ioredis is loaded only when REDIS_URL is set: a start without Redis does not pay for it.
@@ -175,17 +379,48 @@ function redisTarget(url: string, prefix: string, log: Logger): { target: Target
   // rejection, so the calls it makes go through these thin wrappers.
   const buffer = new PublishBuffer(pub, log);
   const publishClient = { publish: (channel: string, message: string) => buffer.publish(channel, message) };
+  // The target's handler of a message; Catchup calls it for messages from Redis and for events read back.
+  let onMessage: (channel: string, message: string) => void = () => {};
+  const catchup = new Catchup((channel, message) => onMessage(channel, message), prefix, log);
+  const channels = new Set<string>();
   const subscribeClient = {
-    on: (event: string, listener: (...args: unknown[]) => void) => sub.on(event, listener),
-    subscribe: (channel: string) => sub.subscribe(channel).catch(failed('subscribe')),
-    unsubscribe: (channel: string) => sub.unsubscribe(channel).catch(failed('unsubscribe')),
+    on: (event: string, listener: (...args: unknown[]) => void) => {
+      if (event !== 'message') return sub.on(event, listener);
+      onMessage = listener as typeof onMessage;
+      return sub.on('message', (channel: string, message: string) => catchup.message(channel, message));
+    },
+    subscribe: (channel: string) => {
+      channels.add(channel);
+      return sub.subscribe(channel).catch(failed('subscribe'));
+    },
+    unsubscribe: (channel: string) => {
+      channels.delete(channel);
+      return sub.unsubscribe(channel).catch(failed('unsubscribe'));
+    },
   };
+  // Closed (or never connected): what Redis sends from now on is missed until the connection listens again.
+  sub.on('close', () => catchup.lost());
+  sub.on('ready', () => {
+    if (!catchup.behind) return;
+    if (channels.size === 0) {
+      catchup.forget();
+      return;
+    }
+    // ioredis subscribes again by itself, without saying when Redis has confirmed it: this SUBSCRIBE (harmless for
+    // a channel already subscribed) answers once every channel is listened to again, and only then is the outbox
+    // read back. Failed (lost again): the next 'ready' tries again.
+    sub
+      .subscribe(...channels)
+      .then(() => (sub.status === 'ready' ? catchup.restored() : undefined), failed('subscribe'));
+  });
   return {
     target: createRedisEventTarget({
       publishClient: publishClient as unknown as Redis,
       subscribeClient: subscribeClient as unknown as Redis,
     }),
+    catchup,
     async close() {
+      catchup.close();
       buffer.discard();
       // QUIT flushes what was sent; a connection that is down would queue it until Redis returns, so it is dropped.
       await Promise.allSettled([pub, sub].map((c) => (c.status === 'ready' ? c.quit() : c.disconnect())));
@@ -220,6 +455,7 @@ export class Events {
     private readonly closeTarget: () => Promise<void> = async () => {},
     readonly transport: 'memory' | 'redis' = 'memory',
     prefix = '',
+    private readonly catchup: Catchup | null = null,
   ) {
     const c = counted(target, prefix);
     this.pubsub = createPubSub<Topics>({ eventTarget: c.target });
@@ -251,23 +487,22 @@ export class Events {
 
   /**
    * Publishes one event the dispatcher claimed from the outbox (src/jobs/events.ts) to the subscriptions of every
-   * instance. Types without a subscription topic (files, moderation) go to webhooks only.
+   * instance, tagged with its outbox id. Types without a subscription topic (files, moderation) go to webhooks only.
    */
-  publishEvent(type: string, objectId: number, downloadId: number): void {
-    switch (type) {
-      case 'comment.posted':
-        this.pubsub.publish('commentPosted', downloadId, { commentId: objectId, downloadId });
-        break;
-      case 'version.released':
-        this.pubsub.publish('versionReleased', { versionId: objectId, downloadId });
-        break;
-      case 'download.updated':
-      case 'download.state_changed':
-      case 'download.deleted':
-      case 'download.restored':
-        this.pubsub.publish('downloadChanged', downloadId, { downloadId });
-        break;
-    }
+  publishEvent(type: string, objectId: number, downloadId: number, eventId?: bigint | string): void {
+    const p = publicationOf(type, objectId, downloadId, eventId === undefined ? undefined : String(eventId));
+    if (p === null) return;
+    const publish = this.pubsub.publish as (topic: string, ...args: unknown[]) => void;
+    if (p.id === undefined) publish(p.topic, p.payload);
+    else publish(p.topic, p.id, p.payload);
+  }
+
+  /**
+   * Where this instance reads back the events its subscribing connection missed during a Redis outage (the outbox,
+   * src/jobs/events.ts). In-process events miss nothing: there it does nothing.
+   */
+  replayFrom(read: ReadDispatched): void {
+    this.catchup?.readFrom(read);
   }
 
   private readonly wakers = new Set<() => void>();
@@ -333,5 +568,5 @@ export class Events {
 export function createEvents(redis: { url?: string; prefix: string }, log: Logger): Events {
   if (!redis.url) return new Events(new EventTarget() as Target);
   const r = redisTarget(redis.url, redis.prefix, log);
-  return new Events(r.target, r.close, 'redis', redis.prefix);
+  return new Events(r.target, r.close, 'redis', redis.prefix, r.catchup);
 }

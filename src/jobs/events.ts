@@ -3,9 +3,10 @@
 // (Events.written); rows written by other instances, or left by an instance that died, are found by a short poll.
 //
 // 1. Dispatch: claim undispatched outbox rows (FOR UPDATE SKIP LOCKED: two instances never claim the same row),
-//    publish each to the subscriptions (through Redis when set), queue a delivery per matching webhook and mark the
-//    rows dispatched, all in one transaction. A crash before the commit leaves the rows for the next claim
-//    (at-least-once); a rolled-back write never wrote a row.
+//    queue a delivery per matching webhook, mark the rows dispatched and publish each to the subscriptions (through
+//    Redis when set), all in one transaction. A crash before the commit leaves the rows for the next claim
+//    (at-least-once); a rolled-back write never wrote a row. An instance whose Redis subscription was lost reads
+//    back the rows dispatched since (dispatchedSince), so the dispatched time is set before anything is published.
 // 2. Deliver: claim due deliveries with a lease (their next attempt moved past the attempt's deadline, in the same
 //    statement), POST each (webhook-send.ts), log the attempt, then settle it: delivered, retried later per the
 //    schedule, or failed. An instance killed mid-attempt leaves the lease to expire and another takes it again, with
@@ -13,9 +14,9 @@
 //    owner may not see is skipped, not sent.
 // 3. Prune: dispatched rows and finished deliveries older than LIMITS.outboxRetentionMs.
 import type { PrismaClient } from '../generated/prisma/client.js';
-import type { Events } from '../events.js';
 import type { Logger } from '../log.js';
 import { LIMITS } from '../config.js';
+import { SUBSCRIBED_TYPES, type DispatchedEvent, type Events } from '../events.js';
 import { send, type Attempt } from './webhook-send.js';
 import { unbound } from '../db/operation-scope.js';
 
@@ -71,6 +72,41 @@ const BATCH = 100;
 /** Delivery attempts in flight at once per instance (each holds a pool connection for its bookkeeping now and then). */
 const DELIVERY_BATCH = 8;
 const PRUNE_EVERY_MS = 60_000;
+/**
+ * Held shared by every dispatch transaction that claimed rows, from before it publishes to its commit; taken alone, for a moment, by a
+ * replay (dispatchedSince) to wait for the dispatches in progress, whose publications may already have gone out.
+ */
+const DISPATCH_LOCK = [72640338, 0] as const;
+/** Rows per page of a replay. */
+const REPLAY_PAGE = 500;
+
+/**
+ * The subscribed events dispatched in the last `msAgo` milliseconds (the database's clock), in outbox order, page by
+ * page: what an instance's subscribing connection may have missed while Redis was unreachable (src/events.ts,
+ * Catchup). First waits for the dispatch transactions in progress on every instance: a row one of them publishes
+ * before it commits is then visible, and a dispatch that starts later publishes after the caller listens again.
+ */
+export async function* dispatchedSince(prisma: PrismaClient, msAgo: number): AsyncGenerator<DispatchedEvent[]> {
+  await prisma.$queryRaw`SELECT pg_advisory_xact_lock(${DISPATCH_LOCK[0]}::int, ${DISPATCH_LOCK[1]}::int)::text`;
+  // The start of the window as an instant (epoch seconds), on the clock the rows were marked with.
+  const [start] = await prisma.$queryRaw<{ cut: number; first: bigint | null }[]>`
+    WITH w AS (SELECT now() - ${msAgo} * interval '1 millisecond' AS t)
+    SELECT extract(epoch FROM w.t)::float8 AS cut,
+           (SELECT min(id) FROM event_outbox WHERE "dispatchedAt" >= w.t) AS first
+    FROM w`;
+  if (!start || start.first === null) return;
+  const types = [...SUBSCRIBED_TYPES];
+  let after = start.first - 1n;
+  for (;;) {
+    const rows = await prisma.$queryRaw<DispatchedEvent[]>`
+      SELECT id, type, "objectId", "downloadId" FROM event_outbox
+      WHERE id > ${after} AND "dispatchedAt" >= to_timestamp(${start.cut}) AND type = ANY(${types}::text[])
+      ORDER BY id LIMIT ${REPLAY_PAGE}`;
+    if (rows.length > 0) yield rows;
+    if (rows.length < REPLAY_PAGE) return;
+    after = BigInt(rows[rows.length - 1]!.id);
+  }
+}
 
 export class EventDispatcher {
   readonly stats = new DispatchStats();
@@ -127,6 +163,8 @@ export class EventDispatcher {
         SELECT id, type, "objectId", "downloadId", "createdAt" FROM event_outbox
         WHERE "dispatchedAt" IS NULL ORDER BY id LIMIT ${BATCH} FOR UPDATE SKIP LOCKED`;
       if (rows.length === 0) return 0;
+      // Held until the commit, from before anything is published (see dispatchedSince).
+      await tx.$queryRaw`SELECT pg_advisory_xact_lock_shared(${DISPATCH_LOCK[0]}::int, ${DISPATCH_LOCK[1]}::int)::text`;
       const hooks = await tx.webhook.findMany({
         where: { active: true },
         select: { id: true, events: true, categoryId: true, downloadId: true },
@@ -166,10 +204,12 @@ export class EventDispatcher {
         }
         if (deliveries.length > 0) await tx.webhookDelivery.createMany({ data: deliveries });
       }
-      await tx.$executeRaw`UPDATE event_outbox SET "dispatchedAt" = now() WHERE id = ANY(${rows.map((r) => r.id)}::bigint[])`;
+      // Marked with the time of this statement (not of the transaction's start), just before the publications: a
+      // replay of what was dispatched since a moment finds every event published after it.
+      await tx.$executeRaw`UPDATE event_outbox SET "dispatchedAt" = clock_timestamp() WHERE id = ANY(${rows.map((r) => r.id)}::bigint[])`;
       // Published before the commit: a crash in between publishes again at the next claim (at-least-once), never
-      // an event whose row is lost.
-      for (const r of rows) this.events.publishEvent(r.type, r.objectId, r.downloadId);
+      // an event whose row is lost. The outbox id travels, so an instance delivers an event once.
+      for (const r of rows) this.events.publishEvent(r.type, r.objectId, r.downloadId, r.id);
       return rows.length;
     });
   }
