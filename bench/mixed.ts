@@ -34,6 +34,8 @@ const { values: opts } = parseArgs({
     'read-cache-mb': { type: 'string' },
     only: { type: 'string' },
     'no-peer': { type: 'boolean', default: false },
+    /** Node's flags for the service process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" (space-separated). */
+    'node-flags': { type: 'string', default: '' },
   },
 });
 const fail = (message: string): never => {
@@ -502,7 +504,7 @@ try {
     `Seeded ${DOWNLOADS.toLocaleString('en')} downloads on PostgreSQL in ${((performance.now() - t0) / 1000).toFixed(0)} s`,
   );
   const list = mixedScenarios(pools);
-  service = start(serviceArgs(), {
+  service = start(serviceArgs(opts['node-flags'].split(/\s+/).filter(Boolean)), {
     ...SERVICE_ENV,
     DATABASE_URL: databaseUrl,
     DATA_DIR: dataDir,
