@@ -29,6 +29,8 @@ const { values: opts } = parseArgs({
     catalogue: { type: 'string', default: '0' },
     keep: { type: 'string' },
     'postgres-url': { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/postgres' },
+    /** Node's flags for the service process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" (space-separated). */
+    'node-flags': { type: 'string', default: '' },
   },
 });
 const DOWNLOADS = Number(opts.downloads);
@@ -232,7 +234,7 @@ async function main() {
     }
     console.log(`Catalogue seeded in ${((performance.now() - t0) / 1000).toFixed(1)} s.`);
   }
-  const service: ChildProcess = spawn(process.execPath, serviceArgs(), {
+  const service: ChildProcess = spawn(process.execPath, serviceArgs(opts['node-flags'].split(/\s+/).filter(Boolean)), {
     cwd: root,
     env: {
       ...process.env,

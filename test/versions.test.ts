@@ -139,7 +139,8 @@ forEachDatabase((kind) => {
         const { value } = await next;
         next = stream.next();
         if (value?.versionId === wanted.versionId) {
-          expect(value).toEqual(wanted);
+          // Events carry the id of their outbox row (what instances tell repeats apart by) beside their payload.
+          expect(value).toEqual({ ...wanted, eventId: expect.any(String) });
           break;
         }
       }
