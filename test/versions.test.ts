@@ -491,6 +491,22 @@ forEachDatabase((kind) => {
         form: { hashes: [installed.sha256], channel: 'release' },
       });
       expect(form.body.updates[0].latest_version.version_id).toBe(v2);
+      // The files of a version's list are read with only what their visibility needs: a field asking for their
+      // version or download gets the whole row, read for it.
+      const nested = await t.gql(
+        `query($h: [String!]!) { updates(hashes: $h, channel: RELEASE) { latest { fileList(first: 1) {
+           fileId fileSize version { versionId versionString download { downloadId title } } } } } }`,
+        { h: [installed.sha256] },
+        reader,
+      );
+      expect(nested.errors).toBeUndefined();
+      expect(nested.data.updates[0].latest.fileList).toEqual([
+        {
+          fileId: newest.fileId,
+          fileSize: expect.anything(),
+          version: { versionId: v2, versionString: '1.1.0', download: { downloadId, title: 'Updatable' } },
+        },
+      ]);
 
       // The same statements for one hash as for several (no statement per hash or per version).
       // The fewest of five runs: the outbox dispatcher's statements (events of earlier writes) may fall in one.

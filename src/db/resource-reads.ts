@@ -209,6 +209,13 @@ export interface ListRead<T, P> {
 
 /** A file an update check found: the columns its rules read, its version whole, the download's permission columns. */
 export type UpdateCheckFile = File & { version: Version & { download: Download } };
+/** A file of a version's list, with what deciding its visibility reads (filesOfVersions). */
+export interface VersionFile {
+  file: File;
+  versionState: Version['state'];
+  /** The permission columns only. */
+  download: Download;
+}
 const UPDATE_FILE_COLUMNS = ['id', 'versionId', 'fileHash', 'sha1', 'sha512', 'validationStatus', 'isDeleted'] as const;
 
 /** The columns of a download that permission checks read (src/permissions/access.ts), in the datamodel's order. */
@@ -321,6 +328,30 @@ export class ResourceReads {
       }),
       latest: (row!.latest as JsonRow[]).map((v) => revive<Version>('Version', v)),
     };
+  }
+
+  /**
+   * The first `first` files of each version in `versionIds` that is not deleted (the primary file first, then by
+   * displayOrder), each with its version's state and its download's permission columns, in one statement: an update
+   * check lists the files of up to 500 versions. The files carry no relations (a field that asks for one loads it).
+   */
+  async filesOfVersions(versionIds: readonly number[], first: number): Promise<VersionFile[]> {
+    if (versionIds.length === 0) return [];
+    const row = await this.one(
+      `SELECT coalesce(json_agg(json_build_object('f', ${jsonOf('File', 'f')}, 's', v.state,
+                'd', ${jsonOf('Download', 'd', PERMISSION_COLUMNS)}) ORDER BY f."versionId", f.rn), '[]'::json) AS rows
+       FROM (SELECT f.*, row_number() OVER (PARTITION BY f."versionId"
+                ORDER BY f."isPrimary" DESC, f."displayOrder", f.id) AS rn
+             FROM file f WHERE f."versionId" = ANY($1::int[]) AND NOT f."isDeleted") f
+       JOIN version v ON v.id = f."versionId" JOIN download d ON d.id = v."downloadId"
+       WHERE f.rn <= $2::int`,
+      [[...versionIds], first],
+    );
+    return (row!.rows as JsonRow[]).map((x) => ({
+      file: revive<File>('File', x.f),
+      versionState: x.s as Version['state'],
+      download: revive<Download>('Download', x.d),
+    }));
   }
 
   /** A category, with its parent category when `parent` (null at the top); null when there is none. */

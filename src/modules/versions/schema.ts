@@ -1,6 +1,7 @@
 // Versions: the releases of a download, to which files attach. Reads need mc_dm_download:read (and the right to
 // view the download); writes need mc_dm_download:write and the right to edit the download (the rules of its files);
 // a hard delete also mc_dm_download:delete_hard and hardDeleteAny.
+import type { VersionFile } from '../../db/resource-reads.js';
 import { LIMITS } from '../../config.js';
 import type { Download, File, Version } from '../../generated/prisma/client.js';
 import { builder, unix } from '../../graphql/builder.js';
@@ -112,21 +113,22 @@ export const VersionRef = builder.prismaObject('Version', {
         const rows = await filesOf(ctx, firstOf(args.first)).load(v.id);
         const d = fileDeps(ctx, await ctx.access());
         const out: File[] = [];
-        for (const f of rows) if (await fileVisibleTo(d, f, f.version.download)) out.push(f);
+        for (const { file, versionState, download } of rows)
+          if (await fileVisibleTo(d, { ...file, version: { state: versionState } as Version }, download))
+            out.push(file);
         return out;
       },
     }),
   }),
 });
 
-type FileWithDownload = File & { version: Version & { download: Download } };
-const fileLoaders = new WeakMap<object, Map<number, DataLoader<number, FileWithDownload[]>>>();
+const fileLoaders = new WeakMap<object, Map<number, DataLoader<number, VersionFile[]>>>();
 
 /**
  * The first `first` files of each version resolved in the same turn (one statement for all of them: an update check
  * answers up to 500 versions with their files), per request, uncached (a later mutation must not see an old list).
  */
-function filesOf(ctx: Context, first: number): DataLoader<number, FileWithDownload[]> {
+function filesOf(ctx: Context, first: number): DataLoader<number, VersionFile[]> {
   let byFirst = fileLoaders.get(ctx);
   if (!byFirst) {
     byFirst = new Map();
@@ -134,18 +136,13 @@ function filesOf(ctx: Context, first: number): DataLoader<number, FileWithDownlo
   }
   let l = byFirst.get(first);
   if (!l) {
-    l = new DataLoader<number, FileWithDownload[]>(
+    l = new DataLoader<number, VersionFile[]>(
       async (ids) => {
-        const rows = (await ctx.prisma.file.findMany({
-          where: { versionId: { in: [...ids] }, isDeleted: false },
-          orderBy: [{ versionId: 'asc' }, { isPrimary: 'desc' }, { displayOrder: 'asc' }, { id: 'asc' }],
-          include: { version: { include: { download: true } } },
-        })) as FileWithDownload[];
-        const by = new Map<number, FileWithDownload[]>();
-        for (const f of rows) {
-          const list = by.get(f.versionId) ?? [];
-          if (list.length < first) list.push(f);
-          by.set(f.versionId, list);
+        const by = new Map<number, VersionFile[]>();
+        for (const row of await ctx.reads.filesOfVersions(ids, first)) {
+          const list = by.get(row.file.versionId) ?? [];
+          list.push(row);
+          by.set(row.file.versionId, list);
         }
         return ids.map((id) => by.get(id) ?? []);
       },
