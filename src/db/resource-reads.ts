@@ -208,7 +208,15 @@ export interface ListRead<T, P> {
 }
 
 /** A file an update check found: the columns its rules read, its version whole, the download's permission columns. */
-export type UpdateCheckFile = File & { version: Version & { download: Download } };
+/**
+ * A file an update check found: what deciding its visibility reads (its state and its version's and download's
+ * permission columns), the hash asked for that it matched, and its version in full (the answer's `current`).
+ */
+export type UpdateCheckFile = Pick<File, 'id' | 'versionId' | 'validationStatus' | 'isDeleted'> & {
+  /** The hash as asked for (algorithm prefix included) that this file matched. */
+  matched: string;
+  version: Version & { download: Download };
+};
 /** A file of a version's list, with what deciding its visibility reads (filesOfVersions). */
 export interface VersionFile {
   file: File;
@@ -216,7 +224,7 @@ export interface VersionFile {
   /** The permission columns only. */
   download: Download;
 }
-const UPDATE_FILE_COLUMNS = ['id', 'versionId', 'fileHash', 'sha1', 'sha512', 'validationStatus', 'isDeleted'] as const;
+const UPDATE_FILE_COLUMNS = ['id', 'versionId', 'validationStatus', 'isDeleted'] as const;
 
 /** The columns of a download that permission checks read (src/permissions/access.ts), in the datamodel's order. */
 const PERMISSION_COLUMNS = ['id', 'categoryId', 'userId', 'state'] as const;
@@ -299,17 +307,18 @@ export class ResourceReads {
     ] as const) {
       if (list.length === 0) continue;
       params.push([...list]);
-      lookups.push(`SELECT f.id FROM unnest($${params.length}::text[]) h(v) JOIN file f ON f.${column} = h.v`);
+      lookups.push(`SELECT f.id, h.v FROM unnest($${params.length}::text[]) h(v) JOIN file f ON f.${column} = h.v`);
     }
     if (lookups.length === 0) return { files: [], latest: [] };
     const row = await this.one(
       `WITH ids AS (${lookups.join(' UNION ')}),
        f AS MATERIALIZED (
-         SELECT f.*, v."downloadId" AS "versionDownloadId"
+         SELECT f.*, ids.v AS matched, v."downloadId" AS "versionDownloadId"
          FROM ids JOIN file f ON f.id = ids.id JOIN version v ON v.id = f."versionId" WHERE NOT f."isDeleted")
        SELECT
          (SELECT coalesce(json_agg(json_build_object('f', ${jsonOf('File', 'f', UPDATE_FILE_COLUMNS)},
-                   'v', ${jsonOf('Version', 'v')}, 'd', ${jsonOf('Download', 'd', PERMISSION_COLUMNS)}) ORDER BY f.id DESC), '[]'::json)
+                   'h', f.matched, 'v', ${jsonOf('Version', 'v')}, 'd', ${jsonOf('Download', 'd', PERMISSION_COLUMNS)})
+                   ORDER BY f.id DESC), '[]'::json)
             FROM f JOIN version v ON v.id = f."versionId" JOIN download d ON d.id = v."downloadId") AS files,
          (SELECT coalesce(json_agg(${jsonOf('Version', 'l')}), '[]'::json) FROM (
             SELECT DISTINCT ON (l."downloadId") l.* FROM version l
@@ -321,6 +330,7 @@ export class ResourceReads {
     return {
       files: (row!.files as JsonRow[]).map((x) => {
         const f = revive<UpdateCheckFile>('File', x.f);
+        f.matched = x.h as string;
         const version = revive<Version & { download: Download }>('Version', x.v);
         version.download = revive<Download>('Download', x.d);
         f.version = version;

@@ -64,7 +64,11 @@ async function canManage(deps: FileDeps, d: Download): Promise<boolean> {
  * Failed (quarantined) and soft-deleted rows, and the files of a soft-deleted version (when the row carries its
  * version), are shown only to visitors who may manage the download's files.
  */
-export async function fileVisibleTo(deps: FileDeps, f: File & { version?: Version }, d: Download): Promise<boolean> {
+export async function fileVisibleTo(
+  deps: FileDeps,
+  f: Pick<File, 'isDeleted' | 'validationStatus'> & { version?: Pick<Version, 'state'> },
+  d: Download,
+): Promise<boolean> {
   if (!deps.access.canViewDownload(d)) return false;
   if (f.isDeleted || f.validationStatus === 'failed' || f.version?.state === 'deleted') return canManage(deps, d);
   return true;

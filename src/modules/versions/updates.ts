@@ -60,17 +60,20 @@ export async function checkUpdates(
   );
   const newest = new Map(latest.map((v) => [v.downloadId, v]));
 
-  // Each hash names the newest file with it that the visitor may view.
+  // Each hash names the newest file with it that the visitor may view (the rows come newest first).
   const byHash = new Map<string, FileRow>();
+  const fileDeps = deps as Pick<FileDeps, 'prisma' | 'access' | 'isTeamMember'> as FileDeps;
   for (const f of files) {
-    for (const h of [f.fileHash, f.sha1, f.sha512]) {
-      if (!h || !wanted.has(h) || byHash.has(h)) continue;
-      // fileVisibleTo reads the access and the team membership only.
-      const fileDeps = deps as Pick<FileDeps, 'prisma' | 'access' | 'isTeamMember'> as FileDeps;
-      if (!(await fileVisibleTo(fileDeps, f, f.version.download))) continue;
-      if (f.version.state !== 'visible' && !(await canEdit(deps, f.version.download))) continue;
-      byHash.set(h, f);
-    }
+    const h = f.matched;
+    if (byHash.has(h)) continue;
+    const d = f.version.download;
+    if (!deps.access.canViewDownload(d)) continue;
+    // A quarantined file or a deleted version asks whether the visitor may manage the files (it may cost a query);
+    // the rows carry no deleted file (the statement leaves them out).
+    const hidden = f.validationStatus === 'failed' || f.version.state === 'deleted';
+    if (hidden && !(await fileVisibleTo(fileDeps, f, d))) continue;
+    if (f.version.state !== 'visible' && !(await canEdit(deps, d))) continue;
+    byHash.set(h, f);
   }
   const out: UpdateCheck[] = [];
   for (const [value, w] of wanted) {
