@@ -207,12 +207,13 @@ export async function searchDownloads(db: Pick<Database, 'query'>, req: SearchRe
   // tiers: titles at least LIMITS.searchTypoCloseSimilarity similar, best first; only when there is none, titles
   // from LIMITS.searchTypoSimilarity on (a title that close to the query makes the far ones noise).
   const cols = `d.id, d."categoryId", d."prefixId", d."downloadCount", d."ratingAvg", d."ratingCount", d."createdDate", d."lastUpdate"`;
+  const bound = bind(LIMITS.searchMaxResults);
   const prefixWord = req.text.prefix === null ? 'NULL' : `dcs_fold(${bind(req.text.prefix)}::text)`;
   const typoSql = `
     typo_words AS MATERIALIZED (
       SELECT w.word, w.word = ${prefixWord} AS prefix,
         EXISTS (SELECT 1 FROM search_word s WHERE s.word = w.word) AS known
-      FROM dcs_title_words(${folded}::text) WITH ORDINALITY w(word, n)
+      FROM dcs_title_words(${folded}::text) w
       WHERE to_tsvector('dcs_search', w.word) <> ''::tsvector
       ORDER BY w.n LIMIT ${bind(LIMITS.searchTypoWords)}::int),
     typo_alts AS MATERIALIZED (
@@ -233,19 +234,22 @@ export async function searchDownloads(db: Pick<Database, 'query'>, req: SearchRe
           ELSE (SELECT string_agg('(' || (SELECT string_agg(b.alts, ' & ') FROM typo_terms b WHERE b.word <> a.word) || ')', ' | ')
                 FROM typo_terms a) END) AS tq),
     fuzzy_all AS MATERIALIZED (
-      SELECT ${cols}, 1 AS tier, similarity(dcs_fold(d.title), q.fq) AS sim
-      FROM download d, q
-      WHERE (SELECT count(*) FROM exact) < ${first}::int
-        AND to_tsvector('simple', dcs_fold(d.title)) @@ (SELECT tq FROM typo)
-        AND similarity(dcs_fold(d.title), q.fq) >= ${similarity}::real
-        AND NOT (d."searchVector" @@ q.tq) ${excluded} ${scopeSql}),
+      SELECT * FROM (
+        SELECT ${cols}, 1 AS tier, similarity(dcs_fold(d.title), q.fq) AS sim
+        FROM download d, q
+        WHERE (SELECT count(*) FROM exact) < ${first}::int
+          AND to_tsvector('simple', dcs_fold(d.title)) @@ (SELECT tq FROM typo)
+          AND NOT EXISTS (SELECT 1 FROM matched m WHERE m.id = d.id)
+          AND ((SELECT count(*) FROM matched) <= ${bound}::int OR NOT (d."searchVector" @@ q.tq))
+          ${excluded} ${scopeSql}
+        OFFSET 0) f
+      WHERE f.sim >= ${similarity}::real),
     fuzzy AS (
       SELECT * FROM fuzzy_all f
       WHERE f.sim >= CASE WHEN EXISTS (SELECT 1 FROM fuzzy_all WHERE sim >= ${closeSimilarity}::real)
         THEN ${closeSimilarity}::real ELSE 0 END
       ORDER BY f.sim DESC, f.id DESC
       LIMIT greatest(${first}::int - (SELECT count(*) FROM exact), 0)),`;
-  const bound = bind(LIMITS.searchMaxResults);
   const candidates = candidateOrderSql(req.order, req.direction, 'd');
   // Relevance: the ranked matches, then the fuzzy ones; other orders: every result in that order, fuzzy ones last.
   const pageSource =
