@@ -281,6 +281,15 @@ forEachDatabase((kind) => {
         alice.key,
       );
       expect(titles(await search('Xylophnoe Aviray'))).toEqual(['Xylophone Aviary']);
+      // A typo that makes another title's word ("cattle" for "castle") is corrected all the same.
+      const cattle = await t.gqlOk(
+        `mutation($c: Int!) { createDownload(input: { categoryId: $c, title: "Cattle Ranch" }) { download { downloadId } } }`,
+        { c: cat.Maps },
+        alice.key,
+      );
+      expect(titles(await search('Minecraft Cattle'))).toEqual(['Minecraft Castle']);
+      const cattleId = cattle.createDownload.download.downloadId;
+      expect((await t.rest('DELETE', `/api/mc-dm-downloads/${cattleId}/`, { query: { hard: 1 } })).status).toBe(200);
       // The old title's words stay in the lexicon, but nothing holds them now.
       expect((await search('Quetzalcaotl')).totalCount).toBe(0);
       // A word only a hidden download's title holds corrects towards it, and still finds nothing for alice.

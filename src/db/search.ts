@@ -197,15 +197,18 @@ export async function searchDownloads(db: Pick<Database, 'query'>, req: SearchRe
     : '';
   // The typo fallback (when the exact matches are fewer than the page), without comparing the query with every
   // title: the query's words (the first LIMITS.searchTypoWords, stop words left out as the exact search leaves them
-  // out), each kept when it is a title word (the lexicon search_word, migration 20270111000000_search_lexicon) or
-  // else replaced by the title words one typo away from it (a letter dropped, doubled or changed, two neighbours
-  // swapped: found through the index of their deletion neighbourhoods, at most LIMITS.searchTypoCorrections, the
-  // most similar first), and, when it is the last word typed as a prefix, also matched as one; a word with nothing
-  // near it is left out. Titles holding every word (two words or fewer) or all of them but one (three or more: one
-  // word may be off by more than a typo, as whole-title similarity allows) are the candidates, found through the
-  // index of the titles' words; they are offered by trigram similarity of the whole title to the query, in two
-  // tiers: titles at least LIMITS.searchTypoCloseSimilarity similar, best first; only when there is none, titles
-  // from LIMITS.searchTypoSimilarity on (a title that close to the query makes the far ones noise).
+  // out), each as typed when it is a title word (the lexicon search_word, migration 20270111000000_search_lexicon),
+  // or one of the title words one typo away from it (a letter dropped, doubled or changed, two neighbours swapped:
+  // found through the index of their deletion neighbourhoods, at most LIMITS.searchTypoCorrections, the most similar
+  // first; a title word too, since a typo may make another title's word), or, when it is no title word and the last
+  // word typed as a prefix, the start of a word; a word with none of these is left out. Titles holding every word
+  // (two words or fewer) or all of them but one (three or more: one word may be off by more than a typo, as
+  // whole-title similarity allows) are the candidates, found through the index of the titles' words; they are
+  // offered by trigram similarity of the whole title to the query, in two tiers: titles at least
+  // LIMITS.searchTypoCloseSimilarity similar, best first; only when there is none, titles from
+  // LIMITS.searchTypoSimilarity on (a title that close to the query makes the far ones noise). When the fallback
+  // runs, `matched` holds every exact match (fewer than the page) unless the bound is below the page size (tests):
+  // the documents are read again only then.
   const cols = `d.id, d."categoryId", d."prefixId", d."downloadCount", d."ratingAvg", d."ratingCount", d."createdDate", d."lastUpdate"`;
   const bound = bind(LIMITS.searchMaxResults);
   const prefixWord = req.text.prefix === null ? 'NULL' : `dcs_fold(${bind(req.text.prefix)}::text)`;
@@ -222,7 +225,7 @@ export async function searchDownloads(db: Pick<Database, 'query'>, req: SearchRe
           CASE WHEN t.known THEN t.word END,
           (SELECT string_agg(n.word, ' | ') FROM (
              SELECT s.word FROM search_word s
-             WHERE NOT t.known AND length(t.word) >= 3
+             WHERE length(t.word) >= 3
                AND (s.deletes && (dcs_deletes(t.word) || t.word) OR s.word = ANY(dcs_deletes(t.word)))
                AND to_tsvector('dcs_search', s.word) <> ''::tsvector
              ORDER BY similarity(s.word, t.word) DESC, s.word LIMIT ${bind(LIMITS.searchTypoCorrections)}::int) n)) || ')' AS alts
