@@ -214,7 +214,7 @@ export async function searchDownloads(db: Pick<Database, 'query'>, req: SearchRe
   const prefixWord = req.text.prefix === null ? 'NULL' : `dcs_fold(${bind(req.text.prefix)}::text)`;
   const typoSql = `
     typo_words AS MATERIALIZED (
-      SELECT w.word, w.word = ${prefixWord} AS prefix,
+      SELECT w.word, w.word = ${prefixWord} AS prefix, dcs_deletes(w.word) AS deletes,
         EXISTS (SELECT 1 FROM search_word s WHERE s.word = w.word) AS known
       FROM dcs_title_words(${folded}::text) w
       WHERE to_tsvector('dcs_search', w.word) <> ''::tsvector
@@ -226,7 +226,7 @@ export async function searchDownloads(db: Pick<Database, 'query'>, req: SearchRe
           (SELECT string_agg(n.word, ' | ') FROM (
              SELECT s.word FROM search_word s
              WHERE length(t.word) >= 3
-               AND (s.deletes && (dcs_deletes(t.word) || t.word) OR s.word = ANY(dcs_deletes(t.word)))
+               AND (s.deletes && (t.deletes || t.word) OR s.word = ANY(t.deletes))
                AND to_tsvector('dcs_search', s.word) <> ''::tsvector
              ORDER BY similarity(s.word, t.word) DESC, s.word LIMIT ${bind(LIMITS.searchTypoCorrections)}::int) n)) || ')' AS alts
       FROM typo_words t WHERE t.prefix OR t.known OR length(t.word) >= 3),
