@@ -300,6 +300,22 @@ forEachDatabase((kind) => {
       expect(hidden.status, JSON.stringify(hidden.body)).toBe(200);
       expect((await search('Wunderkamer vault')).totalCount).toBe(0);
       expect(titles((await t.gqlOk(SEARCH, { q: 'Wunderkamer vault' })).search)).toEqual(['Wunderkammer vault']);
+      // Whatever the words, the fallback's tsquery is made of title words only: hostile text is answered.
+      for (const q of [
+        "dragn's lair",
+        'c@stle dragn',
+        'ü-bër dragn',
+        'dragn:* & !lair',
+        'dragn\\ lair\\',
+        '日本語 dragn',
+        '🙂 dragn',
+        "dragn'); DROP TABLE search_word; --",
+        '12345 dragn 3.14 v1.2.3',
+        'https://example.com/dragn user@example.com',
+        'dragn <lair> &amp;',
+      ])
+        expect((await search(q)).totalCount, q).toBeGreaterThanOrEqual(0);
+      expect(titles(await search("Dragn's Lair"))).toEqual(['Dragon Lair']);
       // Many misspelled and hyphenated words: answered (the fallback reads the first LIMITS.searchTypoWords).
       const many = Array.from({ length: 50 }, (_, i) => `qu${String.fromCharCode(97 + (i % 26))}${i % 10}`).join('-');
       expect((await search(`Xylophnoe ${many.slice(0, 180)}`)).totalCount).toBeGreaterThanOrEqual(0);
