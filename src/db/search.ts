@@ -11,7 +11,7 @@
 // index, or the GIN index's matches for a rarer word, as the planner estimates), not every match; the total counts
 // them and says whether more matched, the facets count them. The typo fallback runs only when the exact matches are
 // fewer than the page: the query's words corrected from the lexicon of title words (a few index lookups), the titles
-// holding them found through the documents' GIN index, offered by trigram similarity to the query.
+// holding them found through the index of the titles' words, offered by trigram similarity to the query.
 import { LIMITS, type SearchLanguage } from '../config.js';
 import { invalidInput, requiredMissing } from '../errors.js';
 import type { Database } from './database.js';
