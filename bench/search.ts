@@ -334,6 +334,36 @@ async function main() {
     }
     console.log(`relevance: ${found}/100 misspelled titles find their download in the top 5`);
     if (misses.length) console.log(`  missed, e.g.: ${misses.join('; ')}`);
+    // The statement of the misspelled-title scenario, as the service sends it (its parameters too), once per title
+    // under EXPLAIN ANALYZE: its execution time (noisy under load) and the buffers it touches (not).
+    const statements: { sql: string; params: unknown[] }[] = [];
+    const query = db.query.bind(db);
+    db.query = (async (sql: string, params?: unknown[], o?: { prepared?: boolean }) => {
+      if (sql.includes('typo_words')) statements.push({ sql, params: params ?? [] });
+      return query(sql, params, o);
+    }) as Database['query'];
+    for (const q of misspelled) await gql(SEARCH, { q }, userKey);
+    db.query = query;
+    const plans: { ms: number; buffers: number }[] = [];
+    for (const st of statements) {
+      const [row] = await db.query<Record<string, any>>(
+        `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${st.sql}`,
+        st.params,
+        {
+          prepared: false,
+        },
+      );
+      const plan = (row!['QUERY PLAN'] as any[])[0];
+      plans.push({
+        ms: plan['Execution Time'],
+        buffers: plan.Plan['Shared Hit Blocks'] + plan.Plan['Shared Read Blocks'],
+      });
+    }
+    const ms = plans.map((p) => p.ms).sort((a, b) => a - b);
+    const buffers = plans.map((p) => p.buffers).sort((a, b) => a - b);
+    console.log(
+      `misspelled-title statement (EXPLAIN ANALYZE, ${plans.length} titles): execution p50 ${percentile(ms, 50).toFixed(1)} ms, max ${ms.at(-1)?.toFixed(1)} ms; buffers p50 ${percentile(buffers, 50)}, max ${buffers.at(-1)}`,
+    );
     await app.close();
   } finally {
     await db.close().catch(() => {});

@@ -41,9 +41,16 @@ export const LIMITS = {
   searchTypoSimilarity: 0.3,
   /**
    * The typo fallback offers titles at least this similar, and titles from searchTypoSimilarity on only when there is
-   * none (far fewer titles read for a query with one typo: src/db/search.ts).
+   * none (a title that close makes the far ones noise: src/db/search.ts).
    */
   searchTypoCloseSimilarity: 0.5,
+  /** The typo fallback's corrections of one query word (title words one typo away), the most similar first. */
+  searchTypoCorrections: 16,
+  /**
+   * The typo fallback reads the first this many words of a query (titles holding all of them but one are its
+   * candidates: a tsquery of the order of this squared times searchTypoCorrections terms).
+   */
+  searchTypoWords: 8,
   /** A version's compatible_with: entries, and characters in one; characters in its changelog. */
   maxCompatibleWith: 100,
   maxCompatibleLength: 50,

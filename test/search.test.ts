@@ -264,6 +264,77 @@ forEachDatabase((kind) => {
       expect((await search('blimp')).totalCount).toBe(0);
     });
 
+    it('the typo fallback knows the words of a download the moment its create returns, and of its new title', async () => {
+      const created = await t.gqlOk(
+        `mutation($c: Int!) { createDownload(input: { categoryId: $c, title: "Quetzalcoatl Aviary" }) { download { downloadId } } }`,
+        { c: cat.Maps },
+        alice.key,
+      );
+      const id = created.createDownload.download.downloadId;
+      // Two neighbouring letters swapped; one letter doubled (a single word); both words misspelled.
+      expect(titles(await search('Quetzalcaotl Aviary'))).toEqual(['Quetzalcoatl Aviary']);
+      expect(titles(await search('Quetzzalcoatl'))).toEqual(['Quetzalcoatl Aviary']);
+      expect(titles(await search('Quetzalcotl Avairy'))).toEqual(['Quetzalcoatl Aviary']);
+      await t.gqlOk(
+        `mutation($d: Int!) { updateDownload(input: { downloadId: $d, title: "Xylophone Aviary" }) { download { title } } }`,
+        { d: id },
+        alice.key,
+      );
+      expect(titles(await search('Xylophnoe Aviray'))).toEqual(['Xylophone Aviary']);
+      // A typo that makes another title's word ("cattle" for "castle") is corrected all the same.
+      const cattle = await t.gqlOk(
+        `mutation($c: Int!) { createDownload(input: { categoryId: $c, title: "Cattle Ranch" }) { download { downloadId } } }`,
+        { c: cat.Maps },
+        alice.key,
+      );
+      expect(titles(await search('Minecraft Cattle'))).toEqual(['Minecraft Castle']);
+      const cattleId = cattle.createDownload.download.downloadId;
+      expect((await t.rest('DELETE', `/api/mc-dm-downloads/${cattleId}/`, { query: { hard: 1 } })).status).toBe(200);
+      // The old title's words stay in the lexicon, but nothing holds them now.
+      expect((await search('Quetzalcaotl')).totalCount).toBe(0);
+      // A word only a hidden download's title holds corrects towards it, and still finds nothing for alice.
+      const hidden = await t.rest('POST', '/api/mc-dm-downloads/', {
+        form: { category_id: cat.Secret, title: 'Wunderkammer vault' },
+        headers: { 'Forum-Api-User': String(alice.userId) },
+      });
+      expect(hidden.status, JSON.stringify(hidden.body)).toBe(200);
+      expect((await search('Wunderkamer vault')).totalCount).toBe(0);
+      expect(titles((await t.gqlOk(SEARCH, { q: 'Wunderkamer vault' })).search)).toEqual(['Wunderkammer vault']);
+      // Whatever the words, the fallback's tsquery is made of title words only: hostile text is answered.
+      for (const q of [
+        "dragn's lair",
+        'c@stle dragn',
+        'ü-bër dragn',
+        'dragn:* & !lair',
+        'dragn\\ lair\\',
+        '日本語 dragn',
+        '🙂 dragn',
+        "dragn'); DROP TABLE search_word; --",
+        '12345 dragn 3.14 v1.2.3',
+        'https://example.com/dragn user@example.com',
+        'dragn <lair> &amp;',
+      ])
+        expect((await search(q)).totalCount, q).toBeGreaterThanOrEqual(0);
+      expect(titles(await search("Dragn's Lair"))).toEqual(['Dragon Lair']);
+      // Many misspelled and hyphenated words: answered (the fallback reads the first LIMITS.searchTypoWords).
+      const many = Array.from({ length: 50 }, (_, i) => `qu${String.fromCharCode(97 + (i % 26))}${i % 10}`).join('-');
+      expect((await search(`Xylophnoe ${many.slice(0, 180)}`)).totalCount).toBeGreaterThanOrEqual(0);
+      expect(
+        (
+          await search(
+            Array.from({ length: 20 }, () => 'Xylophnoe-Aviray')
+              .join(' ')
+              .slice(0, 200),
+          )
+        ).edges,
+      ).toEqual(expect.any(Array));
+      expect((await t.rest('DELETE', `/api/mc-dm-downloads/${id}/`, { query: { hard: 1 } })).status).toBe(200);
+      expect(
+        (await t.rest('DELETE', `/api/mc-dm-downloads/${hidden.body.download.download_id}/`, { query: { hard: 1 } }))
+          .status,
+      ).toBe(200);
+    });
+
     it('bad input answers 400 with the field named, never 500', async () => {
       const codes = async (q: string, vars: Record<string, unknown> = {}) => {
         const r = await t.gql(SEARCH, { q, ...vars }, alice.key);
@@ -341,6 +412,26 @@ forEachDatabase((kind) => {
       expect((await rest({ q: 'cafe', with: 'full' })).body.downloads.map((d: any) => [d.title, d.tags])).toEqual([
         ['Café Racer', ['city', 'racing']],
       ]);
+    });
+
+    it('q with a typo finds a download created the request before', async () => {
+      const made = await t.rest('POST', '/api/mc-dm-downloads/', {
+        key: alice.key,
+        form: { category_id: cat.Maps, title: 'Archipelago Observatory', version_string: '1' },
+      });
+      expect(made.status, JSON.stringify(made.body)).toBe(200);
+      const id = made.body.download.download_id;
+      for (const q of ['Archipleago Observatory', 'Archipelago Obsevatory', 'Arrchipelago']) {
+        const r = await rest({ q });
+        expect(r.status, JSON.stringify(r.body)).toBe(200);
+        expect(
+          r.body.downloads.map((d: any) => d.download_id),
+          q,
+        ).toEqual([id]);
+        expect(r.body.pagination.total, q).toBe(1);
+      }
+      expect((await t.rest('DELETE', `/api/mc-dm-downloads/${id}/`, { query: { hard: 1 } })).status).toBe(200);
+      expect((await rest({ q: 'Archipleago Observatory' })).body.pagination.total).toBe(0);
     });
 
     it('the OpenAPI document describes q, facets and updated_since', async () => {

@@ -9,8 +9,9 @@
 // LIMITS.searchMaxResults results, the first of the exact matches in its order (relevance: the most downloaded, then
 // ranked by ts_rank, which reads each document), so that a common word reads that many rows (walking the order's
 // index, or the GIN index's matches for a rarer word, as the planner estimates), not every match; the total counts
-// them and says whether more matched, the facets count them. The typo fallback (trigram similarity of titles, its own
-// GIN index) runs only when the exact matches are fewer than the page.
+// them and says whether more matched, the facets count them. The typo fallback runs only when the exact matches are
+// fewer than the page: the query's words corrected from the lexicon of title words (a few index lookups), the titles
+// holding them found through the index of the titles' words, offered by trigram similarity to the query.
 import { LIMITS, type SearchLanguage } from '../config.js';
 import { invalidInput, requiredMissing } from '../errors.js';
 import type { Database } from './database.js';
@@ -194,24 +195,64 @@ export async function searchDownloads(db: Pick<Database, 'query'>, req: SearchRe
   const excluded = req.text.excluded
     ? `AND NOT (d."searchVector" @@ websearch_to_tsquery('dcs_search', ${bind(req.text.excluded)}::text))`
     : '';
-  // The typo fallback, in two tiers: titles at least LIMITS.searchTypoCloseSimilarity similar, best first; only when
-  // there is none, titles from LIMITS.searchTypoSimilarity up to that (a title that close to the query makes the far
-  // ones noise). The trigram index finds titles sharing enough trigrams for pg_trgm.similarity_threshold, set for the
-  // statement (set_config local to its transaction, evaluated before the scan as the scan's one-time filter): a close
-  // threshold makes the index skip most titles that share only common trigrams (a 500,000-title catalogue: 98
-  // candidates instead of 3,233, ~60 ms instead of ~270 ms), so a query with one typo costs one such scan.
-  const fuzzyTier = (already: string, from: string, below: string | null, when = '') => `
-      SELECT ${cols}, 1 AS tier, similarity(dcs_fold(d.title), q.fq) AS sim
-      FROM download d, q
-      WHERE ${already} < ${first}::int ${when}
-        AND (SELECT set_config('pg_trgm.similarity_threshold', ${from}::real::text, true)) IS NOT NULL
-        AND dcs_fold(d.title) % q.fq AND similarity(dcs_fold(d.title), q.fq) >= ${from}::real
-        ${below ? `AND similarity(dcs_fold(d.title), q.fq) < ${below}::real` : ''}
-        AND NOT (d."searchVector" @@ q.tq) ${excluded} ${scopeSql}
-      ORDER BY sim DESC, d.id DESC
-      LIMIT greatest(${first}::int - ${already}, 0)`;
+  // The typo fallback (when the exact matches are fewer than the page), without comparing the query with every
+  // title: the query's words (the first LIMITS.searchTypoWords, stop words left out as the exact search leaves them
+  // out), each as typed when it is a title word (the lexicon search_word, migration 20270111000000_search_lexicon),
+  // or one of the title words one typo away from it (a letter dropped, doubled or changed, two neighbours swapped:
+  // found through the index of their deletion neighbourhoods, at most LIMITS.searchTypoCorrections, the most similar
+  // first; a title word too, since a typo may make another title's word), or, when it is no title word and the last
+  // word typed as a prefix, the start of a word; a word with none of these is left out. Titles holding every word
+  // (two words or fewer) or all of them but one (three or more: one word may be off by more than a typo, as
+  // whole-title similarity allows) are the candidates, found through the index of the titles' words; they are
+  // offered by trigram similarity of the whole title to the query, in two tiers: titles at least
+  // LIMITS.searchTypoCloseSimilarity similar, best first; only when there is none, titles from
+  // LIMITS.searchTypoSimilarity on (a title that close to the query makes the far ones noise). When the fallback
+  // runs, `matched` holds every exact match (fewer than the page) unless the bound is below the page size (tests):
+  // the documents are read again only then.
   const cols = `d.id, d."categoryId", d."prefixId", d."downloadCount", d."ratingAvg", d."ratingCount", d."createdDate", d."lastUpdate"`;
   const bound = bind(LIMITS.searchMaxResults);
+  const prefixWord = req.text.prefix === null ? 'NULL' : `dcs_fold(${bind(req.text.prefix)}::text)`;
+  const typoSql = `
+    typo_words AS MATERIALIZED (
+      SELECT w.word, w.word = ${prefixWord} AS prefix, dcs_deletes(w.word) AS deletes,
+        EXISTS (SELECT 1 FROM search_word s WHERE s.word = w.word) AS known
+      FROM dcs_title_words(${folded}::text) w
+      WHERE to_tsvector('dcs_search', w.word) <> ''::tsvector
+      ORDER BY w.n LIMIT ${bind(LIMITS.searchTypoWords)}::int),
+    typo_alts AS MATERIALIZED (
+      SELECT t.word, '(' || concat_ws(' | ',
+          CASE WHEN t.prefix AND NOT t.known THEN t.word || ':*' END,
+          CASE WHEN t.known THEN t.word END,
+          (SELECT string_agg(n.word, ' | ') FROM (
+             SELECT s.word FROM search_word s
+             WHERE length(t.word) >= 3
+               AND (s.deletes && (t.deletes || t.word) OR s.word = ANY(t.deletes))
+               AND to_tsvector('dcs_search', s.word) <> ''::tsvector
+             ORDER BY similarity(s.word, t.word) DESC, s.word LIMIT ${bind(LIMITS.searchTypoCorrections)}::int) n)) || ')' AS alts
+      FROM typo_words t WHERE t.prefix OR t.known OR length(t.word) >= 3),
+    typo_terms AS MATERIALIZED (SELECT * FROM typo_alts WHERE alts <> '()'),
+    typo AS MATERIALIZED (
+      SELECT to_tsquery('simple', CASE WHEN (SELECT count(*) FROM typo_terms) <= 2
+          THEN (SELECT string_agg(alts, ' & ') FROM typo_terms)
+          ELSE (SELECT string_agg('(' || (SELECT string_agg(b.alts, ' & ') FROM typo_terms b WHERE b.word <> a.word) || ')', ' | ')
+                FROM typo_terms a) END) AS tq),
+    fuzzy_all AS MATERIALIZED (
+      SELECT * FROM (
+        SELECT ${cols}, 1 AS tier, similarity(dcs_fold(d.title), q.fq) AS sim
+        FROM download d, q
+        WHERE (SELECT count(*) FROM exact) < ${first}::int
+          AND to_tsvector('simple', dcs_fold(d.title)) @@ (SELECT tq FROM typo)
+          AND NOT EXISTS (SELECT 1 FROM matched m WHERE m.id = d.id)
+          AND ((SELECT count(*) FROM matched) <= ${bound}::int OR NOT (d."searchVector" @@ q.tq))
+          ${excluded} ${scopeSql}
+        OFFSET 0) f
+      WHERE f.sim >= ${similarity}::real),
+    fuzzy AS (
+      SELECT * FROM fuzzy_all f
+      WHERE f.sim >= CASE WHEN EXISTS (SELECT 1 FROM fuzzy_all WHERE sim >= ${closeSimilarity}::real)
+        THEN ${closeSimilarity}::real ELSE 0 END
+      ORDER BY f.sim DESC, f.id DESC
+      LIMIT greatest(${first}::int - (SELECT count(*) FROM exact), 0)),`;
   const candidates = candidateOrderSql(req.order, req.direction, 'd');
   // Relevance: the ranked matches, then the fuzzy ones; other orders: every result in that order, fuzzy ones last.
   const pageSource =
@@ -259,9 +300,7 @@ export async function searchDownloads(db: Pick<Database, 'query'>, req: SearchRe
       FROM download d WHERE d."searchVector" @@ ${tq} ${scopeSql}
       ORDER BY ${candidates} LIMIT ${bound}::int + 1),
     exact AS MATERIALIZED (SELECT * FROM matched d ORDER BY ${candidates} LIMIT ${bound}::int),
-    fuzzy_close AS MATERIALIZED (${fuzzyTier('(SELECT count(*) FROM exact)', closeSimilarity, null)}),
-    fuzzy_far AS MATERIALIZED (${fuzzyTier('(SELECT count(*) FROM exact)', similarity, closeSimilarity, 'AND NOT EXISTS (SELECT 1 FROM fuzzy_close)')}),
-    fuzzy AS (SELECT * FROM fuzzy_close UNION ALL SELECT * FROM fuzzy_far),
+    ${typoSql}
     results AS (SELECT * FROM exact UNION ALL SELECT * FROM fuzzy),
     ${
       req.order === 'relevance'
