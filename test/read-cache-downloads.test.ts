@@ -246,6 +246,29 @@ forEachDatabase((kind) => {
       await allKept(t, b, keptB);
     });
 
+    it('a query about A that reaches other downloads is kept by table: an edit of B is seen in it at once', async () => {
+      // Its category's downloads (B among them) and a version's node: neither stays within A, so both answer by table.
+      const wide = () =>
+        gql(
+          t.url,
+          'query($id: Int!) { download(downloadId: $id) { title category { downloads(first: 50) { nodes { title } } } } }',
+          { id: d.a.id },
+        );
+      const versionNode = () =>
+        gql(t.url, 'query($id: ID!) { node(id: $id) { ... on Version { versionString } } }', {
+          id: Buffer.from(`Version:${d.b.version}`).toString('base64url'),
+        });
+      await prime(t, { wide, versionNode });
+      await t.rest('PUT', `/api/mc-dm-downloads/${d.b.id}/`, { key: owner.key, form: { title: 'B renamed' } });
+      await t.prisma.$executeRawUnsafe(
+        'UPDATE version SET "versionString" = $1 WHERE id = $2',
+        'b-renamed',
+        d.b.version,
+      );
+      expect(await wide()).toContain('B renamed');
+      expect(await versionNode()).toContain('b-renamed');
+    });
+
     it.skipIf(kind !== 'postgres')(
       'another instance on the same database sees writes of A within a second and keeps its answers about B',
       async () => {

@@ -64,6 +64,12 @@ BEGIN
     SELECT array_agg(DISTINCT (to_jsonb(r) ->> col)::int) INTO data FROM new_rows r;
   ELSIF TG_OP = 'DELETE' THEN
     SELECT array_agg(DISTINCT (to_jsonb(r) ->> col)::int) INTO data FROM old_rows r;
+  ELSIF cardinality(counters) = 0 THEN
+    -- No counters: the rows changed at all, both sides.
+    WITH n AS (SELECT (to_jsonb(r) ->> col)::int AS k, to_jsonb(r) AS j FROM new_rows r),
+      o AS (SELECT (to_jsonb(r) ->> col)::int AS k, to_jsonb(r) AS j FROM old_rows r)
+    SELECT array_agg(DISTINCT k) INTO data
+      FROM ((SELECT k, j FROM n EXCEPT ALL SELECT k, j FROM o) UNION ALL (SELECT k, j FROM o EXCEPT ALL SELECT k, j FROM n)) a;
   ELSE
     -- Rows changed in columns other than counters (data), and rows changed at all; both sides, so a row moved to
     -- another download names the two.
