@@ -139,6 +139,44 @@ forEachDatabase((kind) => {
       await allMissed(t, l, evicted);
     };
 
+    it('versions: a write bumps the versions of the downloads it touched, and its tables', async () => {
+      const keys = ['download', 'download#counts', 'comment', 'comment_total', 'file', 'version'];
+      const at = async () => {
+        const { of } = await t.app.db.cacheVersions({ downloads: [d.a.id, d.b.id] });
+        const out: Record<string, number> = {};
+        for (const k of keys) {
+          out[k] = Number(of.get(k) ?? 0);
+          for (const x of [d.a.id, d.b.id, 0])
+            out[`${k}@${x === d.a.id ? 'A' : x === d.b.id ? 'B' : 0}`] = Number(of.get(`${k}@${x}`));
+        }
+        return out;
+      };
+      const changed = (a: Record<string, number>, b: Record<string, number>) =>
+        Object.keys(b)
+          .filter((k) => a[k] !== b[k])
+          .sort();
+      let before = await at();
+      await t.prisma.$executeRawUnsafe('UPDATE download SET "tagLine" = $1 WHERE id = $2', 'versions', d.a.id);
+      let after = await at();
+      expect(changed(before, after)).toEqual(['download', 'download@A']);
+      before = after;
+      await t.prisma.$executeRawUnsafe('UPDATE download SET "viewCount" = "viewCount" + 1 WHERE id = $1', d.b.id);
+      after = await at();
+      expect(changed(before, after)).toEqual(['download#counts', 'download#counts@B']);
+      before = after;
+      await t.rest('POST', '/api/mc-dm-comments/', { key: owner.key, form: { download_id: d.b.id, message: 'bumps' } });
+      after = await at();
+      expect(changed(before, after)).toEqual(
+        expect.arrayContaining(['comment', 'comment@B', 'comment_total', 'comment_total@B']),
+      );
+      expect(changed(before, after).filter((k) => k.endsWith('@A') || k.endsWith('@0'))).toEqual([]);
+      before = after;
+      // One file of A's version, by its version: the trigger finds the download through the version.
+      await t.prisma.$executeRawUnsafe('UPDATE file SET "displayLabel" = $1 WHERE id = $2', 'bumped', d.a.file);
+      after = await at();
+      expect(changed(before, after)).toEqual(['file', 'file@A']);
+    });
+
     it('an edit of A (REST, then GraphQL) is seen in A at once and keeps every answer about B', async () => {
       await rule(
         () =>
