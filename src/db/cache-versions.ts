@@ -107,9 +107,11 @@ export const DOWNLOAD_VERSIONS_KEPT = 10_000;
 
 /**
  * Keeps cache_download_versions bounded: past DOWNLOAD_VERSIONS_MAX rows, deletes the rows changed longest ago down to
- * DOWNLOAD_VERSIONS_KEPT and bumps PRUNED in the same statement (a deleted row's version restarts from 0).
+ * DOWNLOAD_VERSIONS_KEPT and bumps PRUNED in the same statement (a deleted row's version restarts from 0). One
+ * instance at a time, like COMPACT_SQL.
  */
-export const PRUNE_SQL = `WITH n AS (SELECT count(*) AS n FROM "cache_download_versions"),
+export const PRUNE_SQL = `WITH l AS (SELECT pg_try_advisory_xact_lock(72640333) AS ok),
+  n AS (SELECT CASE WHEN (SELECT ok FROM l) THEN count(*) ELSE 0 END AS n FROM "cache_download_versions"),
   old AS (SELECT "download_id", "table_name" FROM "cache_download_versions"
     WHERE (SELECT n FROM n) > ${DOWNLOAD_VERSIONS_MAX} ORDER BY "changed_at"
     LIMIT greatest((SELECT n FROM n) - ${DOWNLOAD_VERSIONS_KEPT}, 0)),
