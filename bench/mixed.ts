@@ -219,6 +219,24 @@ function mixedScenarios(pools: Pools): MixedScenario[] {
       graphql: () => listDownloadsGql({ page: 1, perPage: 20, full: false }),
       peer: () => peerList20({ first: 20, offset: 0 }),
     },
+    // One download asked again and again while the writer edits, comments on and counts others: its answers are
+    // evicted only by writes about it (a per-download answer), where the list above goes with any edit.
+    {
+      name: 'repeated: download get, full',
+      rowsOf: 'download get full',
+      params: () => ({ id: pools.downloads[0]! }),
+      rest: (p) => ({ method: 'GET', path: `/api/mc-dm-downloads/${p.id}/?with=full` }),
+      graphql: (p) => getDownloadGql({ downloadId: p.id, full: true }),
+      peer: (p) => peerGet({ id: p.id }),
+    },
+    {
+      name: 'repeated: comments of one download',
+      rowsOf: 'comments list',
+      params: () => ({ d: pools.downloads[0]! }),
+      rest: (p) => ({ method: 'GET', path: `/api/mc-dm-comments/?download_id=${p.d}` }),
+      graphql: (p) => listCommentsGql({ downloadId: p.d, full: false }),
+      peer: (p) => peerComments({ d: p.d }),
+    },
   ];
   return all.filter((sc) => !ONLY || ONLY.test(sc.name));
 }

@@ -99,9 +99,11 @@ export interface RestAdapterOptions {
    * its variables; the lookup adds who asks. A miss is either stored or dropped (after a store, drop does nothing).
    */
   readCache?: {
+    /** `operation`: the route's document and variables (what the answer is about decides what evicts it). */
     lookup(
       context: unknown,
       key: string,
+      operation: { document: DocumentNode; variables: Record<string, unknown> },
     ): Promise<{ value: Uint8Array } | { store(value: Uint8Array, bytes: number): void; drop(): void }>;
   };
   /** Execution deadline in ms (GRAPHQL_TIMEOUT_MS), read on each request: past it the route answers 503 operation_timeout. */
@@ -505,6 +507,7 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
           ? await options.readCache.lookup(
               contextValue,
               `rest\0${hit.r.method} ${hit.r.path}\0${JSON.stringify(variableValues)}`,
+              { document: hit.r.document as DocumentNode, variables: variableValues },
             )
           : undefined;
       if (kept && 'value' in kept) return jsonText(200, kept.value);

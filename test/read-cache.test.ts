@@ -5,7 +5,7 @@
 // and a random run of reads and writes in which every answer given is compared with one computed afresh.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReadCache } from '../src/http/read-cache.js';
-import { COUNTER_COLUMNS, StatementReader, type TableVersions } from '../src/db/cache-versions.js';
+import { COUNTER_COLUMNS, DOWNLOAD_TABLES, StatementReader, type TableVersions } from '../src/db/cache-versions.js';
 import { LIMITS } from '../src/config.js';
 import { forEachDatabase, startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';
 
@@ -465,24 +465,33 @@ forEachDatabase((kind) => {
         FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
         LEFT JOIN pg_trigger g ON g.tgrelid = c.oid AND g.tgname LIKE 'cache_bump%'
         WHERE s.nspname = 'public' AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
-          AND c.relname NOT IN ('_prisma_migrations', 'cache_versions', 'cache_bumps')
+          AND c.relname NOT IN ('_prisma_migrations', 'cache_versions', 'cache_bumps', 'cache_download_versions')
         GROUP BY c.relname ORDER BY 1`);
       expect(tables.length).toBeGreaterThan(30);
       for (const row of tables) {
         expect(row.n, row.t).toBe(4);
         const counters = COUNTER_COLUMNS[row.t];
         const args = row.args ? row.args.split('\\000').filter(Boolean) : [];
-        expect(args, row.t).toEqual(counters && counters[0] !== '*' ? counters : []);
+        // Tables that belong to downloads name the download's column (or the version's) first.
+        const scoped = DOWNLOAD_TABLES[row.t];
+        expect(args, row.t).toEqual([
+          ...(scoped ? [scoped.column, scoped.via] : []),
+          ...(counters && counters[0] !== '*' ? counters : []),
+        ]);
       }
+      expect(tables.filter((r) => DOWNLOAD_TABLES[r.t]).length).toBe(Object.keys(DOWNLOAD_TABLES).length);
       const functions = await t.prisma.$queryRawUnsafe<{ f: string }[]>(`
         SELECT p.proname::text AS f FROM pg_proc p JOIN pg_namespace s ON s.oid = p.pronamespace
         WHERE s.nspname = 'public' AND p.provolatile <> 'i' AND p.prorettype <> 'trigger'::regtype
           AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.objid = p.oid AND d.deptype = 'e') ORDER BY 1`);
       // The SQL of an answer is read for table names only: a function that may read a table must not be called by a
-      // read. These are not: a migration's helper, the totals triggers' helpers, the search document's (written by
-      // triggers and by the start's rewrite, src/db/search.ts; the first reads no table).
+      // read. These are not: migrations' helpers, the totals and version triggers' helpers (cache_downloads_of reads
+      // the version table, for triggers only), the search document's (written by triggers and by the start's
+      // rewrite, src/db/search.ts; the first reads no table).
       expect(functions.map((r) => r.f)).toEqual([
+        'cache_downloads_of',
         'cache_track',
+        'cache_track_downloads',
         'comment_total_add',
         'dcs_download_search_vector',
         'dcs_download_tag_text',

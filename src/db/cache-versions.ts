@@ -24,7 +24,40 @@ export const COUNTER_COLUMNS: Readonly<Record<string, readonly string[]>> = {
 /** The suffix of a table's counters version. */
 export const COUNTS = '#counts';
 
-/** The versions of the tables now: by name ("download", "download#counts"), and all of them as one text. */
+/**
+ * Tables whose writes also say which downloads they touched (migration 20270120000000_download_scoped_versions): the
+ * column that names the download, or the version (`via: 'version'`). A version per download is "<table>@<id>" (and
+ * "<table>#counts@<id>"); download 0 stands for rows whose download is unknown, and for statements touching many.
+ */
+export const DOWNLOAD_TABLES: Readonly<Record<string, { column: string; via: 'download' | 'version' }>> = {
+  download: { column: 'id', via: 'download' },
+  version: { column: 'downloadId', via: 'download' },
+  file: { column: 'versionId', via: 'version' },
+  comment: { column: 'downloadId', via: 'download' },
+  comment_total: { column: 'downloadId', via: 'download' },
+  file_total: { column: 'versionId', via: 'version' },
+  team_member: { column: 'downloadId', via: 'download' },
+  download_tag: { column: 'downloadId', via: 'download' },
+};
+
+/** Bumped when rows of cache_download_versions are deleted: every per-download answer depends on it. */
+export const PRUNED = '#pruned';
+
+/** The versions of one download that answers about it may read, by name ("comment@12", "download#counts@12"). */
+export function downloadKeys(id: number): string[] {
+  const out: string[] = [];
+  for (const t of Object.keys(DOWNLOAD_TABLES)) out.push(`${t}@${id}`, `${t}${COUNTS}@${id}`);
+  return out;
+}
+
+/** What an answer about one download (or one version's files) is scoped to. */
+export type Scope = { download: number } | { version: number };
+
+/**
+ * The versions of the tables now: by name ("download", "download#counts"), and all of them as one text. Versions of
+ * downloads ("comment@12") are there only for the downloads asked for (and download 0), every one of their names
+ * present; "=<version id>" gives the download of a version asked for.
+ */
 export interface TableVersions {
   of: ReadonlyMap<string, string>;
   /** Changes whenever any version does. */
@@ -36,23 +69,60 @@ export interface TableVersions {
 /** What one statement read: tables (and "<table>#counts" for those whose counters it names), or everything. */
 export type StatementReads = readonly string[] | 'all';
 
-/** One statement: the versions, and the rows waiting in cache_bumps (table name ''). */
-export const VERSIONS_SQL = `SELECT t, sum(n)::text AS v FROM (
+/**
+ * One statement: the versions of the tables, the rows waiting in cache_bumps (table name ''), and those of the
+ * downloads $1 and of the versions $2 (with "=<version id>": its download) and of download 0.
+ */
+export const VERSIONS_SQL = `WITH ids AS (SELECT unnest($1::int[] || 0 || ARRAY(SELECT "downloadId" FROM "version"
+    WHERE "id" = ANY($2::int[]))) AS id)
+  SELECT t, sum(n)::text AS v FROM (
   SELECT "table_name" AS t, "version" AS n FROM "cache_versions"
-  UNION ALL SELECT "table_name", count(*) FROM "cache_bumps" GROUP BY 1
-  UNION ALL SELECT '', count(*) FROM "cache_bumps") x GROUP BY t ORDER BY t`;
+  UNION ALL SELECT "table_name", count(*) FROM "cache_bumps" WHERE "download_id" IS NULL GROUP BY 1
+  UNION ALL SELECT '', count(*) FROM "cache_bumps"
+  UNION ALL SELECT '=' || "id", "downloadId" FROM "version" WHERE "id" = ANY($2::int[])
+  UNION ALL SELECT c."table_name" || '@' || c."download_id", c."version" FROM "cache_download_versions" c
+    WHERE c."download_id" IN (SELECT id FROM ids)
+  UNION ALL SELECT b."table_name" || '@' || b."download_id", count(*) FROM "cache_bumps" b
+    WHERE b."download_id" IN (SELECT id FROM ids) GROUP BY 1) x GROUP BY t ORDER BY t`;
 
 /**
- * Moves the rows of cache_bumps into cache_versions in one statement (each table's sum is unchanged). One instance at
- * a time (a transaction-scoped advisory lock, tried: another compacting meanwhile makes this one do nothing).
+ * Moves the rows of cache_bumps into cache_versions and cache_download_versions in one statement (each sum is
+ * unchanged). One instance at a time (a transaction-scoped advisory lock, tried: another compacting meanwhile makes
+ * this one do nothing).
  */
 export const COMPACT_SQL = `WITH l AS (SELECT pg_try_advisory_xact_lock(72640332) AS ok),
-  moved AS (DELETE FROM "cache_bumps" WHERE (SELECT ok FROM l) RETURNING "table_name")
+  moved AS (DELETE FROM "cache_bumps" WHERE (SELECT ok FROM l) RETURNING "table_name", "download_id"),
+  d AS (INSERT INTO "cache_download_versions" AS c ("download_id", "table_name", "version", "changed_at")
+    SELECT "download_id", "table_name", count(*), now() FROM moved WHERE "download_id" IS NOT NULL GROUP BY 1, 2
+    ORDER BY 1, 2
+    ON CONFLICT ("download_id", "table_name") DO UPDATE SET "version" = c."version" + excluded."version",
+      "changed_at" = excluded."changed_at")
   INSERT INTO "cache_versions" AS c ("table_name", "version")
-  SELECT "table_name", count(*) FROM moved GROUP BY 1 ORDER BY 1
+  SELECT "table_name", count(*) FROM moved WHERE "download_id" IS NULL GROUP BY 1 ORDER BY 1
   ON CONFLICT ("table_name") DO UPDATE SET "version" = c."version" + excluded."version"`;
 
-export function versionsOf(rows: readonly { t: string; v: string }[]): TableVersions {
+/** Rows of cache_download_versions past which PRUNE_SQL deletes the oldest, and how many it keeps. */
+export const DOWNLOAD_VERSIONS_MAX = 20_000;
+export const DOWNLOAD_VERSIONS_KEPT = 10_000;
+
+/**
+ * Keeps cache_download_versions bounded: past DOWNLOAD_VERSIONS_MAX rows, deletes the rows changed longest ago down to
+ * DOWNLOAD_VERSIONS_KEPT and bumps PRUNED in the same statement (a deleted row's version restarts from 0). One
+ * instance at a time, like COMPACT_SQL.
+ */
+export const PRUNE_SQL = `WITH l AS (SELECT pg_try_advisory_xact_lock(72640333) AS ok),
+  n AS (SELECT CASE WHEN (SELECT ok FROM l) THEN count(*) ELSE 0 END AS n FROM "cache_download_versions"),
+  old AS (SELECT "download_id", "table_name" FROM "cache_download_versions"
+    WHERE (SELECT n FROM n) > ${DOWNLOAD_VERSIONS_MAX} ORDER BY "changed_at"
+    LIMIT greatest((SELECT n FROM n) - ${DOWNLOAD_VERSIONS_KEPT}, 0)),
+  gone AS (DELETE FROM "cache_download_versions" c USING old
+    WHERE c."download_id" = old."download_id" AND c."table_name" = old."table_name" RETURNING 1)
+  INSERT INTO "cache_versions" AS c ("table_name", "version")
+  SELECT '${PRUNED}', 1 WHERE EXISTS (SELECT FROM gone)
+  ON CONFLICT ("table_name") DO UPDATE SET "version" = c."version" + 1`;
+
+/** The statement's rows as versions; `downloads`: those asked for (each of their names is present, 0 by default). */
+export function versionsOf(rows: readonly { t: string; v: string }[], downloads: Iterable<number> = []): TableVersions {
   const of = new Map<string, string>();
   let pending = 0;
   let all = '';
@@ -60,16 +130,20 @@ export function versionsOf(rows: readonly { t: string; v: string }[]): TableVers
     if (r.t === '') pending = Number(r.v);
     else {
       of.set(r.t, r.v);
-      all += `${r.t}=${r.v};`;
+      if (!r.t.includes('@') && !r.t.startsWith('=')) all += `${r.t}=${r.v};`;
     }
   }
+  const ids = new Set(downloads);
+  ids.add(0);
+  for (const r of rows) if (r.t.startsWith('=')) ids.add(Number(r.v));
+  for (const id of ids) for (const k of downloadKeys(id)) if (!of.has(k)) of.set(k, '0');
   return { of, all, pending };
 }
 
 /** The tables (and views, were there any) of the schema, by name: what a statement may read. */
 export const TABLES_SQL = `SELECT c.relname::text AS t FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
   WHERE s.nspname = current_schema() AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
-    AND c.relname NOT IN ('_prisma_migrations', 'cache_versions', 'cache_bumps')`;
+    AND c.relname NOT IN ('_prisma_migrations', 'cache_versions', 'cache_bumps', 'cache_download_versions')`;
 
 const STRING = /'(?:[^']|'')*'/g;
 const IDENTIFIER = /"((?:[^"]|"")+)"|([A-Za-z_][A-Za-z0-9_$]*)/g;

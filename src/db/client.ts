@@ -17,7 +17,7 @@ import { statementName } from './statement-names.js';
 import type { Database, Session } from './database.js';
 import { LiteStatements } from './lite-statements.js';
 import { PGLITE_EXTENSIONS } from './pglite-extensions.js';
-import { COMPACT_SQL, VERSIONS_SQL, versionsOf } from './cache-versions.js';
+import { COMPACT_SQL, PRUNE_SQL, VERSIONS_SQL, versionsOf } from './cache-versions.js';
 
 export type { Database, Session } from './database.js';
 
@@ -112,9 +112,11 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
       seen(sql);
       return prepared.query<R>(sql, params);
     },
-    cacheVersions: async () => versionsOf(await prepared.query<{ t: string; v: string }>(VERSIONS_SQL)),
+    cacheVersions: async ({ downloads = [], versions = [] } = {}) =>
+      versionsOf(await prepared.query<{ t: string; v: string }>(VERSIONS_SQL, [downloads, versions]), downloads),
     compactCacheVersions: async () => {
       await prepared.query(COMPACT_SQL);
+      await prepared.query(PRUNE_SQL);
     },
     onStatement: (fn) => {
       observers.push(fn);
@@ -166,7 +168,7 @@ function lockDirectory(dir: string): () => void {
 }
 
 /** The read cache's own statements: not counted, not observed. */
-const BOOKKEEPING = new Set([statementName(VERSIONS_SQL), statementName(COMPACT_SQL)]);
+const BOOKKEEPING = new Set([statementName(VERSIONS_SQL), statementName(COMPACT_SQL), statementName(PRUNE_SQL)]);
 
 /** How long close() waits for connections in use by default (the service passes what remains of its grace). */
 const CLOSE_DEADLINE_MS = 5_000;
@@ -199,8 +201,8 @@ async function openPostgres(url: string, poolSize: number, statementsPerKey: num
     },
     statementsPerKey,
   );
-  const bookkeeping = <R extends pg.QueryResultRow>(sql: string) =>
-    pool.query<R>({ name: statementName(sql), text: sql });
+  const bookkeeping = <R extends pg.QueryResultRow>(sql: string, values?: unknown[]) =>
+    pool.query<R>({ name: statementName(sql), text: sql, values });
   const prisma = new PrismaClient({ adapter: withReleasedTransactions(new PrismaPg(pool), { destroy, cancel }) });
   return {
     kind: 'postgres',
@@ -228,9 +230,11 @@ async function openPostgres(url: string, poolSize: number, statementsPerKey: num
     ping: async () => {
       await pool.query('SELECT 1');
     },
-    cacheVersions: async () => versionsOf((await bookkeeping<{ t: string; v: string }>(VERSIONS_SQL)).rows),
+    cacheVersions: async ({ downloads = [], versions = [] } = {}) =>
+      versionsOf((await bookkeeping<{ t: string; v: string }>(VERSIONS_SQL, [downloads, versions])).rows, downloads),
     compactCacheVersions: async () => {
       await bookkeeping(COMPACT_SQL);
+      await bookkeeping(PRUNE_SQL);
     },
     onStatement: (fn) => {
       observers.push(fn);

@@ -31,9 +31,10 @@ export interface Database {
   connections(): { total: number; idle: number; waiting: number };
   /**
    * The tables' versions now (src/db/cache-versions.ts), for the read cache: one short statement, not counted by
-   * statements() nor seen by onStatement().
+   * statements() nor seen by onStatement(). With the versions of these downloads, and of the downloads of these
+   * versions (what answers scoped to them read).
    */
-  cacheVersions(): Promise<TableVersions>;
+  cacheVersions(scope?: { downloads?: number[]; versions?: number[] }): Promise<TableVersions>;
   /** Moves the waiting version bumps into the versions table (src/db/cache-versions.ts); not counted either. */
   compactCacheVersions(): Promise<void>;
   /**

@@ -15,6 +15,14 @@
 // - it is given again while every table it read is still at its version in V, for at most CACHE_SECONDS;
 // - a write to a table it did not read (a comment on another download when it read no comments, a key's last use,
 //   an outbox row) leaves it kept;
+// - an answer about one download (src/http/cache-scope.ts decides: the download by id, its comments, versions or
+//   files, on both faces) records, for the tables that belong to downloads (DOWNLOAD_TABLES: download, version,
+//   file, comment, their totals, team and tags), that download's versions instead of the tables' ("comment@12"): the
+//   same triggers also bump a version per download touched. So a write about another download leaves it kept, while
+//   lists, which read whole tables, are evicted by any write to them. It also depends on download 0 (rows whose
+//   download the trigger cannot tell, statements touching over 100 downloads) and on "#pruned" (the per-download
+//   versions are bounded in the database: deleting old ones bumps it). Each lookup reads the versions of the
+//   downloads it asks about only;
 // - counters (a download's, version's or file's downloadCount and viewCount, a key's lastUsedAt, the daily
 //   statistics) have a version of their own ("download#counts"): an update that changes only counters does not
 //   touch the table's version. An answer that did not read a counter column ignores them; one that did (it names the
@@ -35,7 +43,15 @@ import { getOperationAST, type DocumentNode, type ExecutionResult } from 'graphq
 import type { Plugin } from 'graphql-yoga';
 import type { Visitor } from '../permissions/access.js';
 import { ownUtf8 } from '../bytes.js';
-import { COUNTS, type StatementReads, type TableVersions } from '../db/cache-versions.js';
+import { CacheScopes } from './cache-scope.js';
+import {
+  COUNTS,
+  DOWNLOAD_TABLES,
+  PRUNED,
+  type Scope,
+  type StatementReads,
+  type TableVersions,
+} from '../db/cache-versions.js';
 
 interface Entry<V> {
   value: V;
@@ -67,14 +83,21 @@ export interface ReadCacheOptions {
   ttlMs: number;
   /** How long an answer that shows counters may be given again after they changed. */
   counterLagMs: number;
-  /** The tables' versions now (src/db/cache-versions.ts). */
-  versions(): Promise<TableVersions>;
+  /** The tables' versions now, with those of these downloads and of these versions' downloads (src/db/cache-versions.ts). */
+  versions(scope?: { downloads?: number[]; versions?: number[] }): Promise<TableVersions>;
   /** The tables a statement read (src/db/cache-versions.ts StatementReader). */
   readsOf(sql: string | undefined): StatementReads;
   /** Called (one at a time) when many version bumps wait to be compacted. */
   compact?(): Promise<void>;
   /** Bumps waiting past which compact() is called. */
   compactAt?: number;
+}
+
+/** The next versions statement, with the downloads and versions its callers asked for. */
+interface Waiting {
+  promise: Promise<TableVersions>;
+  downloads: Set<number>;
+  versions: Set<number>;
 }
 
 /** A kept answer, or how to keep the one about to be computed (`drop`: it will not be). */
@@ -93,7 +116,8 @@ export class ReadCache {
   private readonly entries = new Map<string, Entry<unknown>>();
   private bytes = 0;
   private running: Promise<TableVersions> | null = null;
-  private waiting: Promise<TableVersions> | null = null;
+  /** The next versions statement, with the downloads and versions its callers asked for. */
+  private waiting: Waiting | null = null;
   private compacting = false;
   /** Answers being computed, oldest first. */
   private readonly collecting = new Set<Collector>();
@@ -111,20 +135,28 @@ export class ReadCache {
 
   /**
    * Versions read after this call: the statement in flight was sent earlier, so callers arriving meanwhile wait for
-   * it to end and share the next.
+   * it to end and share the next (which reads the versions of every download they asked for).
    */
-  versions(): Promise<TableVersions> {
-    if (this.waiting) return this.waiting;
-    if (!this.running) return this.start();
-    this.waiting = this.running.then(noop, noop).then(() => {
-      this.waiting = null;
-      return this.start();
-    });
-    return this.waiting;
+  versions(scope?: Scope): Promise<TableVersions> {
+    if (!this.waiting && !this.running) {
+      const next = { downloads: new Set<number>(), versions: new Set<number>() };
+      add(next, scope);
+      return this.start(next);
+    }
+    if (!this.waiting) {
+      const next = { downloads: new Set<number>(), versions: new Set<number>() } as Waiting;
+      next.promise = this.running!.then(noop, noop).then(() => {
+        this.waiting = null;
+        return this.start(next);
+      });
+      this.waiting = next;
+    }
+    add(this.waiting, scope);
+    return this.waiting.promise;
   }
 
-  private start(): Promise<TableVersions> {
-    const p = this.options.versions();
+  private start(scope: { downloads: Set<number>; versions: Set<number> }): Promise<TableVersions> {
+    const p = this.options.versions({ downloads: [...scope.downloads], versions: [...scope.versions] });
     this.running = p;
     const done = () => {
       if (this.running === p) this.running = null;
@@ -163,8 +195,8 @@ export class ReadCache {
    * Looks `key` up: `value` when a kept answer is still valid (see the rules above); else `store`, to call with the
    * answer once it is computed (it was computed after the versions this lookup read), or `drop` when it will not be.
    */
-  async lookup<V>(key: string): Promise<Lookup<V>> {
-    const versions = await this.versions();
+  async lookup<V>(key: string, scope?: Scope): Promise<Lookup<V>> {
+    const versions = await this.versions(scope);
     const now = Date.now();
     const entry = this.entries.get(key) as Entry<V> | undefined;
     if (entry && entry.expires > now && this.valid(entry, versions, now)) {
@@ -184,7 +216,7 @@ export class ReadCache {
     return {
       store: (value, bytes) => {
         this.collecting.delete(c);
-        if (c.open) this.put(key, this.entryOf(value, bytes, c, versions));
+        if (c.open) this.put(key, this.entryOf(value, bytes, c, versions, downloadOf(scope, versions)));
         c.open = false;
       },
       drop: () => {
@@ -194,10 +226,28 @@ export class ReadCache {
     };
   }
 
-  private entryOf<V>(value: V, bytes: number, c: Collector, versions: TableVersions): Entry<V> {
+  /**
+   * The entry of an answer; `download`: the one download it is about (its scope), whose versions it records for the
+   * tables of DOWNLOAD_TABLES (with download 0's and PRUNED) instead of the tables' own.
+   */
+  private entryOf<V>(
+    value: V,
+    bytes: number,
+    c: Collector,
+    versions: TableVersions,
+    download: number | null,
+  ): Entry<V> {
+    const keys = new Set<string>();
+    for (const t of c.tables) {
+      if (download !== null && DOWNLOAD_TABLES[t.endsWith(COUNTS) ? t.slice(0, -COUNTS.length) : t])
+        keys.add(`${t}@${download}`).add(`${t}@0`);
+      else keys.add(t);
+    }
+    // Its download's versions (a version's files: a version moved to another download is seen), and PRUNED.
+    if (download !== null) keys.add(`version@${download}`).add(`version@0`).add(PRUNED);
     const tables: string[] = [];
     const counters: string[] = [];
-    for (const t of c.tables) (t.endsWith(COUNTS) ? counters : tables).push(t);
+    for (const k of keys) (k.includes(COUNTS) ? counters : tables).push(k);
     const at = (t: string) => versions.of.get(t) ?? '0';
     return {
       value,
@@ -214,16 +264,15 @@ export class ReadCache {
 
   private valid(e: Entry<unknown>, versions: TableVersions, now: number): boolean {
     if (e.tables === null) return e.all === versions.all;
-    const at = (t: string) => versions.of.get(t) ?? '0';
-    for (let i = 0; i < e.tables.length; i++) if (at(e.tables[i]!) !== e.seen[i]) return false;
+    for (let i = 0; i < e.tables.length; i++) if (!same(versions, e.tables[i]!, e.seen[i]!)) return false;
     if (now - e.started < this.options.counterLagMs) return true;
-    for (let i = 0; i < e.counters.length; i++) if (at(e.counters[i]!) !== e.countersSeen[i]) return false;
+    for (let i = 0; i < e.counters.length; i++) if (!same(versions, e.counters[i]!, e.countersSeen[i]!)) return false;
     return true;
   }
 
   /** lookup() of `key` as `visitor` asks it: answers are never shared between visitors. */
-  lookupFor<V>(key: string, visitor: Visitor): Promise<Lookup<V>> {
-    return this.lookup<V>(`${key}\0${visitorKey(visitor)}`);
+  lookupFor<V>(key: string, visitor: Visitor, scope?: Scope): Promise<Lookup<V>> {
+    return this.lookup<V>(`${key}\0${visitorKey(visitor)}`, scope);
   }
 
   private put(key: string, entry: Entry<unknown>): void {
@@ -255,6 +304,28 @@ export class ReadCache {
 
 function noop(): void {}
 
+function add(into: { downloads: Set<number>; versions: Set<number> }, scope: Scope | undefined): void {
+  if (scope && 'download' in scope) into.downloads.add(scope.download);
+  else if (scope) into.versions.add(scope.version);
+}
+
+/** The download a scope names, once the versions say which a version belongs to (null: none, answers by table). */
+function downloadOf(scope: Scope | undefined, versions: TableVersions): number | null {
+  if (!scope) return null;
+  if ('download' in scope) return scope.download;
+  const d = versions.of.get(`=${scope.version}`);
+  return d === undefined ? null : Number(d);
+}
+
+/**
+ * A version still at what an answer saw. A download's versions are there only for the downloads asked for: one that
+ * is missing (asked under another scope) is a change.
+ */
+function same(versions: TableVersions, key: string, seen: string): boolean {
+  const v = versions.of.get(key);
+  return v === undefined ? !key.includes('@') && seen === '0' : v === seen;
+}
+
 /** Everything about the visitor an answer can depend on. */
 function visitorKey(v: Visitor): string {
   return `${v.apiKeyId}:${v.userId}:${v.isSuper ? 1 : 0}${v.isAdmin ? 1 : 0}${v.isModerator ? 1 : 0}:${[...v.scopes].join(',')}:${v.groupIds.join(',')}`;
@@ -266,6 +337,7 @@ function visitorKey(v: Visitor): string {
  * answer has errors (it is not kept).
  */
 export function readCachePlugin(cache: ReadCache): Plugin {
+  let scopes: CacheScopes | null = null;
   const ids = new WeakMap<DocumentNode, { id: number; queries: Map<string, boolean> }>();
   let next = 0;
   const isQuery = (document: DocumentNode, operationName: string | null | undefined) => {
@@ -289,7 +361,9 @@ export function readCachePlugin(cache: ReadCache): Plugin {
       const id = visitor ? isQuery(args.document, args.operationName) : null;
       if (id === null || !visitor) return;
       const key = `graphql\0${id}\0${args.operationName ?? ''}\0${JSON.stringify(args.variableValues ?? {})}`;
-      const found = await cache.lookupFor<Buffer>(key, visitor);
+      scopes ??= new CacheScopes(args.schema);
+      const scope = scopes.scopeOf(args.document, args.operationName, args.variableValues);
+      const found = await cache.lookupFor<Buffer>(key, visitor, scope);
       if ('value' in found) {
         setResultAndStopExecution(keptResult(found.value));
         return;

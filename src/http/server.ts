@@ -42,6 +42,7 @@ import { trustedDocumentsPlugins, type TrustedDocuments } from '../graphql/trust
 import { subscriptionTransportPlugin } from './subscriptions.js';
 import { SubscriptionSlots, subscriptionSlotsPlugin } from './subscription-slots.js';
 import { readCachePlugin, type ReadCache } from './read-cache.js';
+import { CacheScopes } from './cache-scope.js';
 
 const SERVER_ERROR = 'An unexpected error occurred. It has been logged.';
 
@@ -126,6 +127,7 @@ export function createRequestHandler({
   // Leaf resolvers count the bytes of each result into its operation's budget (GRAPHQL_MAX_RESPONSE_BYTES), on both
   // faces and both executors; done once per schema, in place.
   countResponseBytes(schema);
+  const restScopes = new CacheScopes(schema);
   const yoga = createYoga({
     cors: false, // httpPolicyPlugin answers CORS (CORS_ORIGINS)
     schema,
@@ -255,7 +257,14 @@ export function createRequestHandler({
         admit: (ctx, signal) => admitOperation(shares, allowance, ctx, signal),
         limits: config.graphql,
         readCache: readCache.enabled
-          ? { lookup: (ctx, key) => readCache.lookupFor<Uint8Array>(key, (ctx as Context).visitor) }
+          ? {
+              lookup: (ctx, key, operation) =>
+                readCache.lookupFor<Uint8Array>(
+                  key,
+                  (ctx as Context).visitor,
+                  restScopes.scopeOf(operation.document, undefined, operation.variables),
+                ),
+            }
           : undefined,
         receiveUpload: uploadReceiver(services.storage, services.config.maxUploadBytes),
         onUnexpectedError,
