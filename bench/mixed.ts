@@ -35,6 +35,8 @@ const { values: opts } = parseArgs({
     only: { type: 'string' },
     'no-peer': { type: 'boolean', default: false },
     /** Node's flags for the service process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" (space-separated). */
+    /** A file the service's log (its standard output, LOG_LEVEL warn) is appended to; by default it is dropped. */
+    'service-log': { type: 'string' },
     'node-flags': { type: 'string', default: '' },
   },
 });
@@ -415,11 +417,11 @@ async function measure(sc: MixedScenario, face: FaceName, rate: number, warm: bo
   };
 }
 
-function start(args: string[], env: Record<string, string>): ChildProcess {
+function start(args: string[], env: Record<string, string>, logFile?: string): ChildProcess {
   return spawn(process.execPath, args, {
     cwd: root,
     env: { ...process.env, NODE_ENV: 'production', ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', logFile ? fs.openSync(logFile, 'a') : 'ignore', 'inherit'],
   });
 }
 async function waitReady(child: ChildProcess, url: string): Promise<void> {
@@ -522,18 +524,22 @@ try {
     `Seeded ${DOWNLOADS.toLocaleString('en')} downloads on PostgreSQL in ${((performance.now() - t0) / 1000).toFixed(0)} s`,
   );
   const list = mixedScenarios(pools);
-  service = start(serviceArgs(opts['node-flags'].split(/\s+/).filter(Boolean)), {
-    ...SERVICE_ENV,
-    DATABASE_URL: databaseUrl,
-    DATA_DIR: dataDir,
-    PORT: new URL(BASE).port,
-    HOST: '127.0.0.1',
-    DM_BOOTSTRAP_KEY: KEY,
-    LOG_LEVEL: 'warn',
-    BASE_URL: 'http://localhost',
-    COMMENT_FLOOD_SECONDS: '0',
-    ...(READ_CACHE_MB !== undefined ? { READ_CACHE_MB } : {}),
-  });
+  service = start(
+    serviceArgs(opts['node-flags'].split(/\s+/).filter(Boolean)),
+    {
+      ...SERVICE_ENV,
+      DATABASE_URL: databaseUrl,
+      DATA_DIR: dataDir,
+      PORT: new URL(BASE).port,
+      HOST: '127.0.0.1',
+      DM_BOOTSTRAP_KEY: KEY,
+      LOG_LEVEL: 'warn',
+      BASE_URL: 'http://localhost',
+      COMMENT_FLOOD_SECONDS: '0',
+      ...(READ_CACHE_MB !== undefined ? { READ_CACHE_MB } : {}),
+    },
+    opts['service-log'],
+  );
   await waitReady(service, `${BASE}/readyz`);
   if (PEER) {
     peer = start(['--import', 'tsx', 'bench/peer.ts'], {
