@@ -79,18 +79,34 @@ async function createDatabase(): Promise<{
   db: Database;
   url?: string;
   seeded?: number | null;
+  /** A kept database that holds tables already (a seed, finished or not). */
+  used: boolean;
   dataDir: string;
   reopen(): Promise<Database>;
   drop(): Promise<void>;
 }> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-bench-search-'));
-  const removeDir = () => fs.rmSync(dir, { recursive: true, force: true });
-  if (!opts['database-url']) {
-    const open = () => openDatabase({ pgliteDir: path.join(dir, 'db') });
-    return { db: await open(), dataDir: dir, reopen: open, drop: async () => removeDir() };
-  }
   const kept = opts.keep;
   if (kept !== undefined && !/^[a-z0-9_]+$/.test(kept)) throw new Error('--keep takes a name of [a-z0-9_]');
+  if (!opts['database-url']) {
+    // Kept: the directory <tmp>/dcs-bench-search-<name>, left in place for the next run with that name.
+    const dir = kept
+      ? path.join(os.tmpdir(), `dcs-bench-search-${kept}`)
+      : fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-bench-search-'));
+    const existed = kept !== undefined && fs.existsSync(path.join(dir, 'db', 'PG_VERSION'));
+    const open = () => openDatabase({ pgliteDir: path.join(dir, 'db') });
+    const db = await open();
+    return {
+      db,
+      seeded: existed ? await seededSize(db) : null,
+      used: existed,
+      dataDir: dir,
+      reopen: open,
+      drop: async () => {
+        if (!kept) fs.rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-bench-search-'));
   const name = kept ? `dcs_bench_search_${kept}` : `dcs_bench_search_${process.pid}`;
   const admin = new pg.Client({ connectionString: opts['database-url'] });
   await admin.connect();
@@ -105,10 +121,11 @@ async function createDatabase(): Promise<{
     db,
     url: url.toString(),
     seeded: exists ? await seededSize(db) : null,
+    used: exists && (await db.query(`SELECT 1 FROM pg_tables WHERE tablename = 'download'`)).length > 0,
     dataDir: dir,
     reopen: open,
     drop: async () => {
-      removeDir();
+      fs.rmSync(dir, { recursive: true, force: true });
       if (kept) return;
       const a = new pg.Client({ connectionString: opts['database-url'] });
       await a.connect();
@@ -245,14 +262,24 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** CPU seconds (user + system) the process has used, from /proc/<pid>/stat (NaN where there is no /proc). */
-function cpuSeconds(pid: number): number {
+/** CPU seconds the process has used, user and system, from /proc/<pid>/stat (NaN where there is no /proc). */
+function cpuOf(pid: number): { user: number; system: number } {
   try {
     const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
+    return { user: Number(fields[11]) / 100, system: Number(fields[12]) / 100 };
   } catch {
-    return Number.NaN;
+    return { user: Number.NaN, system: Number.NaN };
   }
+}
+
+/** CPU seconds used so far by the PostgreSQL backends serving database `name` (this machine's server only). */
+async function backendsCpu(db: Database | null, name: string | undefined): Promise<number> {
+  if (!db || !name) return Number.NaN;
+  const rows = await db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1', [name]);
+  return rows.reduce((sum, r) => {
+    const c = cpuOf(r.pid);
+    return sum + c.user + c.system;
+  }, 0);
 }
 
 /** The compiled service as its own process on the bench's database, once it answers /readyz. */
@@ -297,19 +324,19 @@ async function main() {
   const target = await createDatabase();
   let db: Database | null = target.db;
   const { url, seeded, dataDir, drop, reopen } = target;
+  const dbName = url ? new URL(url).pathname.slice(1) : undefined;
   let service: ChildProcess | null = null;
   try {
     if (seeded === DOWNLOADS) {
       await migrate(db); // a kept database seeded before a new migration
       console.log(
-        `reusing the kept database dcs_bench_search_${opts.keep} (${DOWNLOADS.toLocaleString('en')} downloads)`,
+        `reusing the kept database ${url ? `dcs_bench_search_${opts.keep}` : dataDir} (${DOWNLOADS.toLocaleString('en')} downloads)`,
       );
     } else {
-      // A kept database with tables but no finished seed (a fresh one is empty; the embedded one starts migrated).
-      const used = opts.keep && (await db.query(`SELECT 1 FROM pg_tables WHERE tablename = 'download'`)).length > 0;
-      if (used)
+      // A kept database with tables but no finished seed, or one of another size.
+      if (target.used)
         throw new Error(
-          `the kept database dcs_bench_search_${opts.keep} holds another seed: drop it or pick another --keep`,
+          `the kept database ${url ? `dcs_bench_search_${opts.keep}` : dataDir} holds another seed: drop it or pick another --keep`,
         );
       const t0 = performance.now();
       await seed(db, DOWNLOADS);
@@ -413,9 +440,16 @@ async function main() {
     const rows: Record<string, string | number>[] = [];
     for (const s of scenarios) {
       await measure(s.run, 1); // warm-up: plans, caches, the JIT
-      const cpu0 = cpuSeconds(service.pid!);
+      // CPU per request: the service process (user / system), the database's backends (PostgreSQL on this machine;
+      // the embedded database is inside the service) and this process, the 16 clients.
+      const service0 = cpuOf(service.pid!);
+      const backends0 = await backendsCpu(db, dbName);
+      const bench0 = process.cpuUsage();
       const f = await measure(s.run);
-      const cpu = cpuSeconds(service.pid!) - cpu0;
+      const bench = process.cpuUsage(bench0);
+      const backends = (await backendsCpu(db, dbName)) - backends0;
+      const service1 = cpuOf(service.pid!);
+      const perRequest = (seconds: number) => ((1000 * seconds) / f.requests).toFixed(2);
       const b = baselines.get(s.name);
       rows.push({
         scenario: s.name,
@@ -423,7 +457,9 @@ async function main() {
         'p99 ms': f.p99.toFixed(1),
         'req/s': f.perSecond.toFixed(1),
         errors: f.errors,
-        'service CPU ms/req': ((1000 * cpu) / f.requests).toFixed(2),
+        'CPU ms/req: service user+sys': `${perRequest(service1.user - service0.user)}+${perRequest(service1.system - service0.system)}`,
+        database: url ? perRequest(backends) : '(in service)',
+        clients: perRequest((bench.user + bench.system) / 1e6),
         'ILIKE p50 ms': b ? b.p50.toFixed(1) : '-',
         'ILIKE p99 ms': b ? b.p99.toFixed(1) : '-',
       });
