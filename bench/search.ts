@@ -272,14 +272,23 @@ function cpuOf(pid: number): { user: number; system: number } {
   }
 }
 
-/** CPU seconds used so far by the PostgreSQL backends serving database `name` (this machine's server only). */
-async function backendsCpu(db: Database | null, name: string | undefined): Promise<number> {
-  if (!db || !name) return Number.NaN;
+/** CPU seconds used so far by each PostgreSQL backend serving database `name` (this machine's server only). */
+async function backendsCpu(db: Database | null, name: string | undefined): Promise<Map<number, number>> {
+  const out = new Map<number, number>();
+  if (!db || !name) return out;
   const rows = await db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1', [name]);
-  return rows.reduce((sum, r) => {
+  for (const r of rows) {
     const c = cpuOf(r.pid);
-    return sum + c.user + c.system;
-  }, 0);
+    if (!Number.isNaN(c.user)) out.set(r.pid, c.user + c.system);
+  }
+  return out;
+}
+
+/** CPU seconds the backends used between two readings: those that started since count whole; those gone, not at all. */
+function backendsDelta(before: Map<number, number>, after: Map<number, number>): number {
+  let sum = 0;
+  for (const [pid, cpu] of after) sum += cpu - (before.get(pid) ?? 0);
+  return sum;
 }
 
 /** The compiled service as its own process on the bench's database, once it answers /readyz. */
@@ -447,7 +456,7 @@ async function main() {
       const bench0 = process.cpuUsage();
       const f = await measure(s.run);
       const bench = process.cpuUsage(bench0);
-      const backends = (await backendsCpu(db, dbName)) - backends0;
+      const backends = backendsDelta(backends0, await backendsCpu(db, dbName));
       const service1 = cpuOf(service.pid!);
       const perRequest = (seconds: number) => ((1000 * seconds) / f.requests).toFixed(2);
       const b = baselines.get(s.name);
