@@ -498,7 +498,8 @@ async function main() {
     // under EXPLAIN ANALYZE: its execution time (noisy under load) and the buffers it touches (not). The service
     // runs in this process for it, on the same database and data directory, to capture the statements.
     db ??= await reopen();
-    const config = loadConfig({ PORT: '0', ...serviceEnv }, { dataDir, databaseUrl: url });
+    // Its log at error: a kept database lists every earlier run's data directory in a warning at each start.
+    const config = loadConfig({ PORT: '0', ...serviceEnv, LOG_LEVEL: 'error' }, { dataDir, databaseUrl: url });
     const app = await startApp(config, { db });
     base = app.url;
     const statements: { sql: string; params: unknown[] }[] = [];
