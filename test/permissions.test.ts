@@ -228,6 +228,33 @@ describe('derived checks', () => {
   });
 });
 
+describe('answers shared across requests', () => {
+  it('resolvers of the same tables and groups share their answers; new tables (after a change) are asked afresh', () => {
+    const before = data();
+    const a = new PermissionResolver([REG], before);
+    expect(a.viewableCategories()).toEqual({ categoryIds: [1, 2, 3, 4], moderatedIn: [], deletedIn: [] });
+    expect(new PermissionResolver([REG], before).viewableCategories()).toBe(a.viewableCategories());
+    // Another group set over the same tables has its own answers.
+    expect(new PermissionResolver([REG, MOD], before).viewableCategories()).toEqual({
+      categoryIds: [1, 2, 3, 4],
+      moderatedIn: [1, 2, 3, 4],
+      deletedIn: [1, 2, 3, 4],
+    });
+    // The tables changed (the cache loads a new object): a deny of view on 2 hides 2 and 3 below it.
+    const after = data([[2, REG, 'view', 'deny']]);
+    const b = new PermissionResolver([REG], after);
+    expect(b.viewableCategories().categoryIds).toEqual([1, 4]);
+    expect(b.has('view', 3)).toBe(false);
+    expect(a.has('view', 3)).toBe(true);
+    expect(b.subtreeOf(1)).toEqual([1, 2, 3]);
+    expect(new PermissionResolver([GUEST], after).subtreeOf(4)).toEqual([4]);
+    // The visibility a search statement reads is the resolver's, with the visitor's own id.
+    const access = new Access(visitor({ userId: 7, groupIds: [REG] }), b);
+    expect(access.downloadVisibility()).toEqual({ categoryIds: [1, 4], moderatedIn: [], deletedIn: [], userId: 7 });
+    expect(new Access(visitor({ isSuper: true }), b).downloadVisibility()).toBeNull();
+  });
+});
+
 describe('explain: the rule that decided', () => {
   it('names the nearest override, inherited from an ancestor category', () => {
     const r = new PermissionResolver([REG], data([[1, REG, 'add', 'deny']]));

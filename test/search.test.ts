@@ -204,6 +204,15 @@ forEachDatabase((kind) => {
       const r1 = await search(q, { first: 2 });
       const r2 = await search(q, { first: 2, after: r1.pageInfo.endCursor });
       expect([...titles(r1), ...titles(r2)].sort()).toEqual(['Café Racer', 'Dragon Lair', 'Minecraft Castle']);
+      // The cursors are sealed when selected, once per row: a page's end is its last edge's cursor; a page read
+      // without its edges' cursors still gives its start and end, and they page on.
+      expect(p1.pageInfo.endCursor).toBe(p1.edges.at(-1).cursor);
+      const ENDS = `query($q: String!, $after: String) { search(query: $q, order: NEWEST, first: 1, after: $after) {
+        nodes { title } pageInfo { startCursor endCursor } } }`;
+      const e1 = (await t.gqlOk(ENDS, { q }, alice.key)).search;
+      expect(e1.pageInfo.startCursor).toBe(e1.pageInfo.endCursor);
+      const e2 = (await t.gqlOk(ENDS, { q, after: e1.pageInfo.endCursor }, alice.key)).search;
+      expect([e1.nodes[0].title, e2.nodes[0].title]).toEqual(['Dragon Lair', 'Minecraft Castle']);
       // A cursor of another search is refused.
       const other = await t.gql(SEARCH, { q: 'castle', after: p1.pageInfo.endCursor }, alice.key);
       expect(other.codes).toEqual(['invalid_input']);

@@ -88,13 +88,8 @@ export class Access {
    */
   downloadVisibility(): DownloadVisibility | null {
     if (this.visitor.isSuper) return null;
-    const categoryIds = (this.resolver?.categoryIds() ?? []).filter((id) => this.has('view', id));
-    return {
-      categoryIds,
-      moderatedIn: categoryIds.filter((id) => this.has('viewModerated', id)),
-      deletedIn: categoryIds.filter((id) => this.has('viewDeleted', id)),
-      userId: this.visitor.userId,
-    };
+    const viewable = this.resolver?.viewableCategories() ?? { categoryIds: [], moderatedIn: [], deletedIn: [] };
+    return { ...viewable, userId: this.visitor.userId };
   }
 
   canEditDownload(d: DownloadRow, isTeamMember = false): boolean {

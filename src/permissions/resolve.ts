@@ -32,6 +32,10 @@ export interface Explanation {
   rules: Rule[];
 }
 
+/**
+ * The permission tables. Never changed once a resolver reads them (src/permissions/load.ts replaces the whole object
+ * when the tables change): resolvers of the same data and groups share their answers across requests.
+ */
 export interface PermissionData {
   /** Global grants per group id. */
   grants: Map<number, Set<string>>;
@@ -41,13 +45,65 @@ export interface PermissionData {
   parents: Map<number, number | null>;
 }
 
+/** The categories where a visitor holds view, and of those where they also hold viewModerated and viewDeleted. */
+export interface ViewableCategories {
+  readonly categoryIds: readonly number[];
+  readonly moderatedIn: readonly number[];
+  readonly deletedIn: readonly number[];
+}
+
+/** What the resolvers of one group set share over one PermissionData: its answers, worked out once. */
+interface Shared {
+  memo: Map<string, boolean>;
+  viewable?: ViewableCategories;
+}
+const sharedByData = new WeakMap<PermissionData, Map<string, Shared>>();
+/** Group sets remembered per PermissionData; past it a resolver keeps its answers to itself (one request). */
+const MAX_SHARED_GROUP_SETS = 1000;
+const childrenByData = new WeakMap<PermissionData, Map<number, number[]>>();
+
+function sharedFor(data: PermissionData, groupIds: readonly number[]): Shared {
+  let byGroups = sharedByData.get(data);
+  if (!byGroups) {
+    byGroups = new Map();
+    sharedByData.set(data, byGroups);
+  }
+  const key = groupIds.join(',');
+  let shared = byGroups.get(key);
+  if (!shared) {
+    shared = { memo: new Map() };
+    if (byGroups.size < MAX_SHARED_GROUP_SETS) byGroups.set(key, shared);
+  }
+  return shared;
+}
+
+/** Category id → its children's ids, for the whole tree of `data` (built once per PermissionData). */
+function childrenOf(data: PermissionData): Map<number, number[]> {
+  let children = childrenByData.get(data);
+  if (!children) {
+    children = new Map();
+    for (const [id, parent] of data.parents) {
+      if (parent === null) continue;
+      const list = children.get(parent);
+      if (list) list.push(id);
+      else children.set(parent, [id]);
+    }
+    childrenByData.set(data, children);
+  }
+  return children;
+}
+
 export class PermissionResolver {
-  private readonly memo = new Map<string, boolean>();
+  private readonly shared: Shared;
+  private readonly memo: Map<string, boolean>;
 
   constructor(
     private readonly groupIds: readonly number[],
     private readonly data: PermissionData,
-  ) {}
+  ) {
+    this.shared = sharedFor(data, groupIds);
+    this.memo = this.shared.memo;
+  }
 
   /** Whether the visitor holds `perm` globally, or in `categoryId` when given. */
   has(perm: Permission, categoryId?: number | null): boolean {
@@ -65,16 +121,23 @@ export class PermissionResolver {
     return [...this.data.parents.keys()];
   }
 
+  /** The categories where the visitor holds view, and of those where they also hold viewModerated, viewDeleted. */
+  viewableCategories(): ViewableCategories {
+    if (!this.shared.viewable) {
+      const categoryIds = this.categoryIds().filter((id) => this.has('view', id));
+      this.shared.viewable = {
+        categoryIds,
+        moderatedIn: categoryIds.filter((id) => this.has('viewModerated', id)),
+        deletedIn: categoryIds.filter((id) => this.has('viewDeleted', id)),
+      };
+    }
+    return this.shared.viewable;
+  }
+
   /** `categoryId` and every category below it (none when it does not exist). */
   subtreeOf(categoryId: number): number[] {
     if (!this.data.parents.has(categoryId)) return [];
-    const children = new Map<number, number[]>();
-    for (const [id, parent] of this.data.parents) {
-      if (parent === null) continue;
-      const list = children.get(parent);
-      if (list) list.push(id);
-      else children.set(parent, [id]);
-    }
+    const children = childrenOf(this.data);
     const out: number[] = [];
     const seen = new Set<number>();
     const stack = [categoryId];

@@ -132,8 +132,14 @@ export async function searchConnection(
 ): Promise<SearchConnection> {
   const text = searchTextOf(args.query, 'query');
   const first = pageSize(args.first);
-  const key = searchKey(args);
-  const offset = args.after != null ? offsetOf(db.cursors, key, args.after) : 0;
+  // The search's key and the cursors are sealed only when asked for (a page's 20 cursors are 20 AES-GCM seals), each
+  // once: an edge's cursor and the page's start or end cursor are the same string.
+  let key: string | undefined;
+  const keyOf = () => {
+    key ??= searchKey(args);
+    return key;
+  };
+  const offset = args.after != null ? offsetOf(db.cursors, keyOf(), args.after) : 0;
   const result = await db.reads.search({
     text,
     filter: filterOf(args.filter, subtree),
@@ -147,15 +153,29 @@ export async function searchConnection(
     highlights: want.highlights,
     rel: want.rel,
   });
-  const edges = result.hits.map((h, i) => ({
-    cursor: cursorOf(db.cursors, key, offset + i),
-    node: h.download,
-    highlight: {
-      title: highlightHtml(h.highlight?.title ?? h.download.title),
-      tagLine: highlightHtml(h.highlight?.tagLine ?? h.download.tagLine),
-      description: highlightHtml(h.highlight?.description ?? ''),
-    },
-  }));
+  const cursors: (string | undefined)[] = [];
+  const cursorAt = (i: number) => {
+    cursors[i] ??= cursorOf(db.cursors, keyOf(), offset + i);
+    return cursors[i];
+  };
+  const edges = result.hits.map((h, i): SearchEdge => {
+    let highlight: SearchHighlight | undefined;
+    return {
+      get cursor() {
+        return cursorAt(i);
+      },
+      node: h.download,
+      get highlight() {
+        highlight ??= {
+          title: highlightHtml(h.highlight?.title ?? h.download.title),
+          tagLine: highlightHtml(h.highlight?.tagLine ?? h.download.tagLine),
+          description: highlightHtml(h.highlight?.description ?? ''),
+        };
+        return highlight;
+      },
+    };
+  });
+  const last = edges.length - 1;
   return {
     totalCount: result.total,
     totalCountIsExact: result.totalIsExact,
@@ -163,8 +183,12 @@ export async function searchConnection(
     pageInfo: {
       hasNextPage: offset + edges.length < result.total,
       hasPreviousPage: offset > 0,
-      startCursor: edges[0]?.cursor ?? null,
-      endCursor: edges.at(-1)?.cursor ?? null,
+      get startCursor() {
+        return last >= 0 ? cursorAt(0) : null;
+      },
+      get endCursor() {
+        return last >= 0 ? cursorAt(last) : null;
+      },
     },
     facets: result.facets,
   };
