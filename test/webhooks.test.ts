@@ -232,6 +232,28 @@ forEachDatabase((kind) => {
     expect(await viewCount()).toBe(before);
   });
 
+  it('a webhook hears the changes made from its creation on, however late the dispatcher reaches them', async () => {
+    const d = await newDownload('Late');
+    const { webhook } = await create({ url: `${r.base}/ok/late`, events: ['*'], downloadId: d.download_id });
+    const { createdAt } = await t.prisma.webhook.findUniqueOrThrow({ where: { id: webhook.webhookId } });
+    // A change that committed a moment before the webhook existed, reached by a busy dispatcher only after it.
+    await t.prisma.eventOutbox.create({
+      data: {
+        type: 'download.updated',
+        objectId: d.download_id,
+        downloadId: d.download_id,
+        createdAt: new Date(createdAt.getTime() - 1),
+      },
+    });
+    t.app.dispatcher.wake();
+    await t.rest('PUT', `/api/mc-dm-downloads/${d.download_id}/`, { form: { title: 'After' } });
+    const late = () => r.got.filter((g) => g.path === '/ok/late').map((g) => JSON.parse(g.body));
+    await until('the later update', () => late().some((b) => b.data.title === 'After'));
+    await new Promise((res) => setTimeout(res, 300));
+    // Only the update made after the webhook: not the back-dated one, nor the download's creation events.
+    expect(late().map((b) => [b.type, b.data.title])).toEqual([['download.updated', 'After']]);
+  });
+
   it('a rolled-back write sends nothing; a refused write sends nothing', async () => {
     const d = await newDownload('Rollback');
     await create({ url: `${r.base}/ok/rollback`, events: ['*'], downloadId: d.download_id });

@@ -167,7 +167,7 @@ export class EventDispatcher {
       await tx.$queryRaw`SELECT pg_advisory_xact_lock_shared(${DISPATCH_LOCK[0]}::int, ${DISPATCH_LOCK[1]}::int)::text`;
       const hooks = await tx.webhook.findMany({
         where: { active: true },
-        select: { id: true, events: true, categoryId: true, downloadId: true },
+        select: { id: true, events: true, categoryId: true, downloadId: true, createdAt: true },
       });
       const deliveries: Omit<DeliveryRow, 'id' | 'attempts'>[] = [];
       if (hooks.length > 0) {
@@ -189,6 +189,8 @@ export class EventDispatcher {
         }
         for (const r of rows) {
           for (const h of hooks) {
+            // A webhook hears the writes made from its creation on, however late this round runs.
+            if (h.createdAt > r.createdAt) continue;
             if (!h.events.includes('*') && !h.events.includes(r.type)) continue;
             if (h.downloadId !== null && h.downloadId !== r.downloadId) continue;
             if (h.categoryId !== null && !under.get(r.downloadId)?.has(h.categoryId)) continue;
