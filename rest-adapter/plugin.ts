@@ -96,7 +96,8 @@ export interface RestAdapterOptions {
   admit?(context: unknown, signal: AbortSignal): Promise<() => void>;
   /**
    * Answers of GET routes kept while what they read is unchanged (src/http/read-cache.ts): `key` names the route and
-   * its variables; the lookup adds who asks. A miss is either stored or dropped (after a store, drop does nothing).
+   * its variables; the lookup adds who asks. A miss is either stored or dropped (after a store, drop does nothing);
+   * `passed`: the answer will not be kept whatever it is (its key is not admitted yet).
    */
   readCache?: {
     /** `operation`: the route's document and variables (what the answer is about decides what evicts it). */
@@ -104,7 +105,7 @@ export interface RestAdapterOptions {
       context: unknown,
       key: string,
       operation: { document: DocumentNode; variables: Record<string, unknown> },
-    ): Promise<{ value: Uint8Array } | { store(value: Uint8Array, bytes: number): void; drop(): void }>;
+    ): Promise<{ value: Uint8Array } | { store(value: Uint8Array, bytes: number): void; drop(): void; passed?: true }>;
   };
   /** Execution deadline in ms (GRAPHQL_TIMEOUT_MS), read on each request: past it the route answers 503 operation_timeout. */
   limits: { timeoutMs: number; maxResponseBytes?: number };
@@ -502,7 +503,7 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
       bodyRead = true;
       const variableValues = toVariables(options.schema, hit.r.operation, raw);
       const csv = hit.r.csv ? wantsCsv(url) : false;
-      const kept =
+      let kept =
         hit.r.cacheable && !csv && options.readCache
           ? await options.readCache.lookup(
               contextValue,
@@ -511,6 +512,7 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
             )
           : undefined;
       if (kept && 'value' in kept) return jsonText(200, kept.value);
+      if (kept?.passed) kept = undefined; // asked for the first time: nothing to keep
       if (kept) unkept = kept.drop;
       const limit = deadline(options.limits.timeoutMs, request.signal);
       // GRAPHQL_MAX_RESPONSE_BYTES, as on /graphql: past it the route answers 400 operation_too_expensive (response_size).

@@ -195,6 +195,7 @@ export async function startApp(
       readsOf: await statementReader(db),
       compact: db.compactCacheVersions,
       compactAt: LIMITS.cacheBumpsCompactAt,
+      admitWindow: config.readCacheAdmitWindow,
     });
     if (readCache.enabled) db.onStatement((sql) => readCache.observe(sql));
     feed.onChange(() => readCache.clear());

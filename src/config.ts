@@ -180,6 +180,11 @@ export interface Config {
   cacheSeconds: number;
   /** Megabytes of read answers kept while the tables they read are unchanged (src/http/read-cache.ts); 0 turns it off. */
   readCacheMb: number;
+  /**
+   * READ_CACHE_ADMIT_WINDOW: an answer is kept from the second time it is asked while its key is among this many keys
+   * asked once (src/http/read-cache.ts); 0 keeps every answer from the first time.
+   */
+  readCacheAdmitWindow: number;
   /** Requests a minute per guest or user key (0: no limit). */
   rateLimitPerMinute: number;
   /** Requests a minute per super-user key (0: no limit, the default). */
@@ -354,6 +359,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     searchLanguage: oneOf(env, 'SEARCH_LANGUAGE', SEARCH_LANGUAGES, 'english'),
     cacheSeconds: int(env, 'CACHE_SECONDS', 5),
     readCacheMb: int(env, 'READ_CACHE_MB', 64),
+    readCacheAdmitWindow: int(env, 'READ_CACHE_ADMIT_WINDOW', 10_000),
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 600),
     rateLimitSuperPerMinute: int(env, 'RATE_LIMIT_SUPER_PER_MINUTE', 0),
     webhooks: {

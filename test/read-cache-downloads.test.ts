@@ -22,7 +22,12 @@ forEachDatabase((kind) => {
     const d = { a: { id: 0, version: 0, file: 0, gid: '' }, b: { id: 0, version: 0, file: 0, gid: '' } };
 
     beforeAll(async () => {
-      t = await startTestApp(kind, { cacheSeconds: 300, commentFloodSeconds: 0, externalUrlAllowPrivate: true });
+      t = await startTestApp(kind, {
+        cacheSeconds: 300,
+        commentFloodSeconds: 0,
+        externalUrlAllowPrivate: true,
+        readCacheAdmitWindow: 0,
+      });
       // Views are counted off: the reads below would count views, whose flush (every 30 s) changes a download's
       // view_count and so its answers, which a slow run would see as a write (views are tested in views.test.ts).
       t.app.services.views = undefined;
@@ -315,7 +320,7 @@ forEachDatabase((kind) => {
       async () => {
         const second = await startTestApp(
           'postgres',
-          { cacheSeconds: 300, dataDir: t.config.dataDir },
+          { cacheSeconds: 300, dataDir: t.config.dataDir, readCacheAdmitWindow: 0 },
           { url: t.app.db.url! },
         );
         second.app.services.views = undefined;

@@ -127,6 +127,39 @@ describe('ReadCache', () => {
     expect(cache.counts).toEqual({ hit: 3, miss: 4 });
   });
 
+  it('admission: with a window, a key is kept from its second request; its first reads no versions', async () => {
+    let calls = 0;
+    const cache = new ReadCache({
+      ...options,
+      admitWindow: 2,
+      versions: async () => {
+        calls++;
+        return versions({ download: 1 });
+      },
+    });
+    const sql = ['SELECT title FROM download WHERE id = $1'];
+    const first = await cache.lookup<string>('a');
+    if (!('store' in first)) throw new Error('a was kept');
+    first.store('A', 1); // not kept: its versions were never read
+    expect([calls, cache.size.entries]).toEqual([0, 0]);
+    await compute(cache, 'a', 'A', sql); // asked again within the window: read with versions, kept
+    expect([calls, cache.size.entries]).toEqual([1, 1]);
+    expect(await kept(cache, 'a')).toBe('A');
+    expect(calls).toBe(2);
+    // The window holds the last 2 keys asked once: b is forgotten when d arrives, so b starts over; d is kept.
+    for (const k of ['b', 'c', 'd']) await compute(cache, k, k, sql);
+    expect(cache.size.entries).toBe(1);
+    await compute(cache, 'b', 'b', sql);
+    await compute(cache, 'd', 'd', sql);
+    expect(await kept(cache, 'b')).toBeUndefined(); // (that lookup was b's second within the window: admitted again)
+    expect(await kept(cache, 'd')).toBe('d');
+    // Emptying the cache forgets the keys asked once too.
+    cache.clear();
+    await compute(cache, 'd', 'd', sql);
+    expect(cache.size.entries).toBe(0);
+    expect(cache.counts).toEqual({ hit: 2, miss: 9 });
+  });
+
   it('an answer whose statement could not be read depends on every table', async () => {
     let now = versions({ download: 1, comment: 1 });
     const cache = new ReadCache({ ...options, versions: async () => now });
@@ -228,7 +261,7 @@ forEachDatabase((kind) => {
     let published: number;
     let draft: number;
     beforeAll(async () => {
-      t = await startTestApp(kind, { cacheSeconds: 300, commentFloodSeconds: 0 });
+      t = await startTestApp(kind, { cacheSeconds: 300, commentFloodSeconds: 0, readCacheAdmitWindow: 0 });
       category = (await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Cached' } })).body.category
         .category_id;
       owner = await t.user('keeper');
@@ -634,6 +667,29 @@ forEachDatabase((kind) => {
       expect(counts().hit - before.hit).toBeGreaterThan(30);
     });
 
+    it('as deployed (READ_CACHE_ADMIT_WINDOW), keeps an answer from its second request, on both faces', async () => {
+      const app = await startTestApp(kind, { cacheSeconds: 300 });
+      try {
+        app.app.services.views = undefined;
+        const reads: [string, () => Promise<unknown>][] = [
+          ['REST', async () => (await app.rest('GET', `/api/mc-dm-categories/`)).body],
+          ['GraphQL', () => app.gqlOk('{ categories { nodes { categoryId title } } }')],
+        ];
+        for (const [face, read] of reads) {
+          const before = { ...app.app.readCache.counts };
+          const entries = app.app.readCache.size.entries;
+          const first = await read();
+          expect(app.app.readCache.size.entries, `${face}: nothing kept after one request`).toBe(entries);
+          expect(await read()).toEqual(first);
+          expect(app.app.readCache.size.entries, `${face}: kept after the second`).toBe(entries + 1);
+          expect(await read()).toEqual(first);
+          expect(app.app.readCache.counts, face).toEqual({ hit: before.hit + 1, miss: before.miss + 2 });
+        }
+      } finally {
+        await app.close();
+      }
+    });
+
     it('is off with READ_CACHE_MB=0', async () => {
       const off = await startTestApp(kind, { readCacheMb: 0 });
       try {
@@ -651,7 +707,7 @@ forEachDatabase((kind) => {
       async () => {
         const second = await startTestApp(
           'postgres',
-          { cacheSeconds: 300, dataDir: t.config.dataDir },
+          { cacheSeconds: 300, dataDir: t.config.dataDir, readCacheAdmitWindow: 0 },
           { url: t.app.db.url! },
         );
         try {

@@ -32,6 +32,11 @@
 // - a change announced on the cache change feed (a key revoked, permissions edited) empties the cache, as the key and
 //   permission tables are served from memory.
 //
+// Admission (ADMIT_WINDOW): an answer is kept from the second time its key is asked while the key is among the last
+// ADMIT_WINDOW keys asked once; the first request of a key neither reads the versions nor records what it read, so a
+// read of a row nobody asks for twice costs the same as with the cache off (no versions statement before it, no bytes
+// kept for an answer nobody will ask for again). With 0 every answer is kept from its first computation.
+//
 // Looking the versions up is one short statement; requests arriving while one is in flight share the next one (each
 // request gets versions read after it arrived).
 //
@@ -91,6 +96,12 @@ export interface ReadCacheOptions {
   compact?(): Promise<void>;
   /** Bumps waiting past which compact() is called. */
   compactAt?: number;
+  /**
+   * Keys remembered as asked once (default 0: every answer is kept from its first computation). With N > 0 a key's
+   * answer is kept only when it is asked again while it is among the last N keys asked once: the first request of a
+   * key reads no versions and records nothing (see "Admission" above).
+   */
+  admitWindow?: number;
 }
 
 /** The next versions statement, with the downloads and versions its callers asked for. */
@@ -100,8 +111,11 @@ interface Waiting {
   versions: Set<number>;
 }
 
-/** A kept answer, or how to keep the one about to be computed (`drop`: it will not be). */
-export type Lookup<V> = { value: V } | { store(value: V, bytes: number): void; drop(): void };
+/**
+ * A kept answer, or how to keep the one about to be computed (`drop`: it will not be). `passed`: the key is not
+ * admitted (asked for the first time), so store and drop do nothing and the caller need not prepare what it would keep.
+ */
+export type Lookup<V> = { value: V } | { store(value: V, bytes: number): void; drop(): void; passed?: true };
 
 /** How answers were served, for /metrics. */
 export interface ReadCacheCounts {
@@ -114,6 +128,8 @@ const COLLECT_MS = 60_000;
 
 export class ReadCache {
   private readonly entries = new Map<string, Entry<unknown>>();
+  /** Keys asked once and not kept (their hashes), oldest first: a second request within the window is kept. */
+  private readonly askedOnce = new Set<number>();
   private bytes = 0;
   private running: Promise<TableVersions> | null = null;
   /** The next versions statement, with the downloads and versions its callers asked for. */
@@ -196,6 +212,10 @@ export class ReadCache {
    * answer once it is computed (it was computed after the versions this lookup read), or `drop` when it will not be.
    */
   async lookup<V>(key: string, scope?: Scope): Promise<Lookup<V>> {
+    if (!this.admitted(key)) {
+      this.counts.miss++;
+      return PASS;
+    }
     const versions = await this.versions(scope);
     const now = Date.now();
     const entry = this.entries.get(key) as Entry<V> | undefined;
@@ -224,6 +244,22 @@ export class ReadCache {
         c.open = false;
       },
     };
+  }
+
+  /**
+   * Whether `key`'s answer may be kept: it is kept already, or it was asked once within the window (then it is no
+   * longer remembered as asked once). A key asked for the first time is remembered, the oldest forgotten past the
+   * window. Keys are remembered by a 32-bit hash: two keys sharing one admit each other, which costs only a versions
+   * statement.
+   */
+  private admitted(key: string): boolean {
+    const window = this.options.admitWindow ?? 0;
+    if (window <= 0 || this.entries.has(key)) return true;
+    const h = hash32(key);
+    if (this.askedOnce.delete(h)) return true;
+    this.askedOnce.add(h);
+    if (this.askedOnce.size > window) this.askedOnce.delete(this.askedOnce.values().next().value!);
+    return false;
   }
 
   /**
@@ -296,6 +332,7 @@ export class ReadCache {
   /** Empties the cache; answers being computed now are not kept either (they may have read what changed). */
   clear(): void {
     this.entries.clear();
+    this.askedOnce.clear();
     this.bytes = 0;
     for (const c of this.collecting) c.open = false;
     this.collecting.clear();
@@ -303,6 +340,16 @@ export class ReadCache {
 }
 
 function noop(): void {}
+
+/** What lookup() answers for a key not admitted: compute the answer, keep nothing. */
+const PASS = { store: noop, drop: noop, passed: true } as const;
+
+/** FNV-1a over the UTF-16 code units of `text`. */
+function hash32(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  return h >>> 0;
+}
 
 function add(into: { downloads: Set<number>; versions: Set<number> }, scope: Scope | undefined): void {
   if (scope && 'download' in scope) into.downloads.add(scope.download);
@@ -368,6 +415,7 @@ export function readCachePlugin(cache: ReadCache): Plugin {
         setResultAndStopExecution(keptResult(found.value));
         return;
       }
+      if (found.passed) return;
       return {
         onExecuteDone({ result }) {
           const r = result as ExecutionResult;
