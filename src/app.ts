@@ -168,6 +168,7 @@ export async function startApp(
     const services: Services = {
       prisma: db.prisma,
       reads: new Reads(db),
+      db,
       config,
       groups,
       storage,

@@ -9,40 +9,15 @@
 import type { Category, Comment, Download, File, User, Version } from '../generated/prisma/client.js';
 import type { Database } from './client.js';
 import { columnsOf, jsonOf, revive, type JsonRow } from './rows.js';
-import { sqlAfter, sqlOrderBy, type KeysetSpec, type Window } from './keyset.js';
+import type { KeysetSpec, Window } from './keyset.js';
+import { pageSql, type ListRead, type Slice } from './slices.js';
 import { childPages, type ChildPage, type ChildSource } from './child-pages.js';
 import { COMMENT_FILTER, filterSql, type CommentFilter } from './filters.js';
 import { categoryTotalSql, commentTotalSql, fileTotalSql } from './totals.js';
 
 type Param = (v: unknown) => string;
 
-/**
- * Which rows of a list to read and in which order: `take` rows in the order of `spec` (ties by id), after `skip`
- * rows (page-numbered lists) or after the cursor of `window` (connections, which may also scan backward).
- */
-export interface Slice {
-  spec: KeysetSpec;
-  window?: Window;
-  skip?: number;
-  take: number;
-}
-
-const FORWARD: Window = { size: 0, backward: false, cursor: null };
-
-function sliceSql(slice: Slice, t: string, param: Param): { after: string; orderBy: string; limit: string } {
-  const w = slice.window ?? FORWARD;
-  if (!/^[A-Za-z]+$/.test(slice.spec.column.name)) throw new Error(`Not an order column: ${slice.spec.column.name}`);
-  const after = sqlAfter(slice.spec, w, t, param);
-  const limit = `LIMIT ${param(slice.take)}::int OFFSET ${param(slice.skip ?? 0)}::bigint`;
-  return { after, orderBy: sqlOrderBy(slice.spec, w, t), limit };
-}
-
-/** The JSON array of `rowJson` over the slice of `from` (alias t) matching `where`, in the slice's order. */
-function pageSql(from: string, where: string[], rowJson: string, slice: Slice, param: Param): string {
-  const { after, orderBy, limit } = sliceSql(slice, 't', param);
-  return `(SELECT coalesce(json_agg(${rowJson} ORDER BY ${orderBy}), '[]'::json)
-    FROM (SELECT * FROM ${from} t WHERE ${[...where, after].join(' AND ')} ORDER BY ${orderBy} ${limit}) t)`;
-}
+export type { Slice } from './slices.js';
 
 const int = (v: unknown) => Number(v);
 
@@ -199,13 +174,6 @@ const teamSql = (downloadId: string, userId: number, param: Param) =>
   userId === 0
     ? 'false'
     : `EXISTS (SELECT 1 FROM team_member tm WHERE tm."downloadId" = ${downloadId} AND tm."userId" = ${param(userId)}::int)`;
-
-export interface ListRead<T, P> {
-  /** The parent row the list names (null when it does not exist); undefined when the list names none. */
-  parent?: P | null;
-  total: number;
-  rows: T[];
-}
 
 /** A file an update check found: the columns its rules read, its version whole, the download's permission columns. */
 /**

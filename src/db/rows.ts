@@ -2,6 +2,7 @@
 // DateTime columns become Date, BigInt columns bigint. Columns keep Prisma's field names (prisma/schema.prisma maps
 // only table names), so nothing else changes, and the schema resolves these rows like rows Prisma read.
 import { getDatamodel } from '../generated/pothos-types.js';
+import type { Database } from './database.js';
 
 /** A row of json_build_object columns, read by column name and turned into model rows by revive(). */
 // biome-ignore lint/suspicious/noExplicitAny: its columns are JSON built in SQL, each read as the statement shaped it
@@ -70,4 +71,10 @@ export function revive<T>(model: string, row: Record<string, unknown> | null): T
     if (typeof v === 'number' || typeof v === 'string') row[f] = BigInt(v);
   }
   return row as T;
+}
+
+/** Runs one statement straight through the driver and answers its first row (null when it has none). */
+export async function firstRow(db: Pick<Database, 'query'>, sql: string, params: unknown[]): Promise<JsonRow | null> {
+  const rows = await db.query<JsonRow>(sql, params);
+  return rows[0] ?? null;
 }
