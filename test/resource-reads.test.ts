@@ -4,7 +4,9 @@
 // face costs one SQL statement, its error answers included.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
-import { categoryParentOf, commentRelationsOf, fileQueryCovered, type Slice } from '../src/db/resource-reads.js';
+import { commentRelationsOf, fileQueryCovered } from '../src/db/resource-reads.js';
+import type { Slice } from '../src/db/slices.js';
+import { categoryById, categoryPage, categoryParentOf } from '../src/modules/categories/store.js';
 import { prismaAfter, prismaOrderBy, type KeysetSpec, type Window } from '../src/db/keyset.js';
 import { CATEGORY_KEYS, COMMENT_KEYS, FILE_KEYS, keysetOf } from '../src/modules/keyset-orders.js';
 
@@ -118,6 +120,7 @@ forEachDatabase((kind) => {
   });
 
   const reads = () => t.app.services.reads;
+  const db = () => t.app.db;
   const directions = ['asc', 'desc'] as const;
 
   /** Offset pages and keyset windows (no cursor, forward after a row, backward before a row) of a list in `spec`. */
@@ -152,12 +155,12 @@ forEachDatabase((kind) => {
 
   it('a category by id, with and without its parent: the object Prisma gives', async () => {
     for (const id of [...ids.categories, 999_999]) {
-      expect(await reads().category(id)).toStrictEqual(await t.prisma.category.findUnique({ where: { id } }));
-      expect(await reads().category(id, true)).toStrictEqual(
+      expect(await categoryById(db(), id)).toStrictEqual(await t.prisma.category.findUnique({ where: { id } }));
+      expect(await categoryById(db(), id, true)).toStrictEqual(
         await t.prisma.category.findUnique({ where: { id }, include: { parent: true } }),
       );
     }
-    expect((await reads().category(ids.categories[6]!))!.maxFileSize).toBe(2n ** 60n + 1n); // past 2^53, exact
+    expect((await categoryById(db(), ids.categories[6]!))!.maxFileSize).toBe(2n ** 60n + 1n); // past 2^53, exact
   });
 
   it('pages of categories: the rows, order and total Prisma gives, for every order, direction and window', async () => {
@@ -179,7 +182,7 @@ forEachDatabase((kind) => {
               take: q.take,
               ...(parent ? { include: { parent: true } } : {}),
             });
-            const got = await reads().categoryPage(s, { parent });
+            const got = await categoryPage(db(), s, { parent });
             expect(got.rows, JSON.stringify({ order, direction, s })).toStrictEqual(expected);
             expect(got.total).toBe(total);
             compared++;
@@ -411,7 +414,7 @@ forEachDatabase((kind) => {
       direction: 'asc',
       column: { name: 'id"; DROP TABLE file; --', kind: 'int' },
     } as KeysetSpec;
-    await expect(reads().categoryPage({ spec, take: 1 })).rejects.toThrow(/Not an order column/);
+    await expect(categoryPage(db(), { spec, take: 1 })).rejects.toThrow(/Not an order column/);
   });
 
   describe('statements per request, through both faces', () => {

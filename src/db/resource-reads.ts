@@ -8,12 +8,12 @@
 // a scalar subquery, which the statement carries beside the page.
 import type { Category, Comment, Download, File, User, Version } from '../generated/prisma/client.js';
 import type { Database } from './client.js';
-import { columnsOf, jsonOf, revive, type JsonRow } from './rows.js';
+import { jsonOf, revive, type JsonRow } from './rows.js';
 import type { KeysetSpec, Window } from './keyset.js';
 import { pageSql, type ListRead, type Slice } from './slices.js';
 import { childPages, type ChildPage, type ChildSource } from './child-pages.js';
 import { COMMENT_FILTER, filterSql, type CommentFilter } from './filters.js';
-import { categoryTotalSql, commentTotalSql, fileTotalSql } from './totals.js';
+import { commentTotalSql, fileTotalSql } from './totals.js';
 
 type Param = (v: unknown) => string;
 
@@ -94,64 +94,6 @@ export function fileQueryCovered(query: Query): boolean {
       ([k, v]) => k === 'version' && (v === true || JSON.stringify(v) === '{"include":{"download":true}}'),
     )
   );
-}
-
-export type CategoryRow = Category & { parent?: Category | null };
-
-/** Whether a query argument for categories asks for the parent category (the only relation categories load). */
-export function categoryParentOf(query: Query): boolean {
-  return Boolean(includeOf(query)?.parent);
-}
-
-/**
- * What a list of categories reads: the parent category of each row when `parent`; only `columns` of each row (in
- * the datamodel's order) when given, every column otherwise.
- */
-export interface CategoryRead {
-  parent?: boolean;
-  columns?: readonly string[];
-}
-
-// Category fields of the GraphQL schema that read other columns than their own name (or none): the rest are
-// exposed columns of the same name. `id` is always read (the permission check and the URLs use it), `parentId` too
-// (the `parent` field starts from it).
-const CATEGORY_FIELD_COLUMNS: Record<string, readonly string[]> = {
-  categoryId: [],
-  parentCategoryId: [],
-  viewUrl: [],
-  canAddDownload: [],
-  id: [],
-  __typename: [],
-  parent: [],
-  children: [],
-  downloads: [],
-};
-
-/**
- * The read a list of categories needs for the fields `fields` selected on each row (src/graphql/selected-fields.ts):
- * the columns those fields read and the parent when `parent` is selected. A field this table does not know reads
- * every column, so a field added to the schema can only cost columns, never lose them.
- */
-export function categoryReadOf(fields: ReadonlySet<string> | null): CategoryRead {
-  if (!fields) return {};
-  const all = columnsOf('Category');
-  const wanted = new Set(['id', 'parentId']);
-  for (const f of fields) {
-    if (CATEGORY_FIELD_COLUMNS[f]) for (const c of CATEGORY_FIELD_COLUMNS[f]) wanted.add(c);
-    else if (all.includes(f)) wanted.add(f);
-    else return { parent: fields.has('parent') };
-  }
-  return { parent: fields.has('parent'), columns: all.filter((c) => wanted.has(c)) };
-}
-
-const categoryJson = (t: string, parent: boolean, columns?: readonly string[]) =>
-  parent
-    ? `json_build_object('c', ${jsonOf('Category', t, columns)}, 'p', (SELECT ${jsonOf('Category', 'p')} FROM category p WHERE p.id = ${t}."parentId"))`
-    : jsonOf('Category', t, columns);
-
-function categoryRow(r: JsonRow, parent: boolean): CategoryRow {
-  if (!parent) return revive<Category>('Category', r);
-  return Object.assign(revive<Category>('Category', r.c), { parent: revive<Category | null>('Category', r.p ?? null) });
 }
 
 const userSql = (user: CommentUser, t: string): string => {
@@ -330,32 +272,6 @@ export class ResourceReads {
       versionState: x.s as Version['state'],
       download: revive<Download>('Download', x.d),
     }));
-  }
-
-  /** A category, with its parent category when `parent` (null at the top); null when there is none. */
-  async category(id: number, parent = false): Promise<CategoryRow | null> {
-    const r = await this.one(`SELECT ${categoryJson('c', parent)} AS c FROM category c WHERE c.id = $1::int`, [id]);
-    return r ? categoryRow(r.c, parent) : null;
-  }
-
-  /**
-   * A page of categories, each with its parent category when `read.parent`. With `read.columns` the rows hold only
-   * those columns (typed as whole rows: the caller resolves no field that reads another).
-   */
-  async categoryPage(
-    slice: Slice,
-    { parent = false, columns }: CategoryRead = {},
-  ): Promise<ListRead<CategoryRow, never>> {
-    const params: unknown[] = [];
-    const param: Param = (v) => {
-      params.push(v);
-      return `$${params.length}`;
-    };
-    const r = (await this.one(
-      `SELECT ${categoryTotalSql()} AS total, ${pageSql('category', ['TRUE'], categoryJson('t', parent, columns), slice, param)} AS rows`,
-      params,
-    ))!;
-    return { total: int(r.total), rows: (r.rows as Record<string, unknown>[]).map((c) => categoryRow(c, parent)) };
   }
 
   /** A comment with its download (and author as asked for); null when there is none. */

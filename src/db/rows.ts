@@ -78,3 +78,16 @@ export async function firstRow(db: Pick<Database, 'query'>, sql: string, params:
   const rows = await db.query<JsonRow>(sql, params);
   return rows[0] ?? null;
 }
+
+/** A Pothos/Prisma query argument, as a resolver receives it (`{}`, `{ include: … }`, `{ select: … }`). */
+export type PrismaQuery = { include?: Record<string, unknown>; select?: unknown; [k: string]: unknown } | undefined;
+
+/**
+ * The relations a query argument includes (`{}` for none), or null when it holds anything else (a `select`…): a
+ * hand-written read then leaves the read to Prisma.
+ */
+export function includeOf(query: PrismaQuery): Record<string, unknown> | null {
+  if (!query || Object.keys(query).length === 0) return {};
+  if (Object.keys(query).some((k) => k !== 'include')) return null;
+  return query.include ?? {};
+}

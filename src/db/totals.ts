@@ -20,15 +20,19 @@ import {
 
 export { sqlRef, SqlRef, type Bind } from './filters.js';
 
-type Key = number | SqlRef;
-const val = (v: Key, bind: Bind, cast: string) => (v instanceof SqlRef ? v.sql : `${bind(v)}::${cast}`);
+/** A counter's key: a value bound as a parameter, or a column of the enclosing statement (SqlRef). */
+export type Key = number | SqlRef;
+/** The SQL of a counter's key, cast to `cast` when bound. */
+export const keySql = (v: Key, bind: Bind, cast: string) => (v instanceof SqlRef ? v.sql : `${bind(v)}::${cast}`);
+const val = keySql;
 
 /** Anything that runs one statement with `$n` parameters: Prisma (`$queryRawUnsafe`) or the driver (`query`). */
 export type Runner =
   | Pick<Prisma.TransactionClient, '$queryRawUnsafe'>
   | { query<R>(sql: string, params?: unknown[]): Promise<R[]> };
 
-async function scalar(db: Runner, sql: (bind: Bind) => string): Promise<number> {
+/** A total's scalar subquery run as a statement of its own: `SELECT <sql> AS total`, its values bound in order. */
+export async function totalOf(db: Runner, sql: (bind: Bind) => string): Promise<number> {
   const params: unknown[] = [];
   const text = `SELECT ${sql((v) => {
     params.push(v);
@@ -40,6 +44,7 @@ async function scalar(db: Runner, sql: (bind: Bind) => string): Promise<number> 
       : await db.$queryRawUnsafe<{ total: unknown }[]>(text, ...params);
   return Number(rows[0]!.total);
 }
+const scalar = totalOf;
 
 // ───────────── downloads
 
@@ -131,12 +136,3 @@ export async function countFiles(
   const f = fileFilterOf(where);
   return f ? fileTotal(prisma, f) : prisma.file.count({ where });
 }
-
-// ───────────── categories
-
-/** Every category: a few hundred rows at most, so a count(*) over the table (no counter table). */
-export function categoryTotalSql(): string {
-  return `(SELECT count(*) FROM category x)`;
-}
-
-export const categoryTotal = (db: Runner) => scalar(db, () => categoryTotalSql());
