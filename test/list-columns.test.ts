@@ -6,23 +6,32 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parse, type FragmentDefinitionNode, type OperationDefinitionNode, type FieldNode } from 'graphql';
 import { forEachDatabase, startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';
-import type { ResourceReads } from '../src/db/resource-reads.js';
 import { categoryReadOf, type CategoryRead } from '../src/modules/categories/store.js';
 import { selectedFields } from '../src/graphql/selected-fields.js';
 
 type CategoryPage = typeof import('../src/modules/categories/store.js').categoryPage;
+type CommentPage = typeof import('../src/modules/comments/store.js').commentPage;
 
 /** Stand-ins the tests put around the stores' reads, to see and change what the service asks of them. */
 const around = vi.hoisted(() => ({
   categoryPage: undefined as
     | undefined
     | ((read: CategoryPage, ...args: Parameters<CategoryPage>) => ReturnType<CategoryPage>),
+  commentPage: undefined as
+    | undefined
+    | ((read: CommentPage, ...args: Parameters<CommentPage>) => ReturnType<CommentPage>),
 }));
 vi.mock('../src/modules/categories/store.js', async (importOriginal) => {
   const store = await importOriginal<typeof import('../src/modules/categories/store.js')>();
   const categoryPage: CategoryPage = (...args) =>
     around.categoryPage ? around.categoryPage(store.categoryPage, ...args) : store.categoryPage(...args);
   return { ...store, categoryPage };
+});
+vi.mock('../src/modules/comments/store.js', async (importOriginal) => {
+  const store = await importOriginal<typeof import('../src/modules/comments/store.js')>();
+  const commentPage: CommentPage = (...args) =>
+    around.commentPage ? around.commentPage(store.commentPage, ...args) : store.commentPage(...args);
+  return { ...store, commentPage };
 });
 
 describe('which columns a selection reads', () => {
@@ -144,19 +153,17 @@ forEachDatabase((kind) => {
   async function commentsBothWays(
     request: () => Promise<string>,
   ): Promise<{ narrow: string; wide: string; whole: boolean[] }> {
-    const reads = t.app.services.reads as ResourceReads;
     const whole: boolean[] = [];
-    const original = reads.commentPage.bind(reads);
-    const spy = vi.spyOn(reads, 'commentPage').mockImplementation((filter, slice, user, w) => {
+    around.commentPage = (read, db, filter, slice, user, w) => {
       whole.push(w ?? true);
-      return original(filter, slice, user, w);
-    });
+      return read(db, filter, slice, user, w);
+    };
     t.app.readCache.clear(); // each request computes its answer: what it reads is the point
     const narrow = await request();
-    spy.mockImplementation((filter, slice, user) => original(filter, slice, user, true));
+    around.commentPage = (read, db, filter, slice, user) => read(db, filter, slice, user, true);
     t.app.readCache.clear();
     const wide = await request();
-    spy.mockRestore();
+    around.commentPage = undefined;
     return { narrow, wide, whole };
   }
 

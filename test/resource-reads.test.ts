@@ -4,9 +4,10 @@
 // face costs one SQL statement, its error answers included.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
-import { commentRelationsOf, fileQueryCovered } from '../src/db/resource-reads.js';
+import { fileQueryCovered } from '../src/db/resource-reads.js';
 import type { Slice } from '../src/db/slices.js';
 import { categoryById, categoryPage, categoryParentOf } from '../src/modules/categories/store.js';
+import { commentById, commentPage, commentRelationsOf } from '../src/modules/comments/store.js';
 import { prismaAfter, prismaOrderBy, type KeysetSpec, type Window } from '../src/db/keyset.js';
 import { CATEGORY_KEYS, COMMENT_KEYS, FILE_KEYS, keysetOf } from '../src/modules/keyset-orders.js';
 
@@ -196,16 +197,16 @@ forEachDatabase((kind) => {
   it('a comment by id, with its download and author as asked: the object Prisma gives', async () => {
     const all = await t.prisma.comment.findMany({ select: { id: true } });
     for (const { id } of [...all.slice(0, 12), { id: 999_999 }]) {
-      expect(await reads().comment(id, null)).toStrictEqual(
+      expect(await commentById(db(), id, null)).toStrictEqual(
         await t.prisma.comment.findUnique({ where: { id }, include: { download: true } }),
       );
-      expect(await reads().comment(id, 'username')).toStrictEqual(
+      expect(await commentById(db(), id, 'username')).toStrictEqual(
         await t.prisma.comment.findUnique({
           where: { id },
           include: { download: true, user: { select: { username: true } } },
         }),
       );
-      expect(await reads().comment(id, 'row')).toStrictEqual(
+      expect(await commentById(db(), id, 'row')).toStrictEqual(
         await t.prisma.comment.findUnique({ where: { id }, include: { download: true, user: true } }),
       );
     }
@@ -259,7 +260,7 @@ forEachDatabase((kind) => {
               take: q.take,
               include,
             });
-            const got = await reads().commentPage(filter, s, user);
+            const got = await commentPage(db(), filter, s, user);
             expect(got.rows, JSON.stringify({ filter, order, direction, s })).toStrictEqual(expected);
             expect(got.total).toBe(total);
             expect(got.parent).toStrictEqual(parent);

@@ -2,7 +2,7 @@
 // description to every read that lists the rows: the SQL of the page list and of the connections (src/db/reads.ts,
 // src/db/child-pages.ts), the count behind a total (src/db/totals.ts), and the Prisma `where` of the reads Prisma makes.
 // A filter key added here is honoured by all of them alike.
-import type { Comment, Download } from '../generated/prisma/client.js';
+import type { Download } from '../generated/prisma/client.js';
 
 /** Binds a value as a statement parameter and answers its placeholder ($n). */
 export type Bind = (v: unknown) => string;
@@ -148,20 +148,3 @@ export const DOWNLOAD_FILTER: FilterSpec<DownloadFilter> = [
 
 export const DOWNLOAD_ORDER_COLUMNS = ['createdDate', 'lastUpdate', 'downloadCount', 'viewCount', 'title'] as const;
 export type DownloadOrderColumn = (typeof DOWNLOAD_ORDER_COLUMNS)[number];
-
-// ───────────── comments
-
-export interface CommentFilter {
-  /** Comments of this download only; every download's when absent. */
-  downloadId?: number;
-  /** Comments in this state only; every state when absent. */
-  state?: Comment['state'];
-  /** Comments posted at or after this moment. */
-  since?: Date;
-}
-
-export const COMMENT_FILTER: FilterSpec<CommentFilter> = [
-  { key: 'downloadId', column: 'downloadId', type: 'int', op: 'equals' },
-  { key: 'state', column: 'state', type: '"CommentState"', op: 'equals' },
-  { key: 'since', column: 'commentDate', type: 'timestamp', op: 'atLeast' },
-];

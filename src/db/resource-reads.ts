@@ -6,14 +6,13 @@
 //
 // Each list's total is one function of src/db/totals.ts (categoryTotalSql, commentTotalSql, fileTotalSql) returning
 // a scalar subquery, which the statement carries beside the page.
-import type { Category, Comment, Download, File, User, Version } from '../generated/prisma/client.js';
+import type { Category, Download, File, Version } from '../generated/prisma/client.js';
 import type { Database } from './client.js';
 import { jsonOf, revive, type JsonRow } from './rows.js';
 import type { KeysetSpec, Window } from './keyset.js';
 import { pageSql, type ListRead, type Slice } from './slices.js';
 import { childPages, type ChildPage, type ChildSource } from './child-pages.js';
-import { COMMENT_FILTER, filterSql, type CommentFilter } from './filters.js';
-import { commentTotalSql, fileTotalSql } from './totals.js';
+import { fileTotalSql } from './totals.js';
 
 type Param = (v: unknown) => string;
 
@@ -22,12 +21,6 @@ export type { Slice } from './slices.js';
 const int = (v: unknown) => Number(v);
 
 // ───────────── filters (their totals come from src/db/totals.ts: categoryTotalSql, commentTotalSql, fileTotalSql)
-
-export type { CommentFilter } from './filters.js';
-
-function commentWhere(f: CommentFilter, t: string, param: Param): string[] {
-  return ['TRUE', ...filterSql(COMMENT_FILTER, f, t, param)];
-}
 
 export interface FileFilter {
   /** Files of this version only; every version's when absent. Soft-deleted files are never counted or listed. */
@@ -42,9 +35,6 @@ function fileWhere(f: FileFilter, t: string, param: Param): string[] {
 
 // ───────────── relations a read loads besides the ones the permission checks need
 
-/** A comment's author as an operation asks for it: the whole row, only the username, or not at all. */
-export type CommentUser = 'row' | 'username' | null;
-export type CommentRow = Comment & { download: Download; user?: User | { username: string } };
 export type FileRow = File & { version: Version & { download: Download } };
 export type FileWithCategory = File & { version: Version & { download: Download & { category: Category } } };
 
@@ -56,35 +46,6 @@ function includeOf(query: Query): Record<string, unknown> | null {
   return query.include ?? {};
 }
 
-/**
- * What a Pothos/Prisma query argument for comments asks to load with each comment (the download is always loaded),
- * or null when it asks for more than these reads load (then the caller uses Prisma).
- */
-export function commentRelationsOf(query: Query): { user: CommentUser } | null {
-  const include = includeOf(query);
-  if (!include) return null;
-  let user: CommentUser = null;
-  for (const [k, v] of Object.entries(include)) {
-    if (k === 'download' && v === true) continue;
-    if (k !== 'user') return null;
-    if (v === true) user = 'row';
-    else if (JSON.stringify(v) === '{"select":{"username":true}}') user = 'username';
-    else return null;
-  }
-  return { user };
-}
-
-/**
- * Whether a query argument for comments selects their download (the `download` field): without it the download is
- * read only for the permission checks, so its permission columns (DOWNLOAD_PERMISSION_COLUMNS) are enough.
- */
-export function commentDownloadOf(query: Query): boolean {
-  return includeOf(query)?.download === true;
-}
-
-/** The download columns the permission checks read (src/permissions/access.ts, DownloadRow). */
-const DOWNLOAD_PERMISSION_COLUMNS = ['id', 'categoryId', 'userId', 'state'] as const;
-
 /** Whether these reads load what a query argument for files asks for (the version and its download are always loaded). */
 export function fileQueryCovered(query: Query): boolean {
   const include = includeOf(query);
@@ -94,21 +55,6 @@ export function fileQueryCovered(query: Query): boolean {
       ([k, v]) => k === 'version' && (v === true || JSON.stringify(v) === '{"include":{"download":true}}'),
     )
   );
-}
-
-const userSql = (user: CommentUser, t: string): string => {
-  if (user === 'row') return `(SELECT ${jsonOf('User', 'u')} FROM "user" u WHERE u.id = ${t}."userId")`;
-  if (user === 'username')
-    return `(SELECT json_build_object('username', u.username) FROM "user" u WHERE u.id = ${t}."userId")`;
-  return 'NULL';
-};
-
-function commentRow(r: JsonRow, user: CommentUser, download: Download | undefined): CommentRow {
-  const c = revive<CommentRow>('Comment', r.c);
-  c.download = download ?? revive<Download>('Download', r.d);
-  if (user === 'row') c.user = revive<User>('User', r.u);
-  else if (user === 'username') c.user = r.u;
-  return c;
 }
 
 /** Whether the visitor is on the team of download `d` (SQL over the download's id column); false for guests. */
@@ -272,49 +218,6 @@ export class ResourceReads {
       versionState: x.s as Version['state'],
       download: revive<Download>('Download', x.d),
     }));
-  }
-
-  /** A comment with its download (and author as asked for); null when there is none. */
-  async comment(id: number, user: CommentUser): Promise<CommentRow | null> {
-    const r = await this.one(
-      `SELECT ${jsonOf('Comment', 't')} AS c, ${jsonOf('Download', 'd')} AS d, ${userSql(user, 't')} AS u
-       FROM comment t JOIN download d ON d.id = t."downloadId" WHERE t.id = $1::int`,
-      [id],
-    );
-    return r ? commentRow(r, user, undefined) : null;
-  }
-
-  /**
-   * A page of comments, each with its download, and with `filter.downloadId` that download as the parent. Unless
-   * `wholeDownload`, the download holds only the columns the permission checks read (typed as a whole row: the
-   * caller resolves no field that reads another).
-   */
-  async commentPage(
-    filter: CommentFilter,
-    slice: Slice,
-    user: CommentUser,
-    wholeDownload = true,
-  ): Promise<ListRead<CommentRow, Download>> {
-    const params: unknown[] = [];
-    const param: Param = (v) => {
-      params.push(v);
-      return `$${params.length}`;
-    };
-    const byParent = filter.downloadId !== undefined;
-    const downloadJson = jsonOf('Download', 'd', wholeDownload ? undefined : DOWNLOAD_PERMISSION_COLUMNS);
-    const parent = byParent
-      ? `(SELECT ${downloadJson} FROM download d WHERE d.id = ${param(filter.downloadId)}::int)`
-      : 'NULL';
-    // Every row of a download's list has that download: it is read once, as the parent.
-    const download = byParent ? '' : `, 'd', (SELECT ${downloadJson} FROM download d WHERE d.id = t."downloadId")`;
-    const rowJson = `json_build_object('c', ${jsonOf('Comment', 't')}, 'u', ${userSql(user, 't')}${download})`;
-    const r = (await this.one(
-      `SELECT ${parent} AS parent, ${commentTotalSql(filter, param)} AS total, ${pageSql('comment', commentWhere(filter, 't', param), rowJson, slice, param)} AS rows`,
-      params,
-    ))!;
-    const parentRow = byParent ? revive<Download | null>('Download', r.parent ?? null) : undefined;
-    const rows = (r.rows as JsonRow[]).map((x) => commentRow(x, user, parentRow ?? undefined));
-    return { ...(byParent ? { parent: parentRow } : {}), total: int(r.total), rows };
   }
 
   /**

@@ -7,16 +7,7 @@
 // number (a statement of its own). Values are bound through `bind`, which answers a placeholder (`$n`); a `SqlRef`
 // instead names a column of the enclosing statement (a parent id in src/db/child-pages.ts).
 import type { Prisma } from '../generated/prisma/client.js';
-import {
-  COMMENT_FILTER,
-  DOWNLOAD_FILTER,
-  filterOfWhere,
-  filterSql,
-  SqlRef,
-  type Bind,
-  type CommentFilter,
-  type DownloadFilter,
-} from './filters.js';
+import { DOWNLOAD_FILTER, filterSql, SqlRef, type Bind, type DownloadFilter } from './filters.js';
 
 export { sqlRef, SqlRef, type Bind } from './filters.js';
 
@@ -65,40 +56,6 @@ export function downloadTotalSql(f: DownloadTotalFilter, bind: Bind): string {
 }
 
 export const downloadTotal = (db: Runner, f: DownloadTotalFilter) => scalar(db, (bind) => downloadTotalSql(f, bind));
-
-// ───────────── comments
-
-export interface CommentTotalFilter extends Omit<CommentFilter, 'downloadId'> {
-  downloadId?: Key;
-}
-
-/** Comments matching a comment list's filter: from comment_total(_all), or a count(*) when `since` is set. */
-export function commentTotalSql(f: CommentTotalFilter, bind: Bind): string {
-  const terms = filterSql(COMMENT_FILTER, f, 'x', bind);
-  // The counters hold no dates: a `since` filter counts the matching rows.
-  if (f.since !== undefined) return `(SELECT count(*) FROM comment x WHERE ${terms.join(' AND ')})`;
-  const table = f.downloadId !== undefined ? 'comment_total' : 'comment_total_all';
-  return `(SELECT coalesce(sum(x.n), 0)::bigint FROM ${table} x${terms.length ? ` WHERE ${terms.join(' AND ')}` : ''})`;
-}
-
-export const commentTotal = (db: Runner, f: CommentTotalFilter) => scalar(db, (bind) => commentTotalSql(f, bind));
-
-/**
- * The filter of a comment list's Prisma `where` (src/modules/comments/rules.ts commentListWhere), or null when it holds a
- * condition the counters do not know (then the caller counts with Prisma).
- */
-export function commentFilterOf(where: Prisma.CommentWhereInput): CommentTotalFilter | null {
-  return filterOfWhere(COMMENT_FILTER, where);
-}
-
-/** comment.count({ where }), from the counters when they cover the filter. */
-export async function countComments(
-  prisma: Runner & Pick<Prisma.TransactionClient, 'comment'>,
-  where: Prisma.CommentWhereInput,
-): Promise<number> {
-  const f = commentFilterOf(where);
-  return f ? commentTotal(prisma, f) : prisma.comment.count({ where });
-}
 
 // ───────────── files
 

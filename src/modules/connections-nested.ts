@@ -14,7 +14,7 @@ import { DirectionEnum } from '../graphql/pagination.js';
 import { CategoryOrderEnum, CategoryRef } from './categories/index.js';
 import { DownloadOrderEnum, DownloadRef, DownloadStateEnum } from './downloads/index.js';
 import { VersionRef } from './versions/index.js';
-import { CommentOrderEnum } from './comments/index.js';
+import { CommentOrderEnum, commentTotalSql } from './comments/index.js';
 import { FileOrderEnum, deps } from './files/index.js';
 import { UserRef } from './accounts/index.js';
 import { noPermission } from '../errors.js';
@@ -32,7 +32,7 @@ import {
 import { downloadListFilter, type DownloadListArgs } from './downloads/index.js';
 import { fileVisibleTo } from './files/index.js';
 import type { ChildPage, ChildSource } from '../db/child-pages.js';
-import { commentTotalSql, downloadTotalSql, fileTotalSql, sqlRef } from '../db/totals.js';
+import { downloadTotalSql, fileTotalSql, sqlRef } from '../db/totals.js';
 import { DOWNLOAD_FILTER, filterSql } from '../db/filters.js';
 
 const CATEGORY_READ = ['mc_dm_category:read'];
