@@ -4,10 +4,10 @@
 // face costs one SQL statement, its error answers included.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
-import { fileQueryCovered } from '../src/db/resource-reads.js';
 import type { Slice } from '../src/db/slices.js';
 import { categoryById, categoryPage, categoryParentOf } from '../src/modules/categories/store.js';
 import { commentById, commentPage, commentRelationsOf } from '../src/modules/comments/store.js';
+import { fileById, filePage, fileQueryCovered } from '../src/modules/files/store.js';
 import { prismaAfter, prismaOrderBy, type KeysetSpec, type Window } from '../src/db/keyset.js';
 import { CATEGORY_KEYS, COMMENT_KEYS, FILE_KEYS, keysetOf } from '../src/modules/keyset-orders.js';
 
@@ -279,12 +279,12 @@ forEachDatabase((kind) => {
         where: { id },
         include: { version: { include: { download: { include: { category: true } } } } },
       });
-      const got = await reads().file(id, ids.users[1]!);
+      const got = await fileById(db(), id, ids.users[1]!);
       expect(got?.file ?? null).toStrictEqual(expected);
       if (expected) expect(got!.isTeamMember).toBe(expected.version.downloadId === ids.downloads[0]);
     }
     const big = await t.prisma.file.findFirstOrThrow({ where: { fileSize: 2n ** 55n + 3n } });
-    expect((await reads().file(big.id, 0))!.file.fileSize).toBe(2n ** 55n + 3n); // past 2^53, exact
+    expect((await fileById(db(), big.id, 0))!.file.fileSize).toBe(2n ** 55n + 3n); // past 2^53, exact
   });
 
   it('pages of files: the parent, rows, order and total Prisma gives, for every filter, order, direction and window', async () => {
@@ -313,7 +313,7 @@ forEachDatabase((kind) => {
               take: q.take,
               include: { version: { include: { download: true } } },
             });
-            const got = await reads().filePage(filter, s, ids.users[1]!);
+            const got = await filePage(db(), filter, s, ids.users[1]!);
             expect(
               got.rows,
               JSON.stringify({ filter, order, direction, s }, (_k, v) => (typeof v === 'bigint' ? String(v) : v)),

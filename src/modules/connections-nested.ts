@@ -15,7 +15,7 @@ import { CategoryOrderEnum, CategoryRef } from './categories/index.js';
 import { DownloadOrderEnum, DownloadRef, DownloadStateEnum } from './downloads/index.js';
 import { VersionRef } from './versions/index.js';
 import { CommentOrderEnum, commentTotalSql } from './comments/index.js';
-import { FileOrderEnum, deps } from './files/index.js';
+import { FileOrderEnum, deps, fileTotalSql } from './files/index.js';
 import { UserRef } from './accounts/index.js';
 import { noPermission } from '../errors.js';
 import { windowOf, type KeysetSpec, type Window } from '../db/keyset.js';
@@ -32,7 +32,7 @@ import {
 import { downloadListFilter, type DownloadListArgs } from './downloads/index.js';
 import { fileVisibleTo } from './files/index.js';
 import type { ChildPage, ChildSource } from '../db/child-pages.js';
-import { downloadTotalSql, fileTotalSql, sqlRef } from '../db/totals.js';
+import { downloadTotalSql, sqlRef } from '../db/totals.js';
 import { DOWNLOAD_FILTER, filterSql } from '../db/filters.js';
 
 const CATEGORY_READ = ['mc_dm_category:read'];
