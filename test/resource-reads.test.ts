@@ -1,4 +1,4 @@
-// The hand-written reads of categories, comments and files (src/db/resource-reads.ts) must answer exactly what
+// The hand-written reads of categories, comments and files (each module's store.ts) must answer exactly what
 // Prisma answers for the same read: every field, type and order, for every filter, order, direction and window
 // (offset pages and keyset windows, forward and backward), on every database. And each list or get through either
 // face costs one SQL statement, its error answers included.
@@ -8,6 +8,8 @@ import type { Slice } from '../src/db/slices.js';
 import { categoryById, categoryPage, categoryParentOf } from '../src/modules/categories/store.js';
 import { commentById, commentPage, commentRelationsOf } from '../src/modules/comments/store.js';
 import { fileById, filePage, fileQueryCovered } from '../src/modules/files/store.js';
+import { downloadsById } from '../src/modules/downloads/store.js';
+import { childPages } from '../src/db/child-pages.js';
 import { prismaAfter, prismaOrderBy, type KeysetSpec, type Window } from '../src/db/keyset.js';
 import { CATEGORY_KEYS, COMMENT_KEYS, FILE_KEYS, keysetOf } from '../src/modules/keyset-orders.js';
 
@@ -120,7 +122,6 @@ forEachDatabase((kind) => {
     await t?.close();
   });
 
-  const reads = () => t.app.services.reads;
   const db = () => t.app.db;
   const directions = ['asc', 'desc'] as const;
 
@@ -331,11 +332,11 @@ forEachDatabase((kind) => {
 
   it('downloads by id (the parents of the versions whose files a nested connection lists): the rows Prisma gives', async () => {
     const wanted = [...ids.downloads, 999_999, ids.downloads[0]!];
-    const got = (await reads().downloadsById(wanted)).sort((a, b) => a.id - b.id);
+    const got = (await downloadsById(db(), wanted)).sort((a, b) => a.id - b.id);
     expect(got).toStrictEqual(
       await t.prisma.download.findMany({ where: { id: { in: wanted } }, orderBy: { id: 'asc' } }),
     );
-    expect(await reads().downloadsById([])).toEqual([]);
+    expect(await downloadsById(db(), [])).toEqual([]);
   });
 
   it('pages of children (the nested connections): the rows and totals Prisma gives, per parent', async () => {
@@ -383,7 +384,7 @@ forEachDatabase((kind) => {
             orderBy: prismaOrderBy(spec, { size: 0, backward: false, cursor: null }),
           });
           for (const w of windows(spec, all)) {
-            const pages = await reads().childPages<any>(c.source, spec, w, [...c.parents, 999_999]);
+            const pages = await childPages<any>(db(), c.source, spec, w, [...c.parents, 999_999]);
             for (const parent of c.parents) {
               const where = { [c.source.parent]: parent, ...c.extra };
               const expected = await c.find({

@@ -1,7 +1,10 @@
 // Each list's filter, described once as data (which filter key compares which column, how) and compiled from that one
-// description to every read that lists the rows: the SQL of the page list and of the connections (src/db/reads.ts,
-// src/db/child-pages.ts), the count behind a total (src/db/totals.ts), and the Prisma `where` of the reads Prisma makes.
-// A filter key added here is honoured by all of them alike.
+// description to every read that lists the rows: the SQL of the page list and of the connections (each module's
+// store.ts, src/db/child-pages.ts), the count behind a total (src/db/totals.ts), and the Prisma `where` of the reads
+// Prisma makes. A filter key added to a description is honoured by all of them alike. The descriptions are their
+// modules' (COMMENT_FILTER in src/modules/comments/store.ts), but for the downloads' one below, which the search
+// statement (src/db/search.ts) compiles too: the db layer may not import a module, so it stays here until the search
+// statement moves into its module (src/modules/downloads/store.ts re-exports it).
 import type { Download } from '../generated/prisma/client.js';
 
 /** Binds a value as a statement parameter and answers its placeholder ($n). */
@@ -99,7 +102,7 @@ export function filterOfWhere<F extends object>(spec: FilterSpec<F>, where: obje
   return f as F;
 }
 
-// ───────────── downloads
+// ───────────── downloads (the one description kept here: see above)
 
 export interface DownloadFilter {
   categoryId?: number;

@@ -15,10 +15,9 @@ import { FileOrderEnum, FileRef, deps } from './files/index.js';
 import type { Context } from '../graphql/context.js';
 import { prismaAfter, prismaOrderBy, windowOf } from '../db/keyset.js';
 import { CATEGORY_KEYS, COMMENT_KEYS, DOWNLOAD_KEYS, FILE_KEYS, downloadKeyOrder, keysetOf } from './keyset-orders.js';
-import { downloadListFilter, downloadWhere } from './downloads/index.js';
+import { downloadListFilter, downloadTotal, downloadWhere } from './downloads/index.js';
 import { commentSlice } from './comments/index.js';
 import { fileSlice, fileVisibleTo } from './files/index.js';
-import { downloadTotal } from '../db/totals.js';
 
 const CATEGORY_READ = ['mc_dm_category:read'];
 const DOWNLOAD_READ = ['mc_dm_download:read'];

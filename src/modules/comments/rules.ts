@@ -79,7 +79,7 @@ export function commentOrderSpec(
  * others by Prisma.
  */
 export async function commentSlice(
-  db: Reading,
+  deps: Reading,
   access: Access,
   args: Pick<CommentListArgs, 'downloadId' | 'since'>,
   slice: Slice,
@@ -92,18 +92,18 @@ export async function commentSlice(
     if (args.downloadId != null) filter.downloadId = args.downloadId;
     if (!access.isSuper) filter.state = 'visible';
     if (args.since) filter.since = args.since;
-    const page = await commentPage(db.db, filter, slice, rel.user, commentDownloadOf(query as never));
+    const page = await commentPage(deps.db, filter, slice, rel.user, commentDownloadOf(query as never));
     if (args.downloadId != null) mayViewComments(access, args.downloadId, page.parent ?? null);
     return page;
   }
-  const where = await commentListWhere(db.prisma, access, args);
+  const where = await commentListWhere(deps.prisma, access, args);
   const w = slice.window ?? { size: slice.take, backward: false, cursor: null };
   const withDownload = (query as { select?: object }).select
     ? query
     : { ...query, include: { ...(query as { include?: object }).include, download: true } };
   const [total, rows] = await Promise.all([
-    countComments(db.prisma, where),
-    db.prisma.comment.findMany({
+    countComments(deps.prisma, where),
+    deps.prisma.comment.findMany({
       ...withDownload,
       where: { AND: [where, prismaAfter(slice.spec, w)] },
       orderBy: prismaOrderBy(slice.spec, w) as never,
@@ -135,14 +135,14 @@ export async function commentListWhere(
 }
 
 export async function listComments(
-  db: Reading,
+  deps: Reading,
   access: Access,
   args: CommentListArgs,
   query: Omit<Prisma.CommentFindManyArgs, 'where' | 'orderBy' | 'skip' | 'take'> = {},
 ): Promise<Page<Comment>> {
   const w = pageWindow(args);
   const { total, rows } = await commentSlice(
-    db,
+    deps,
     access,
     args,
     { spec: commentOrderSpec(args.order, args.direction), skip: w.skip, take: w.take },
@@ -167,15 +167,15 @@ export async function viewableComment(
 
 /** viewableComment for reads: the common shapes of `query` through one hand-written statement. */
 export async function readComment(
-  db: Reading,
+  deps: Reading,
   access: Access,
   id: number,
   query: Omit<Prisma.CommentFindUniqueArgs, 'where'> = {},
 ): Promise<WithDownload> {
   const rel = commentRelationsOf(query as never);
   return rel
-    ? mayViewComment(access, id, await commentById(db.db, id, rel.user))
-    : viewableComment(db.prisma, access, id, query);
+    ? mayViewComment(access, id, await commentById(deps.db, id, rel.user))
+    : viewableComment(deps.prisma, access, id, query);
 }
 
 function mayViewComment<T extends WithDownload>(access: Access, id: number, c: T | null): T {
