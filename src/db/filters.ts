@@ -148,6 +148,3 @@ export const DOWNLOAD_FILTER: FilterSpec<DownloadFilter> = [
   ALL_TAGS,
   IN_CATEGORIES,
 ];
-
-export const DOWNLOAD_ORDER_COLUMNS = ['createdDate', 'lastUpdate', 'downloadCount', 'viewCount', 'title'] as const;
-export type DownloadOrderColumn = (typeof DOWNLOAD_ORDER_COLUMNS)[number];
