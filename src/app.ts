@@ -6,7 +6,6 @@ import path from 'node:path';
 import type { Config } from './config.js';
 import { StartError } from './errors.js';
 import { openDatabase, targetOf, type Database } from './db/client.js';
-import { Reads } from './db/reads.js';
 import { migrate } from './db/migrate.js';
 import { ensureSearchLanguage } from './db/search.js';
 import { bootstrap } from './modules/accounts/index.js';
@@ -167,7 +166,7 @@ export async function startApp(
     const cursors = new CursorSeal(config.cursorSecret ?? (await sharedSecret(db, 'cursor')));
     const services: Services = {
       prisma: db.prisma,
-      reads: new Reads(db),
+      db,
       config,
       groups,
       storage,

@@ -1,13 +1,38 @@
 // The categories list reads only the columns its selected fields need (src/graphql/selected-fields.ts,
-// categoryReadOf in src/db/resource-reads.ts), and the comments list only the permission columns of the download
+// categoryReadOf in src/modules/categories/store.ts), and the comments list only the permission columns of the download
 // unless the operation selects the download. Their answers must be byte-identical to those of a read of every
 // column, through REST (with and without with=full) and GraphQL (every field, through fragments and @include), for
 // every visitor; and the narrow read must really be narrower.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parse, type FragmentDefinitionNode, type OperationDefinitionNode, type FieldNode } from 'graphql';
 import { forEachDatabase, startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';
-import { categoryReadOf, type ResourceReads, type CategoryRead } from '../src/db/resource-reads.js';
+import { categoryReadOf, type CategoryRead } from '../src/modules/categories/store.js';
 import { selectedFields } from '../src/graphql/selected-fields.js';
+
+type CategoryPage = typeof import('../src/modules/categories/store.js').categoryPage;
+type CommentPage = typeof import('../src/modules/comments/store.js').commentPage;
+
+/** Stand-ins the tests put around the stores' reads, to see and change what the service asks of them. */
+const around = vi.hoisted(() => ({
+  categoryPage: undefined as
+    | undefined
+    | ((read: CategoryPage, ...args: Parameters<CategoryPage>) => ReturnType<CategoryPage>),
+  commentPage: undefined as
+    | undefined
+    | ((read: CommentPage, ...args: Parameters<CommentPage>) => ReturnType<CommentPage>),
+}));
+vi.mock('../src/modules/categories/store.js', async (importOriginal) => {
+  const store = await importOriginal<typeof import('../src/modules/categories/store.js')>();
+  const categoryPage: CategoryPage = (...args) =>
+    around.categoryPage ? around.categoryPage(store.categoryPage, ...args) : store.categoryPage(...args);
+  return { ...store, categoryPage };
+});
+vi.mock('../src/modules/comments/store.js', async (importOriginal) => {
+  const store = await importOriginal<typeof import('../src/modules/comments/store.js')>();
+  const commentPage: CommentPage = (...args) =>
+    around.commentPage ? around.commentPage(store.commentPage, ...args) : store.commentPage(...args);
+  return { ...store, commentPage };
+});
 
 describe('which columns a selection reads', () => {
   it('maps fields to their columns and reads every column for a field it does not know', () => {
@@ -128,19 +153,17 @@ forEachDatabase((kind) => {
   async function commentsBothWays(
     request: () => Promise<string>,
   ): Promise<{ narrow: string; wide: string; whole: boolean[] }> {
-    const reads = t.app.services.reads as ResourceReads;
     const whole: boolean[] = [];
-    const original = reads.commentPage.bind(reads);
-    const spy = vi.spyOn(reads, 'commentPage').mockImplementation((filter, slice, user, w) => {
+    around.commentPage = (read, db, filter, slice, user, w) => {
       whole.push(w ?? true);
-      return original(filter, slice, user, w);
-    });
+      return read(db, filter, slice, user, w);
+    };
     t.app.readCache.clear(); // each request computes its answer: what it reads is the point
     const narrow = await request();
-    spy.mockImplementation((filter, slice, user) => original(filter, slice, user, true));
+    around.commentPage = (read, db, filter, slice, user) => read(db, filter, slice, user, true);
     t.app.readCache.clear();
     const wide = await request();
-    spy.mockRestore();
+    around.commentPage = undefined;
     return { narrow, wide, whole };
   }
 
@@ -148,21 +171,17 @@ forEachDatabase((kind) => {
   async function bothWays(
     request: () => Promise<string>,
   ): Promise<{ narrow: string; wide: string; reads: CategoryRead[] }> {
-    const reads = t.app.services.reads as ResourceReads;
     const seen: CategoryRead[] = [];
-    const original = reads.categoryPage.bind(reads);
-    const spy = vi.spyOn(reads, 'categoryPage').mockImplementation((slice, read) => {
-      seen.push(typeof read === 'boolean' ? { parent: read } : (read ?? {}));
-      return original(slice, read);
-    });
+    around.categoryPage = (read, db, slice, columns) => {
+      seen.push(columns ?? {});
+      return read(db, slice, columns);
+    };
     t.app.readCache.clear(); // each request computes its answer: what it reads is the point
     const narrow = await request();
-    spy.mockImplementation((slice, read) =>
-      original(slice, { parent: typeof read === 'boolean' ? read : read?.parent }),
-    );
+    around.categoryPage = (read, db, slice, columns) => read(db, slice, { parent: columns?.parent });
     t.app.readCache.clear();
     const wide = await request();
-    spy.mockRestore();
+    around.categoryPage = undefined;
     return { narrow, wide, reads: seen };
   }
 

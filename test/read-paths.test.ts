@@ -23,8 +23,8 @@ const EXPECTED: Record<string, { plain: number; full: number }> = {
   'GET /api/mc-dm-files/': { plain: 1, full: 1 },
   'GET /api/mc-dm-files/:file_id/': { plain: 1, full: 1 },
   // Reviews are read through Prisma (one statement with joins for a review, its download and its author). The list
-  // sends three, not yet one hand-written statement (src/db/resource-reads.ts): its download (404/403 before
-  // anything is listed), its total and its page, the last two side by side.
+  // sends three, not yet one hand-written statement (a module's store.ts): its download (404/403 before anything is
+  // listed), its total and its page, the last two side by side.
   'GET /api/mc-dm-reviews/': { plain: 3, full: 3 },
   'GET /api/mc-dm-reviews/:review_id/': { plain: 1, full: 1 },
   // Statistics: the download (404/403), then its days (one statement with generate_series); a team member, not an

@@ -1,9 +1,15 @@
-// The hand-written read path (src/db/reads.ts) must answer exactly what Prisma answers for the same read:
+// The hand-written read path of downloads (src/modules/downloads/store.ts) must answer exactly what Prisma answers for the same read:
 // every field, type and order, on every database. Compared row by row against Prisma on varied data.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDatabase, freshPostgres, startTestApp, type TestApp } from './helpers/app.js';
 import { openDatabase } from '../src/db/client.js';
-import { DOWNLOAD_ORDER_COLUMNS, downloadRelationsOf, type DownloadFilter } from '../src/db/reads.js';
+import {
+  DOWNLOAD_ORDER_COLUMNS,
+  downloadById,
+  downloadPage,
+  downloadRelationsOf,
+  type DownloadFilter,
+} from '../src/modules/downloads/store.js';
 import { revive } from '../src/db/rows.js';
 
 describe('downloadRelationsOf', () => {
@@ -128,10 +134,10 @@ forEachDatabase((kind) => {
     for (const id of ids) {
       for (const rel of relations) {
         const expected = await t.prisma.download.findUnique({ where: { id }, ...include(rel) });
-        expect(await t.app.services.reads.download(id, rel)).toStrictEqual(expected);
+        expect(await downloadById(t.app.db, id, rel)).toStrictEqual(expected);
       }
     }
-    expect(await t.app.services.reads.download(999_999, relations[3]!)).toBeNull();
+    expect(await downloadById(t.app.db, 999_999, relations[3]!)).toBeNull();
   });
 
   it('a page of downloads: the same rows, order and total as Prisma for every filter, order and window', async () => {
@@ -172,7 +178,7 @@ forEachDatabase((kind) => {
               skip: w.skip,
               take: w.take,
             });
-            const got = await t.app.services.reads.downloadPage(filter, { column, direction }, w, rel);
+            const got = await downloadPage(t.app.db, filter, { column, direction }, w, rel);
             expect(got.rows, JSON.stringify({ filter, column, direction, w })).toStrictEqual(expected);
             expect(got.total).toBe(total);
             compared++;
@@ -185,7 +191,8 @@ forEachDatabase((kind) => {
 
   it('refuses an order column that is not one of the list orders', async () => {
     await expect(
-      t.app.services.reads.downloadPage(
+      downloadPage(
+        t.app.db,
         {},
         { column: 'id; DROP TABLE download' as never, direction: 'asc' },
         { skip: 0, take: 1 },

@@ -1,10 +1,15 @@
-// The hand-written reads of categories, comments and files (src/db/resource-reads.ts) must answer exactly what
+// The hand-written reads of categories, comments and files (each module's store.ts) must answer exactly what
 // Prisma answers for the same read: every field, type and order, for every filter, order, direction and window
 // (offset pages and keyset windows, forward and backward), on every database. And each list or get through either
 // face costs one SQL statement, its error answers included.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
-import { categoryParentOf, commentRelationsOf, fileQueryCovered, type Slice } from '../src/db/resource-reads.js';
+import type { Slice } from '../src/db/slices.js';
+import { categoryById, categoryPage, categoryParentOf } from '../src/modules/categories/store.js';
+import { commentById, commentPage, commentRelationsOf } from '../src/modules/comments/store.js';
+import { fileById, filePage, fileQueryCovered } from '../src/modules/files/store.js';
+import { downloadsById } from '../src/modules/downloads/store.js';
+import { childPages } from '../src/db/child-pages.js';
 import { prismaAfter, prismaOrderBy, type KeysetSpec, type Window } from '../src/db/keyset.js';
 import { CATEGORY_KEYS, COMMENT_KEYS, FILE_KEYS, keysetOf } from '../src/modules/keyset-orders.js';
 
@@ -117,7 +122,7 @@ forEachDatabase((kind) => {
     await t?.close();
   });
 
-  const reads = () => t.app.services.reads;
+  const db = () => t.app.db;
   const directions = ['asc', 'desc'] as const;
 
   /** Offset pages and keyset windows (no cursor, forward after a row, backward before a row) of a list in `spec`. */
@@ -152,12 +157,12 @@ forEachDatabase((kind) => {
 
   it('a category by id, with and without its parent: the object Prisma gives', async () => {
     for (const id of [...ids.categories, 999_999]) {
-      expect(await reads().category(id)).toStrictEqual(await t.prisma.category.findUnique({ where: { id } }));
-      expect(await reads().category(id, true)).toStrictEqual(
+      expect(await categoryById(db(), id)).toStrictEqual(await t.prisma.category.findUnique({ where: { id } }));
+      expect(await categoryById(db(), id, true)).toStrictEqual(
         await t.prisma.category.findUnique({ where: { id }, include: { parent: true } }),
       );
     }
-    expect((await reads().category(ids.categories[6]!))!.maxFileSize).toBe(2n ** 60n + 1n); // past 2^53, exact
+    expect((await categoryById(db(), ids.categories[6]!))!.maxFileSize).toBe(2n ** 60n + 1n); // past 2^53, exact
   });
 
   it('pages of categories: the rows, order and total Prisma gives, for every order, direction and window', async () => {
@@ -179,7 +184,7 @@ forEachDatabase((kind) => {
               take: q.take,
               ...(parent ? { include: { parent: true } } : {}),
             });
-            const got = await reads().categoryPage(s, { parent });
+            const got = await categoryPage(db(), s, { parent });
             expect(got.rows, JSON.stringify({ order, direction, s })).toStrictEqual(expected);
             expect(got.total).toBe(total);
             compared++;
@@ -193,16 +198,16 @@ forEachDatabase((kind) => {
   it('a comment by id, with its download and author as asked: the object Prisma gives', async () => {
     const all = await t.prisma.comment.findMany({ select: { id: true } });
     for (const { id } of [...all.slice(0, 12), { id: 999_999 }]) {
-      expect(await reads().comment(id, null)).toStrictEqual(
+      expect(await commentById(db(), id, null)).toStrictEqual(
         await t.prisma.comment.findUnique({ where: { id }, include: { download: true } }),
       );
-      expect(await reads().comment(id, 'username')).toStrictEqual(
+      expect(await commentById(db(), id, 'username')).toStrictEqual(
         await t.prisma.comment.findUnique({
           where: { id },
           include: { download: true, user: { select: { username: true } } },
         }),
       );
-      expect(await reads().comment(id, 'row')).toStrictEqual(
+      expect(await commentById(db(), id, 'row')).toStrictEqual(
         await t.prisma.comment.findUnique({ where: { id }, include: { download: true, user: true } }),
       );
     }
@@ -256,7 +261,7 @@ forEachDatabase((kind) => {
               take: q.take,
               include,
             });
-            const got = await reads().commentPage(filter, s, user);
+            const got = await commentPage(db(), filter, s, user);
             expect(got.rows, JSON.stringify({ filter, order, direction, s })).toStrictEqual(expected);
             expect(got.total).toBe(total);
             expect(got.parent).toStrictEqual(parent);
@@ -275,12 +280,12 @@ forEachDatabase((kind) => {
         where: { id },
         include: { version: { include: { download: { include: { category: true } } } } },
       });
-      const got = await reads().file(id, ids.users[1]!);
+      const got = await fileById(db(), id, ids.users[1]!);
       expect(got?.file ?? null).toStrictEqual(expected);
       if (expected) expect(got!.isTeamMember).toBe(expected.version.downloadId === ids.downloads[0]);
     }
     const big = await t.prisma.file.findFirstOrThrow({ where: { fileSize: 2n ** 55n + 3n } });
-    expect((await reads().file(big.id, 0))!.file.fileSize).toBe(2n ** 55n + 3n); // past 2^53, exact
+    expect((await fileById(db(), big.id, 0))!.file.fileSize).toBe(2n ** 55n + 3n); // past 2^53, exact
   });
 
   it('pages of files: the parent, rows, order and total Prisma gives, for every filter, order, direction and window', async () => {
@@ -309,7 +314,7 @@ forEachDatabase((kind) => {
               take: q.take,
               include: { version: { include: { download: true } } },
             });
-            const got = await reads().filePage(filter, s, ids.users[1]!);
+            const got = await filePage(db(), filter, s, ids.users[1]!);
             expect(
               got.rows,
               JSON.stringify({ filter, order, direction, s }, (_k, v) => (typeof v === 'bigint' ? String(v) : v)),
@@ -327,11 +332,11 @@ forEachDatabase((kind) => {
 
   it('downloads by id (the parents of the versions whose files a nested connection lists): the rows Prisma gives', async () => {
     const wanted = [...ids.downloads, 999_999, ids.downloads[0]!];
-    const got = (await reads().downloadsById(wanted)).sort((a, b) => a.id - b.id);
+    const got = (await downloadsById(db(), wanted)).sort((a, b) => a.id - b.id);
     expect(got).toStrictEqual(
       await t.prisma.download.findMany({ where: { id: { in: wanted } }, orderBy: { id: 'asc' } }),
     );
-    expect(await reads().downloadsById([])).toEqual([]);
+    expect(await downloadsById(db(), [])).toEqual([]);
   });
 
   it('pages of children (the nested connections): the rows and totals Prisma gives, per parent', async () => {
@@ -379,7 +384,7 @@ forEachDatabase((kind) => {
             orderBy: prismaOrderBy(spec, { size: 0, backward: false, cursor: null }),
           });
           for (const w of windows(spec, all)) {
-            const pages = await reads().childPages<any>(c.source, spec, w, [...c.parents, 999_999]);
+            const pages = await childPages<any>(db(), c.source, spec, w, [...c.parents, 999_999]);
             for (const parent of c.parents) {
               const where = { [c.source.parent]: parent, ...c.extra };
               const expected = await c.find({
@@ -411,7 +416,7 @@ forEachDatabase((kind) => {
       direction: 'asc',
       column: { name: 'id"; DROP TABLE file; --', kind: 'int' },
     } as KeysetSpec;
-    await expect(reads().categoryPage({ spec, take: 1 })).rejects.toThrow(/Not an order column/);
+    await expect(categoryPage(db(), { spec, take: 1 })).rejects.toThrow(/Not an order column/);
   });
 
   describe('statements per request, through both faces', () => {

@@ -1,9 +1,9 @@
-// List totals come from counter tables the database keeps with triggers (src/db/totals.ts). These tests drive every
-// write path that can change a counted row — the API on both faces, the jobs and domain functions the CLI and
-// schedulers call, raw SQL (moderation approval, undelete, version removal, bulk statements, TRUNCATE), the bench
-// seed, simultaneous writers — and after each step check that (1) every counter equals count(*) grouped the same way
-// and (2) `pagination.total` (REST and GraphQL) and `totalCount` (root and nested connections) equal count(*) for
-// the list's filters, before the per-row permission check.
+// List totals come from counter tables the database keeps with triggers (each module's store.ts, src/db/totals.ts).
+// These tests drive every write path that can change a counted row — the API on both faces, the jobs and domain
+// functions the CLI and schedulers call, raw SQL (moderation approval, undelete, version removal, bulk statements,
+// TRUNCATE), the bench seed, simultaneous writers — and after each step check that (1) every counter equals count(*)
+// grouped the same way and (2) `pagination.total` (REST and GraphQL) and `totalCount` (root and nested connections)
+// equal count(*) for the list's filters, before the per-row permission check.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   forEachDatabase,

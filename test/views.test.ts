@@ -193,7 +193,7 @@ forEachDatabase((kind) => {
     expect(await viewCounts(plainIds)).toEqual(plainIds.map(() => 0));
 
     // The flush is a counters-only write. A download's answers all read its counter columns (the row is read whole,
-    // src/db/reads.ts), so the kept ones older than LIMITS.readCacheCounterLagMs (2 s) are computed once more after
+    // src/modules/downloads/store.ts), so the kept ones older than LIMITS.readCacheCounterLagMs (2 s) are computed once more after
     // it, whether they show view_count or not: at most one more miss per kept answer per flush (every 30 s), then hits
     // again. Views are not counted again: the visitors' 10-minute windows are still open.
     const round = async () => {

@@ -19,7 +19,7 @@ export interface ChildSource {
   where?: (param: (v: unknown) => string) => string[];
   /**
    * The number of the parent's children matching the conditions, as a scalar SQL expression over `parent` (the
-   * parent id's column), e.g. from the counters of src/db/totals.ts; default: a count(*) over the children.
+   * parent id's column), e.g. a list's total from its counters (commentTotalSql…); default: a count(*) over them.
    */
   total?: (parent: string, param: (v: unknown) => string) => string;
 }

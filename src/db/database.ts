@@ -16,7 +16,7 @@ export interface Database {
   prisma: PrismaClient;
   /**
    * One statement straight through the driver, outside Prisma: for the hand-written SQL of the hottest reads
-   * (src/db/reads.ts), where Prisma's per-statement cost would dominate. Waits for an open Prisma transaction.
+   * (each module's store.ts), where Prisma's per-statement cost would dominate. Waits for an open Prisma transaction.
    * Prepared once per connection under a name (src/db/statement-names.ts), so PostgreSQL may come to run it with
    * a generic plan, made without the parameters' values; `{ prepared: false }` sends it unnamed, planned for its
    * values every time, for a statement whose best plan depends on them (a search: a common word walks an index

@@ -1,8 +1,11 @@
 // Each list's filter, described once as data (which filter key compares which column, how) and compiled from that one
-// description to every read that lists the rows: the SQL of the page list and of the connections (src/db/reads.ts,
-// src/db/child-pages.ts), the count behind a total (src/db/totals.ts), and the Prisma `where` of the reads Prisma makes.
-// A filter key added here is honoured by all of them alike.
-import type { Comment, Download } from '../generated/prisma/client.js';
+// description to every read that lists the rows: the SQL of the page list and of the connections (each module's
+// store.ts, src/db/child-pages.ts), the count behind a total (src/db/totals.ts), and the Prisma `where` of the reads
+// Prisma makes. A filter key added to a description is honoured by all of them alike. The descriptions are their
+// modules' (COMMENT_FILTER in src/modules/comments/store.ts), but for the downloads' one below, which the search
+// statement (src/db/search.ts) compiles too: the db layer may not import a module, so it stays here until the search
+// statement moves into its module (src/modules/downloads/store.ts re-exports it).
+import type { Download } from '../generated/prisma/client.js';
 
 /** Binds a value as a statement parameter and answers its placeholder ($n). */
 export type Bind = (v: unknown) => string;
@@ -99,7 +102,7 @@ export function filterOfWhere<F extends object>(spec: FilterSpec<F>, where: obje
   return f as F;
 }
 
-// ───────────── downloads
+// ───────────── downloads (the one description kept here: see above)
 
 export interface DownloadFilter {
   categoryId?: number;
@@ -144,24 +147,4 @@ export const DOWNLOAD_FILTER: FilterSpec<DownloadFilter> = [
   { key: 'userId', column: 'userId', type: 'int', op: 'equals' },
   ALL_TAGS,
   IN_CATEGORIES,
-];
-
-export const DOWNLOAD_ORDER_COLUMNS = ['createdDate', 'lastUpdate', 'downloadCount', 'viewCount', 'title'] as const;
-export type DownloadOrderColumn = (typeof DOWNLOAD_ORDER_COLUMNS)[number];
-
-// ───────────── comments
-
-export interface CommentFilter {
-  /** Comments of this download only; every download's when absent. */
-  downloadId?: number;
-  /** Comments in this state only; every state when absent. */
-  state?: Comment['state'];
-  /** Comments posted at or after this moment. */
-  since?: Date;
-}
-
-export const COMMENT_FILTER: FilterSpec<CommentFilter> = [
-  { key: 'downloadId', column: 'downloadId', type: 'int', op: 'equals' },
-  { key: 'state', column: 'state', type: '"CommentState"', op: 'equals' },
-  { key: 'since', column: 'commentDate', type: 'timestamp', op: 'atLeast' },
 ];

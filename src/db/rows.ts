@@ -2,6 +2,7 @@
 // DateTime columns become Date, BigInt columns bigint. Columns keep Prisma's field names (prisma/schema.prisma maps
 // only table names), so nothing else changes, and the schema resolves these rows like rows Prisma read.
 import { getDatamodel } from '../generated/pothos-types.js';
+import type { Database } from './database.js';
 
 /** A row of json_build_object columns, read by column name and turned into model rows by revive(). */
 // biome-ignore lint/suspicious/noExplicitAny: its columns are JSON built in SQL, each read as the statement shaped it
@@ -70,4 +71,23 @@ export function revive<T>(model: string, row: Record<string, unknown> | null): T
     if (typeof v === 'number' || typeof v === 'string') row[f] = BigInt(v);
   }
   return row as T;
+}
+
+/** Runs one statement straight through the driver and answers its first row (null when it has none). */
+export async function firstRow(db: Pick<Database, 'query'>, sql: string, params: unknown[]): Promise<JsonRow | null> {
+  const rows = await db.query<JsonRow>(sql, params);
+  return rows[0] ?? null;
+}
+
+/** A Pothos/Prisma query argument, as a resolver receives it (`{}`, `{ include: … }`, `{ select: … }`). */
+export type PrismaQuery = { include?: Record<string, unknown>; select?: unknown; [k: string]: unknown } | undefined;
+
+/**
+ * The relations a query argument includes (`{}` for none), or null when it holds anything else (a `select`…): a
+ * hand-written read then leaves the read to Prisma.
+ */
+export function includeOf(query: PrismaQuery): Record<string, unknown> | null {
+  if (!query || Object.keys(query).length === 0) return {};
+  if (Object.keys(query).some((k) => k !== 'include')) return null;
+  return query.include ?? {};
 }

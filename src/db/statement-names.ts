@@ -6,7 +6,7 @@ const statementNames = new Map<string, string>();
 
 /**
  * The name a hand-written statement is prepared under on each connection, from its text: the database parses and
- * plans it once per connection instead of on every request (the texts are a small fixed set: src/db/reads.ts).
+ * plans it once per connection instead of on every request (the texts are a small fixed set: each module's store.ts).
  */
 export function statementName(sql: string): string {
   let name = statementNames.get(sql);

@@ -3,32 +3,25 @@
 // total is a sum over a few counter rows rather than a count(*) over every matching row, and it is exact: the counters
 // are read in the same snapshot as the page. Filters the counters do not cover (`since`) fall back to a count(*).
 //
-// Each total comes as a SQL scalar subquery (for a statement that reads the page and its total together) and as a
-// number (a statement of its own). Values are bound through `bind`, which answers a placeholder (`$n`); a `SqlRef`
-// instead names a column of the enclosing statement (a parent id in src/db/child-pages.ts).
+// Each list's total is its module's (store.ts: downloadTotalSql, commentTotalSql, fileTotalSql, categoryTotalSql):
+// a SQL scalar subquery, for a statement that reads the page and its total together, and through totalOf below a
+// number, a statement of its own. Values are bound through `bind`, which answers a placeholder (`$n`); a `SqlRef`
+// instead names a column of the enclosing statement (a parent id in src/db/child-pages.ts). Here: what they share.
 import type { Prisma } from '../generated/prisma/client.js';
-import {
-  COMMENT_FILTER,
-  DOWNLOAD_FILTER,
-  filterOfWhere,
-  filterSql,
-  SqlRef,
-  type Bind,
-  type CommentFilter,
-  type DownloadFilter,
-} from './filters.js';
+import { SqlRef, type Bind } from './filters.js';
 
-export { sqlRef, SqlRef, type Bind } from './filters.js';
-
-type Key = number | SqlRef;
-const val = (v: Key, bind: Bind, cast: string) => (v instanceof SqlRef ? v.sql : `${bind(v)}::${cast}`);
+/** A counter's key: a value bound as a parameter, or a column of the enclosing statement (SqlRef). */
+export type Key = number | SqlRef;
+/** The SQL of a counter's key, cast to `cast` when bound. */
+export const keySql = (v: Key, bind: Bind, cast: string) => (v instanceof SqlRef ? v.sql : `${bind(v)}::${cast}`);
 
 /** Anything that runs one statement with `$n` parameters: Prisma (`$queryRawUnsafe`) or the driver (`query`). */
 export type Runner =
   | Pick<Prisma.TransactionClient, '$queryRawUnsafe'>
   | { query<R>(sql: string, params?: unknown[]): Promise<R[]> };
 
-async function scalar(db: Runner, sql: (bind: Bind) => string): Promise<number> {
+/** A total's scalar subquery run as a statement of its own: `SELECT <sql> AS total`, its values bound in order. */
+export async function totalOf(db: Runner, sql: (bind: Bind) => string): Promise<number> {
   const params: unknown[] = [];
   const text = `SELECT ${sql((v) => {
     params.push(v);
@@ -40,103 +33,3 @@ async function scalar(db: Runner, sql: (bind: Bind) => string): Promise<number> 
       : await db.$queryRawUnsafe<{ total: unknown }[]>(text, ...params);
   return Number(rows[0]!.total);
 }
-
-// ───────────── downloads
-
-export interface DownloadTotalFilter extends Omit<DownloadFilter, 'categoryId'> {
-  categoryId?: Key;
-}
-
-/** Downloads matching a download list's filter: from download_total, or a count(*) when `since` is set. */
-export function downloadTotalSql(f: DownloadTotalFilter, bind: Bind): string {
-  // The counters hold no dates, owners, tags or category sets: such a filter counts the matching rows.
-  if (f.since !== undefined || f.userId !== undefined || f.tags !== undefined || f.categoryIds !== undefined)
-    return `(SELECT count(*) FROM download x WHERE ${filterSql(DOWNLOAD_FILTER, f, 'x', bind).join(' AND ')})`;
-  const terms: string[] = [];
-  if (f.categoryId !== undefined) terms.push(`x."categoryId" = ${val(f.categoryId, bind, 'int')}`);
-  if (f.prefixId !== undefined) terms.push(`x."prefixKey" = ${bind(f.prefixId ?? 0)}::int`);
-  if (f.state !== undefined) terms.push(`x.state = ${bind(f.state)}::"DownloadState"`);
-  return `(SELECT coalesce(sum(x.n), 0)::bigint FROM download_total x${terms.length ? ` WHERE ${terms.join(' AND ')}` : ''})`;
-}
-
-export const downloadTotal = (db: Runner, f: DownloadTotalFilter) => scalar(db, (bind) => downloadTotalSql(f, bind));
-
-// ───────────── comments
-
-export interface CommentTotalFilter extends Omit<CommentFilter, 'downloadId'> {
-  downloadId?: Key;
-}
-
-/** Comments matching a comment list's filter: from comment_total(_all), or a count(*) when `since` is set. */
-export function commentTotalSql(f: CommentTotalFilter, bind: Bind): string {
-  const terms = filterSql(COMMENT_FILTER, f, 'x', bind);
-  // The counters hold no dates: a `since` filter counts the matching rows.
-  if (f.since !== undefined) return `(SELECT count(*) FROM comment x WHERE ${terms.join(' AND ')})`;
-  const table = f.downloadId !== undefined ? 'comment_total' : 'comment_total_all';
-  return `(SELECT coalesce(sum(x.n), 0)::bigint FROM ${table} x${terms.length ? ` WHERE ${terms.join(' AND ')}` : ''})`;
-}
-
-export const commentTotal = (db: Runner, f: CommentTotalFilter) => scalar(db, (bind) => commentTotalSql(f, bind));
-
-/**
- * The filter of a comment list's Prisma `where` (src/modules/comments/rules.ts commentListWhere), or null when it holds a
- * condition the counters do not know (then the caller counts with Prisma).
- */
-export function commentFilterOf(where: Prisma.CommentWhereInput): CommentTotalFilter | null {
-  return filterOfWhere(COMMENT_FILTER, where);
-}
-
-/** comment.count({ where }), from the counters when they cover the filter. */
-export async function countComments(
-  prisma: Runner & Pick<Prisma.TransactionClient, 'comment'>,
-  where: Prisma.CommentWhereInput,
-): Promise<number> {
-  const f = commentFilterOf(where);
-  return f ? commentTotal(prisma, f) : prisma.comment.count({ where });
-}
-
-// ───────────── files
-
-/** Files listed are never soft-deleted ones; `versionId` undefined: every version. */
-export interface FileTotalFilter {
-  versionId?: Key;
-}
-
-/** Files that are not soft-deleted (of one version): from file_total(_all). */
-export function fileTotalSql(f: FileTotalFilter, bind: Bind): string {
-  return f.versionId !== undefined
-    ? `(SELECT coalesce(sum(x.n), 0)::bigint FROM file_total x WHERE x."versionId" = ${val(f.versionId, bind, 'int')})`
-    : `(SELECT coalesce(sum(x.n), 0)::bigint FROM file_total_all x)`;
-}
-
-export const fileTotal = (db: Runner, f: FileTotalFilter) => scalar(db, (bind) => fileTotalSql(f, bind));
-
-/** The filter of a file list's Prisma `where` (src/modules/files/rules.ts fileListWhere), or null when the counters do not cover it. */
-export function fileFilterOf(where: Prisma.FileWhereInput): FileTotalFilter | null {
-  if (where.isDeleted !== false) return null;
-  const f: FileTotalFilter = {};
-  for (const [k, v] of Object.entries(where)) {
-    if (v === undefined || k === 'isDeleted') continue;
-    if (k === 'versionId' && typeof v === 'number') f.versionId = v;
-    else return null;
-  }
-  return f;
-}
-
-/** file.count({ where }), from the counters when they cover the filter. */
-export async function countFiles(
-  prisma: Runner & Pick<Prisma.TransactionClient, 'file'>,
-  where: Prisma.FileWhereInput,
-): Promise<number> {
-  const f = fileFilterOf(where);
-  return f ? fileTotal(prisma, f) : prisma.file.count({ where });
-}
-
-// ───────────── categories
-
-/** Every category: a few hundred rows at most, so a count(*) over the table (no counter table). */
-export function categoryTotalSql(): string {
-  return `(SELECT count(*) FROM category x)`;
-}
-
-export const categoryTotal = (db: Runner) => scalar(db, () => categoryTotalSql());

@@ -6,14 +6,17 @@ import { Access, type Visitor } from '../permissions/access.js';
 import type { PermissionCache } from '../permissions/load.js';
 import type { AuthCache } from '../auth/visitor.js';
 import type { Storage } from '../files/storage/index.js';
-import type { Reads } from '../db/reads.js';
+import type { Database } from '../db/database.js';
 import type { Events } from '../events.js';
 import type { CursorSeal } from '../db/keyset.js';
 
 export interface Services {
   prisma: PrismaClient;
-  /** Hand-written SQL for the hottest reads (src/db/reads.ts). */
-  reads: Reads;
+  /**
+   * The database's driver, for the hand-written SQL reads: each module's store.ts takes it (one statement outside
+   * Prisma, src/db/database.ts `query`).
+   */
+  db: Pick<Database, 'query'>;
   config: Config;
   groups: BuiltInGroupIds;
   storage: Storage;

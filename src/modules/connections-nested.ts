@@ -14,8 +14,8 @@ import { DirectionEnum } from '../graphql/pagination.js';
 import { CategoryOrderEnum, CategoryRef } from './categories/index.js';
 import { DownloadOrderEnum, DownloadRef, DownloadStateEnum } from './downloads/index.js';
 import { VersionRef } from './versions/index.js';
-import { CommentOrderEnum } from './comments/index.js';
-import { FileOrderEnum, deps } from './files/index.js';
+import { CommentOrderEnum, commentTotalSql } from './comments/index.js';
+import { FileOrderEnum, deps, fileTotalSql } from './files/index.js';
 import { UserRef } from './accounts/index.js';
 import { noPermission } from '../errors.js';
 import { windowOf, type KeysetSpec, type Window } from '../db/keyset.js';
@@ -29,11 +29,16 @@ import {
   VERSION_KEYS,
   keysetOf,
 } from './keyset-orders.js';
-import { downloadListFilter, type DownloadListArgs } from './downloads/index.js';
+import {
+  DOWNLOAD_FILTER,
+  downloadListFilter,
+  downloadsById,
+  downloadTotalSql,
+  type DownloadListArgs,
+} from './downloads/index.js';
 import { fileVisibleTo } from './files/index.js';
-import type { ChildPage, ChildSource } from '../db/child-pages.js';
-import { commentTotalSql, downloadTotalSql, fileTotalSql, sqlRef } from '../db/totals.js';
-import { DOWNLOAD_FILTER, filterSql } from '../db/filters.js';
+import { childPages, type ChildPage, type ChildSource } from '../db/child-pages.js';
+import { filterSql, sqlRef } from '../db/filters.js';
 
 const CATEGORY_READ = ['mc_dm_category:read'];
 const DOWNLOAD_READ = ['mc_dm_download:read'];
@@ -79,7 +84,7 @@ function childPage<T>(
   parentId: number,
 ): Promise<ChildPage<T>> {
   const key = JSON.stringify([spec, w, filterKey], (_k, v) => (typeof v === 'bigint' ? `${v}n` : v));
-  return loader<ChildPage<T>>(ctx, key, (ids) => ctx.reads.childPages<T>(source, spec, w, ids), {
+  return loader<ChildPage<T>>(ctx, key, (ids) => childPages<T>(ctx.db, source, spec, w, ids), {
     total: 0,
     rows: [],
   }).load(parentId);
@@ -91,7 +96,7 @@ function downloadById(ctx: Context, id: number): Promise<Download | null> {
     ctx,
     'downloadById',
     async (ids) => {
-      const rows = await ctx.reads.downloadsById(ids);
+      const rows = await downloadsById(ctx.db, ids);
       return new Map(rows.map((d) => [d.id, d]));
     },
     null,

@@ -8,18 +8,16 @@ import type { Category, Comment, Download, File } from '../generated/prisma/clie
 import { builder } from '../graphql/builder.js';
 import { connectionArgs, connectionFrom, connectionOf } from '../graphql/connections.js';
 import { DirectionEnum } from '../graphql/pagination.js';
-import { CategoryOrderEnum, CategoryRef } from './categories/index.js';
+import { CategoryOrderEnum, CategoryRef, categoryPage, categoryParentOf } from './categories/index.js';
 import { DownloadOrderEnum, DownloadRef, DownloadStateEnum } from './downloads/index.js';
 import { CommentOrderEnum, CommentRef } from './comments/index.js';
 import { FileOrderEnum, FileRef, deps } from './files/index.js';
 import type { Context } from '../graphql/context.js';
 import { prismaAfter, prismaOrderBy, windowOf } from '../db/keyset.js';
 import { CATEGORY_KEYS, COMMENT_KEYS, DOWNLOAD_KEYS, FILE_KEYS, downloadKeyOrder, keysetOf } from './keyset-orders.js';
-import { downloadListFilter, downloadWhere } from './downloads/index.js';
+import { downloadListFilter, downloadTotal, downloadWhere } from './downloads/index.js';
 import { commentSlice } from './comments/index.js';
-import { categoryParentOf } from '../db/resource-reads.js';
 import { fileSlice, fileVisibleTo } from './files/index.js';
-import { downloadTotal } from '../db/totals.js';
 
 const CATEGORY_READ = ['mc_dm_category:read'];
 const DOWNLOAD_READ = ['mc_dm_download:read'];
@@ -71,7 +69,8 @@ builder.queryFields((t) => ({
       const spec = keysetOf('categoriesConnection', CATEGORY_KEYS, args.order, args.direction, 'display_order');
       const w = windowOf(ctx.cursors, spec, args);
       const access = await ctx.access();
-      const { total, rows } = await ctx.reads.categoryPage(
+      const { total, rows } = await categoryPage(
+        ctx.db,
         { spec, window: w, take: w.size + 1 },
         { parent: categoryParentOf(rowQuery(ctx, info, 'Category')) },
       );

@@ -28,6 +28,16 @@ export interface DownloadRow {
   userId: number;
   state: DownloadState;
 }
+/**
+ * The columns of a download these checks read (DownloadRow), in the datamodel's order: what a hand-written read
+ * loads of a download needed only to check a permission.
+ */
+export const DOWNLOAD_PERMISSION_COLUMNS = [
+  'id',
+  'categoryId',
+  'userId',
+  'state',
+] as const satisfies readonly (keyof DownloadRow)[];
 export interface CommentRow {
   userId: number;
   state: CommentState;

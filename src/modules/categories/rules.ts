@@ -8,8 +8,8 @@ import { pageWindow, paginationOf, type Direction, type Page, type PageRequest }
 import { hardDeleteDownloads } from '../../db/purge.js';
 import { isWholeNumberIn, wholeNumberRange } from '../../input/numbers.js';
 import type { KeysetSpec } from '../../db/keyset.js';
-import type { Reads } from '../../db/reads.js';
-import type { CategoryRead } from '../../db/resource-reads.js';
+import type { Database } from '../../db/database.js';
+import { categoryById, categoryPage, type CategoryRead } from './store.js';
 
 type Db = PrismaClient | Prisma.TransactionClient;
 
@@ -41,16 +41,17 @@ export function categoryOrderSpec(
 
 /**
  * A page of every category, read with its total in one statement, without those the visitor may not view; `read`
- * says whether to load each parent and which columns the caller's fields need (src/db/resource-reads.ts).
+ * says whether to load each parent and which columns the caller's fields need (store.ts).
  */
 export async function listCategories(
-  reads: Reads,
+  db: Pick<Database, 'query'>,
   access: Access,
   args: CategoryListArgs,
   read: CategoryRead = {},
 ): Promise<Page<Category>> {
   const w = pageWindow(args);
-  const { total, rows } = await reads.categoryPage(
+  const { total, rows } = await categoryPage(
+    db,
     { spec: categoryOrderSpec(args.order, args.direction), skip: w.skip, take: w.take },
     read,
   );
@@ -63,8 +64,13 @@ export async function viewableCategory(prisma: Db, access: Access, id: number): 
 }
 
 /** viewableCategory for reads, through one hand-written statement (with the parent category when `withParent`). */
-export async function readCategory(reads: Reads, access: Access, id: number, withParent = false): Promise<Category> {
-  return mayViewCategory(access, id, await reads.category(id, withParent));
+export async function readCategory(
+  db: Pick<Database, 'query'>,
+  access: Access,
+  id: number,
+  withParent = false,
+): Promise<Category> {
+  return mayViewCategory(access, id, await categoryById(db, id, withParent));
 }
 
 function mayViewCategory(access: Access, id: number, category: Category | null): Category {

@@ -4,7 +4,7 @@ import { LIMITS } from '../../config.js';
 import type { Category } from '../../generated/prisma/client.js';
 import { queryFromInfo } from '@pothos/plugin-prisma';
 import type { GraphQLResolveInfo } from 'graphql';
-import { categoryParentOf, categoryReadOf, type CategoryRead } from '../../db/resource-reads.js';
+import { categoryParentOf, categoryReadOf, type CategoryRead } from './store.js';
 import type { Context } from '../../graphql/context.js';
 import { selectedFields } from '../../graphql/selected-fields.js';
 import { builder, type Types } from '../../graphql/builder.js';
@@ -130,7 +130,7 @@ export function categoryUrl(baseUrl: string, c: Pick<Category, 'id'>): string {
   return `${baseUrl}/downloads/categories/${c.id}/`;
 }
 
-registerNode('Category', READ, async (ctx, id) => readCategory(ctx.reads, await ctx.access(), id));
+registerNode('Category', READ, async (ctx, id) => readCategory(ctx.db, await ctx.access(), id));
 
 export const CategoryOrderEnum = orderEnum('CategoryOrder', CATEGORY_ORDERS, {
   description: 'How `categories` is sorted; ties are broken by categoryId in the same direction.',
@@ -155,7 +155,7 @@ builder.queryFields((t) => ({
       order: t.arg({ type: CategoryOrderEnum, required: false, description: 'Sort field (default DISPLAY_ORDER).' }),
     },
     resolve: async (_r, args, ctx, info) =>
-      listCategories(ctx.reads, await ctx.access(), args, categoryListRead(ctx, info)),
+      listCategories(ctx.db, await ctx.access(), args, categoryListRead(ctx, info)),
   }),
   category: t.prismaField({
     type: 'Category',
@@ -165,7 +165,7 @@ builder.queryFields((t) => ({
     authScopes: { scope: READ },
     args: { categoryId: t.arg.int({ required: true, description: 'The numeric category id.' }) },
     resolve: async (query, _r, args, ctx) =>
-      readCategory(ctx.reads, await ctx.access(), args.categoryId, categoryParentOf(query as never)),
+      readCategory(ctx.db, await ctx.access(), args.categoryId, categoryParentOf(query as never)),
   }),
 }));
 

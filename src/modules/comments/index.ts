@@ -1,3 +1,4 @@
 // Comments on downloads: what other modules and the app may use of this module.
 export * from './schema.js';
 export * from './rules.js';
+export * from './store.js';

@@ -8,10 +8,18 @@ import { ApiError, noPermission, notFound, requiredMissing } from '../../errors.
 import { recordEvent } from '../../db/outbox.js';
 import { pageWindow, paginationOf, type Direction, type Page, type PageRequest } from '../../db/lists.js';
 import { prismaAfter, prismaOrderBy, type KeysetSpec } from '../../db/keyset.js';
-import type { Reads } from '../../db/reads.js';
-import { COMMENT_FILTER, filterWhere } from '../../db/filters.js';
-import { commentDownloadOf, commentRelationsOf, type CommentFilter, type Slice } from '../../db/resource-reads.js';
-import { countComments } from '../../db/totals.js';
+import type { Database } from '../../db/database.js';
+import { filterWhere } from '../../db/filters.js';
+import type { Slice } from '../../db/slices.js';
+import {
+  COMMENT_FILTER,
+  commentById,
+  commentDownloadOf,
+  commentPage,
+  commentRelationsOf,
+  countComments,
+  type CommentFilter,
+} from './store.js';
 
 export const COMMENT_ORDERS = { comment_date: 'commentDate', last_edit_date: 'lastEditDate' } as const;
 export type CommentOrder = keyof typeof COMMENT_ORDERS;
@@ -28,7 +36,7 @@ export interface CommentListArgs extends PageRequest {
 }
 
 type WithDownload = Comment & { download: Download };
-type Reading = { prisma: PrismaClient; reads: Reads };
+type Reading = { prisma: PrismaClient; db: Pick<Database, 'query'> };
 
 /** A download whose comments the visitor may read: 404 when it does not exist, 403 when they may not. */
 export async function viewableParent(
@@ -67,11 +75,11 @@ export function commentOrderSpec(
  * The comments of a list (`slice` of them, with the list's total before the per-row permission check), each with its
  * download, after the list's rules: downloadId is required except for super-user keys, the download must show its
  * comments to the visitor, only super-user keys list comments in every state. `query` is what the operation asks to
- * load with each comment: the common shapes are read with one hand-written statement (src/db/resource-reads.ts),
+ * load with each comment: the common shapes are read with one hand-written statement (store.ts),
  * others by Prisma.
  */
 export async function commentSlice(
-  db: Reading,
+  deps: Reading,
   access: Access,
   args: Pick<CommentListArgs, 'downloadId' | 'since'>,
   slice: Slice,
@@ -84,18 +92,18 @@ export async function commentSlice(
     if (args.downloadId != null) filter.downloadId = args.downloadId;
     if (!access.isSuper) filter.state = 'visible';
     if (args.since) filter.since = args.since;
-    const page = await db.reads.commentPage(filter, slice, rel.user, commentDownloadOf(query as never));
+    const page = await commentPage(deps.db, filter, slice, rel.user, commentDownloadOf(query as never));
     if (args.downloadId != null) mayViewComments(access, args.downloadId, page.parent ?? null);
     return page;
   }
-  const where = await commentListWhere(db.prisma, access, args);
+  const where = await commentListWhere(deps.prisma, access, args);
   const w = slice.window ?? { size: slice.take, backward: false, cursor: null };
   const withDownload = (query as { select?: object }).select
     ? query
     : { ...query, include: { ...(query as { include?: object }).include, download: true } };
   const [total, rows] = await Promise.all([
-    countComments(db.prisma, where),
-    db.prisma.comment.findMany({
+    countComments(deps.prisma, where),
+    deps.prisma.comment.findMany({
       ...withDownload,
       where: { AND: [where, prismaAfter(slice.spec, w)] },
       orderBy: prismaOrderBy(slice.spec, w) as never,
@@ -127,14 +135,14 @@ export async function commentListWhere(
 }
 
 export async function listComments(
-  db: Reading,
+  deps: Reading,
   access: Access,
   args: CommentListArgs,
   query: Omit<Prisma.CommentFindManyArgs, 'where' | 'orderBy' | 'skip' | 'take'> = {},
 ): Promise<Page<Comment>> {
   const w = pageWindow(args);
   const { total, rows } = await commentSlice(
-    db,
+    deps,
     access,
     args,
     { spec: commentOrderSpec(args.order, args.direction), skip: w.skip, take: w.take },
@@ -159,15 +167,15 @@ export async function viewableComment(
 
 /** viewableComment for reads: the common shapes of `query` through one hand-written statement. */
 export async function readComment(
-  db: Reading,
+  deps: Reading,
   access: Access,
   id: number,
   query: Omit<Prisma.CommentFindUniqueArgs, 'where'> = {},
 ): Promise<WithDownload> {
   const rel = commentRelationsOf(query as never);
   return rel
-    ? mayViewComment(access, id, await db.reads.comment(id, rel.user))
-    : viewableComment(db.prisma, access, id, query);
+    ? mayViewComment(access, id, await commentById(deps.db, id, rel.user))
+    : viewableComment(deps.prisma, access, id, query);
 }
 
 function mayViewComment<T extends WithDownload>(access: Access, id: number, c: T | null): T {

@@ -3,3 +3,4 @@ export * from './schema.js';
 export * from './rules.js';
 export * from './tags.js';
 export * from './views.js';
+export * from './store.js';

@@ -18,9 +18,17 @@ import { searchTextOf, type SearchFacets, type SearchOrderColumn } from '../../d
 import { refreshCategoryCounts } from '../categories/index.js';
 import { hardDeleteDownloads } from '../../db/purge.js';
 import { normalizeTags, setTags } from './tags.js';
-import { downloadRelationsOf, type DownloadFilter, type Reads } from '../../db/reads.js';
-import { DOWNLOAD_FILTER, filterWhere } from '../../db/filters.js';
-import { downloadTotal } from '../../db/totals.js';
+import type { Database } from '../../db/database.js';
+import { filterWhere } from '../../db/filters.js';
+import { searchDownloads } from '../../db/search.js';
+import {
+  DOWNLOAD_FILTER,
+  downloadById,
+  downloadPage,
+  downloadRelationsOf,
+  downloadTotal,
+  type DownloadFilter,
+} from './store.js';
 
 export type DownloadState = Download['state'];
 
@@ -102,17 +110,17 @@ export function downloadWhere(filter: DownloadFilter): Prisma.DownloadWhereInput
 
 /**
  * A page of downloads the visitor may view. `query` is what the operation asks to load with each row (Pothos's
- * query argument): the common shapes are read with one hand-written statement (src/db/reads.ts), others by Prisma.
+ * query argument): the common shapes are read with one hand-written statement (store.ts), others by Prisma.
  */
 export async function listDownloads(
-  db: { prisma: PrismaClient; reads: Reads },
+  deps: { prisma: PrismaClient; db: Pick<Database, 'query'> },
   access: Access,
   args: DownloadListArgs,
   query: Omit<Prisma.DownloadFindManyArgs, 'where' | 'orderBy' | 'skip' | 'take'> = {},
   opts: { facets?: boolean } = {},
 ): Promise<DownloadPage> {
   const w = pageWindow(args);
-  if (args.q != null) return searchList(db, access, args, w, query, opts.facets ?? false);
+  if (args.q != null) return searchList(deps, access, args, w, query, opts.facets ?? false);
   if (args.order && SEARCH_ONLY_ORDERS.includes(args.order))
     throw invalidInput('order', `order ${args.order} sorts a search: send q too.`);
   if (opts.facets) throw invalidInput('facets', 'facets are counted for a search: send q too.');
@@ -123,12 +131,12 @@ export async function listDownloads(
   let total: number;
   let rows: Download[];
   if (rel) {
-    ({ total, rows } = await db.reads.downloadPage(filter, { column, direction }, w, rel));
+    ({ total, rows } = await downloadPage(deps.db, filter, { column, direction }, w, rel));
   } else {
     const where = downloadWhere(filter);
     [total, rows] = await Promise.all([
-      downloadTotal(db.prisma, filter),
-      db.prisma.download.findMany({
+      downloadTotal(deps.prisma, filter),
+      deps.prisma.download.findMany({
         ...query,
         where,
         orderBy: [{ [column]: direction }, { id: direction }],
@@ -148,7 +156,7 @@ export async function listDownloads(
  * narrows it further for anyone.
  */
 async function searchList(
-  db: { reads: Reads },
+  deps: { db: Pick<Database, 'query'> },
   access: Access,
   args: DownloadListArgs,
   w: PageWindow,
@@ -168,7 +176,7 @@ async function searchList(
     if (args.downloadState) filter.state = args.downloadState;
     else delete filter.state;
   }
-  const result = await db.reads.search({
+  const result = await searchDownloads(deps.db, {
     text,
     filter,
     visibility: access.downloadVisibility(),
@@ -201,13 +209,15 @@ export async function viewableDownload(
 
 /** viewableDownload for reads: the common shapes of `query` through one hand-written statement. */
 export async function readDownload(
-  db: { prisma: PrismaClient; reads: Reads },
+  deps: { prisma: PrismaClient; db: Pick<Database, 'query'> },
   access: Access,
   id: number,
   query: Omit<Prisma.DownloadFindUniqueArgs, 'where'> = {},
 ): Promise<Download> {
   const rel = downloadRelationsOf(query as never);
-  return rel ? mayView(access, id, await db.reads.download(id, rel)) : viewableDownload(db.prisma, access, id, query);
+  return rel
+    ? mayView(access, id, await downloadById(deps.db, id, rel))
+    : viewableDownload(deps.prisma, access, id, query);
 }
 
 function mayView<T extends Download>(access: Access, id: number, d: T | null): T {

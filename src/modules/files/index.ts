@@ -3,3 +3,4 @@
 export * from './schema.js';
 export * from './rules.js';
 export * from './data-route.js';
+export * from './store.js';

@@ -17,9 +17,9 @@ import { checkProbeAllowance, recordFailedProbe } from '../../files/external/pro
 import mime from 'mime-types';
 import { isWholeNumberIn, wholeNumberRange } from '../../input/numbers.js';
 import { prismaAfter, prismaOrderBy, type KeysetSpec } from '../../db/keyset.js';
-import type { Reads } from '../../db/reads.js';
-import { fileQueryCovered, type Slice } from '../../db/resource-reads.js';
-import { countFiles } from '../../db/totals.js';
+import type { Database } from '../../db/database.js';
+import type { Slice } from '../../db/slices.js';
+import { countFiles, fileById, filePage, fileQueryCovered } from './store.js';
 import { recordEvents } from '../../db/outbox.js';
 
 export const FILE_ORDERS = {
@@ -118,17 +118,18 @@ type FileRows = { total: number; rows: (File & { version: Version & { download: 
  * The files of a list (`slice` of them, with the list's total), each with its version and download, after the list's
  * rules (fileListWhere). `deps` comes back knowing the visitor's team membership where the read learnt it: pass it
  * to fileVisibleTo. `query` is what the operation asks to load with each file: the common shapes are read with one
- * hand-written statement (src/db/resource-reads.ts), others by Prisma.
+ * hand-written statement (store.ts), others by Prisma.
  */
 export async function fileSlice(
-  deps: FileDeps & { reads: Reads },
+  deps: FileDeps & { db: Pick<Database, 'query'> },
   args: Pick<FileListArgs, 'versionId'>,
   slice: Slice,
   query: Omit<Prisma.FileFindManyArgs, 'where' | 'orderBy' | 'skip' | 'take'> = {},
 ): Promise<FileRows> {
   if (args.versionId == null && !deps.access.isSuper) throw requiredMissing(['version_id']);
   if (fileQueryCovered(query as never)) {
-    const page = await deps.reads.filePage(
+    const page = await filePage(
+      deps.db,
       args.versionId != null ? { versionId: args.versionId } : {},
       slice,
       deps.access.visitor.userId,
@@ -160,7 +161,7 @@ export async function fileSlice(
 }
 
 export async function listFiles(
-  deps: FileDeps & { reads: Reads },
+  deps: FileDeps & { db: Pick<Database, 'query'> },
   args: FileListArgs,
   extra: Omit<Prisma.FileFindManyArgs, 'where' | 'orderBy' | 'skip' | 'take'> = {},
 ): Promise<Page<File>> {
@@ -198,12 +199,12 @@ export async function viewableFile(
 
 /** viewableFile for reads: the common shapes of `query` through one hand-written statement. */
 export async function readFile(
-  deps: FileDeps & { reads: Reads },
+  deps: FileDeps & { db: Pick<Database, 'query'> },
   id: number,
   query: Omit<Prisma.FileFindUniqueArgs, 'where'> = {},
 ): Promise<FileWithParents> {
   if (!fileQueryCovered(query as never)) return viewableFile(deps, id, query);
-  const read = await deps.reads.file(id, deps.access.visitor.userId);
+  const read = await fileById(deps.db, id, deps.access.visitor.userId);
   if (!read) throw notFound('file', id);
   const downloadId = read.file.version.downloadId;
   return mayViewFile(

@@ -37,9 +37,9 @@ const ValidationStatusEnum = builder.enumType('ValidationStatus', {
   } as const,
 });
 
-export const deps = (ctx: Context, access: files.FileDeps['access']): files.FileDeps & { reads: Context['reads'] } => ({
+export const deps = (ctx: Context, access: files.FileDeps['access']): files.FileDeps & { db: Context['db'] } => ({
   prisma: ctx.prisma,
-  reads: ctx.reads,
+  db: ctx.db,
   access,
   storage: ctx.storage,
   config: ctx.config,

@@ -6,18 +6,18 @@ import { LIMITS } from '../../config.js';
 import type { Download } from '../../generated/prisma/client.js';
 import type { Access } from '../../permissions/access.js';
 import type { CursorSeal, PageInfo } from '../../db/keyset.js';
-import type { DownloadFilter } from '../../db/filters.js';
-import type { DownloadRelations, Reads } from '../../db/reads.js';
+import type { Database } from '../../db/database.js';
 import {
   MARK_END,
   MARK_START,
+  searchDownloads,
   searchTextOf,
   type SearchFacets,
   type SearchHighlight,
   type SearchOrderColumn,
 } from '../../db/search.js';
 import { invalidInput } from '../../errors.js';
-import { normalizeTags, type DownloadState } from '../downloads/index.js';
+import { normalizeTags, type DownloadFilter, type DownloadRelations, type DownloadState } from '../downloads/index.js';
 
 /** SearchOrder values and the column each sorts by (all best first: descending). */
 export const SEARCH_ORDERS = {
@@ -124,7 +124,7 @@ function filterOf(f: SearchFilterInput | null | undefined, subtree: (id: number)
  * LIMITS.searchMaxResults: past it, totalCountIsExact is false), and nothing else.
  */
 export async function searchConnection(
-  db: { reads: Reads; cursors: CursorSeal },
+  deps: { db: Pick<Database, 'query'>; cursors: CursorSeal },
   access: Access,
   subtree: (categoryId: number) => number[],
   args: SearchArgs,
@@ -139,8 +139,8 @@ export async function searchConnection(
     key ??= searchKey(args);
     return key;
   };
-  const offset = args.after != null ? offsetOf(db.cursors, keyOf(), args.after) : 0;
-  const result = await db.reads.search({
+  const offset = args.after != null ? offsetOf(deps.cursors, keyOf(), args.after) : 0;
+  const result = await searchDownloads(deps.db, {
     text,
     filter: filterOf(args.filter, subtree),
     visibility: access.downloadVisibility(),
@@ -155,7 +155,7 @@ export async function searchConnection(
   });
   const cursors: (string | undefined)[] = [];
   const cursorAt = (i: number) => {
-    cursors[i] ??= cursorOf(db.cursors, keyOf(), offset + i);
+    cursors[i] ??= cursorOf(deps.cursors, keyOf(), offset + i);
     return cursors[i];
   };
   const edges = result.hits.map((h, i): SearchEdge => {

@@ -5,10 +5,15 @@ import { LIMITS } from '../../config.js';
 import { builder } from '../../graphql/builder.js';
 import { PageInfoRef } from '../../graphql/connections.js';
 import { selectedFields } from '../../graphql/selected-fields.js';
-import { downloadRelationsOf } from '../../db/reads.js';
 import type { SearchFacets, SearchHighlight } from '../../db/search.js';
 import { CategoryRef } from '../categories/index.js';
-import { DownloadList, DownloadRef, DownloadStateEnum, type DownloadPage } from '../downloads/index.js';
+import {
+  DownloadList,
+  DownloadRef,
+  DownloadStateEnum,
+  downloadRelationsOf,
+  type DownloadPage,
+} from '../downloads/index.js';
 import * as search from './rules.js';
 
 const READ = ['mc_dm_download:read'];

@@ -3,3 +3,4 @@ export * from './schema.js';
 export * from './rules.js';
 export * from './updates.js';
 export * from './resolve.js';
+export * from './store.js';

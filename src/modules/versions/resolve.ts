@@ -1,13 +1,14 @@
 // Dependency resolution (contract "Releases"): the versions a version needs, transitively, each the best version of
 // its download that matches every range met so far, with conflicts and cycles reported. Breadth first, one level at a
 // time (one hand-written statement per level for the candidate versions of every download the level names and
-// those downloads' permission columns: src/db/resource-reads.ts resolutionCandidates), bounded by
+// those downloads' permission columns: store.ts resolutionCandidates), bounded by
 // LIMITS.maxResolveDepth levels and LIMITS.maxResolvedVersions versions; a download is resolved once, so it never loops.
 import type { Version } from '../../generated/prisma/client.js';
-import type { Reads } from '../../db/reads.js';
+import type { Database } from '../../db/database.js';
 import type { Access } from '../../permissions/access.js';
 import { LIMITS } from '../../config.js';
 import { CHANNELS, dependenciesOf, newestFirst, satisfies, type Dependency } from './rules.js';
+import { resolutionCandidates } from './store.js';
 
 export type ConflictReason =
   | 'unsatisfiable'
@@ -47,7 +48,7 @@ function preferred(a: Version, b: Version): number {
  * version ids from the one depended on down to the one depending on it).
  */
 export async function resolveDependencies(
-  reads: Pick<Reads, 'resolutionCandidates'>,
+  db: Pick<Database, 'query'>,
   access: Access,
   root: Version,
   compatibleWith: readonly string[],
@@ -76,7 +77,7 @@ export async function resolveDependencies(
       break;
     }
     const wanted = [...new Set(required.map((e) => e.dep.downloadId).filter((id) => !chosen.has(id)))];
-    const { candidates, downloads } = await candidatesOf(reads, wanted, compatibleWith);
+    const { candidates, downloads } = await candidatesOf(db, wanted, compatibleWith);
     const downloadOf = new Map(downloads.map((d) => [d.id, d]));
     const next: Version[] = [];
     for (const { from, dep } of required) {
@@ -148,11 +149,11 @@ function pathTo(parent: Map<number, number | null>, id: number): number[] {
  * The visible versions of each download listing every `compatibleWith` value, preferred first, and the downloads.
  */
 async function candidatesOf(
-  reads: Pick<Reads, 'resolutionCandidates'>,
+  db: Pick<Database, 'query'>,
   downloadIds: readonly number[],
   compatibleWith: readonly string[],
 ) {
-  const { versions, downloads } = await reads.resolutionCandidates(downloadIds, compatibleWith);
+  const { versions, downloads } = await resolutionCandidates(db, downloadIds, compatibleWith);
   const candidates = new Map<number, Candidate[]>();
   for (const v of versions.sort(preferred)) {
     const list = candidates.get(v.downloadId) ?? [];

@@ -1,7 +1,6 @@
 // Versions: the releases of a download, to which files attach. Reads need mc_dm_download:read (and the right to
 // view the download); writes need mc_dm_download:write and the right to edit the download (the rules of its files);
 // a hard delete also mc_dm_download:delete_hard and hardDeleteAny.
-import type { VersionFile } from '../../db/resource-reads.js';
 import { LIMITS } from '../../config.js';
 import type { Download, File, Version } from '../../generated/prisma/client.js';
 import { builder, unix } from '../../graphql/builder.js';
@@ -15,6 +14,7 @@ import type { Context } from '../../graphql/context.js';
 import * as versions from './rules.js';
 import { checkUpdates, type UpdateCheck } from './updates.js';
 import { resolveDependencies, type DependencyConflict, type DependencyResolution } from './resolve.js';
+import { filesOfVersions, type VersionFile } from './store.js';
 
 const READ = ['mc_dm_download:read'];
 const WRITE = ['mc_dm_download:write'];
@@ -139,7 +139,7 @@ function filesOf(ctx: Context, first: number): DataLoader<number, VersionFile[]>
     l = new DataLoader<number, VersionFile[]>(
       async (ids) => {
         const by = new Map<number, VersionFile[]>();
-        for (const row of await ctx.reads.filesOfVersions(ids, first)) {
+        for (const row of await filesOfVersions(ctx.db, ids, first)) {
           const list = by.get(row.file.versionId) ?? [];
           list.push(row);
           by.set(row.file.versionId, list);
@@ -228,7 +228,7 @@ builder.prismaObjectFields(VersionRef, (t) => ({
     authScopes: { scope: READ },
     args: { compatibleWith: t.arg.stringList(COMPAT_ARG) },
     resolve: async (v, args, ctx) =>
-      resolveDependencies(ctx.reads, await ctx.access(), v, versions.checkCompatibleWith(args.compatibleWith ?? [])),
+      resolveDependencies(ctx.db, await ctx.access(), v, versions.checkCompatibleWith(args.compatibleWith ?? [])),
   }),
 }));
 
@@ -331,7 +331,7 @@ builder.queryFields((t) => ({
       const access = await ctx.access();
       const compat = versions.checkCompatibleWith(args.compatibleWith ?? []);
       const root = await versions.viewableVersion(ctx.prisma, access, ctx.team, args.versionId);
-      return resolveDependencies(ctx.reads, access, root, compat);
+      return resolveDependencies(ctx.db, access, root, compat);
     },
   }),
 }));

@@ -1,14 +1,14 @@
 // The update check (contract "Releases"): for each hash a launcher holds, the version its file belongs to and the
 // newest version of the same download that matches the launcher's channel and compatibility. One hand-written
-// statement whatever the number of hashes (src/db/resource-reads.ts updateCheck): the files with their versions and
+// statement whatever the number of hashes (store.ts updateCheck): the files with their versions and
 // downloads' permission columns, and the newest matching version of each of those downloads.
 import type { Download, Version } from '../../generated/prisma/client.js';
-import type { Reads } from '../../db/reads.js';
-import type { UpdateCheckFile } from '../../db/resource-reads.js';
+import type { Database } from '../../db/database.js';
 import { LIMITS } from '../../config.js';
 import { invalidInput, requiredMissing } from '../../errors.js';
 import { fileVisibleTo, parseFileHash, type FileDeps } from '../files/index.js';
 import { CHANNELS, checkCompatibleWith, type Channel } from './rules.js';
+import { updateCheck, type UpdateCheckFile } from './store.js';
 
 export interface UpdateCheck {
   hash: string;
@@ -36,7 +36,7 @@ type FileRow = UpdateCheckFile;
  * version of the download matches the filters.
  */
 export async function checkUpdates(
-  deps: Pick<FileDeps, 'prisma' | 'access' | 'isTeamMember'> & { reads: Pick<Reads, 'updateCheck'> },
+  deps: Pick<FileDeps, 'prisma' | 'access' | 'isTeamMember'> & { db: Pick<Database, 'query'> },
   args: UpdateCheckArgs,
 ): Promise<UpdateCheck[]> {
   if (args.hashes.length === 0) throw requiredMissing(['hashes']);
@@ -53,7 +53,8 @@ export async function checkUpdates(
     if (!wanted.has(h.value)) wanted.set(h.value, { raw: raw.trim(), algorithm: h.algorithm });
   }
   const of = (a: string) => [...wanted].filter(([, w]) => w.algorithm === a).map(([v]) => v);
-  const { files, latest } = await deps.reads.updateCheck(
+  const { files, latest } = await updateCheck(
+    deps.db,
     { sha1: of('sha1'), sha256: of('sha256'), sha512: of('sha512') },
     channelsFrom(args.channel),
     compat,
