@@ -233,7 +233,8 @@ export async function searchDownloads(db: Pick<Database, 'query'>, req: SearchRe
   // out), each as typed when it is a title word (the lexicon search_word, migration 20270111000000_search_lexicon),
   // or one of the title words one typo away from it (a letter dropped, doubled or changed, two neighbours swapped:
   // found through the index of their deletion neighbourhoods, at most LIMITS.searchTypoCorrections, the most similar
-  // first; a title word too, since a typo may make another title's word), or, when it is no title word and the last
+  // first, the word itself left out: a known word is an alternative already, and each term the index reads twice costs
+  // it; a title word too, since a typo may make another title's word), or, when it is no title word and the last
   // word typed as a prefix, the start of a word; a word with none of these is left out. Titles holding every word
   // (two words or fewer) or all of them but one (three or more: one word may be off by more than a typo, as
   // whole-title similarity allows) are the candidates, found through the index of the titles' words; they are
@@ -259,7 +260,7 @@ export async function searchDownloads(db: Pick<Database, 'query'>, req: SearchRe
           (SELECT string_agg(n.word, ' | ') FROM (
              SELECT s.word FROM search_word s
              WHERE length(t.word) >= 3
-               AND (s.deletes && (t.deletes || t.word) OR s.word = ANY(t.deletes))
+               AND (s.deletes && (t.deletes || t.word) OR s.word = ANY(t.deletes)) AND s.word <> t.word
                AND to_tsvector('dcs_search', s.word) <> ''::tsvector
              ORDER BY similarity(s.word, t.word) DESC, s.word LIMIT ${bind(LIMITS.searchTypoCorrections)}::int) n)) || ')' AS alts
       FROM typo_words t WHERE t.prefix OR t.known OR length(t.word) >= 3),
