@@ -37,6 +37,11 @@ export const LIMITS = {
    * results, and no page reaches past them.
    */
   searchMaxResults: 1000,
+  /**
+   * The last word of a query (a prefix) is looked for as the lexemes of the search documents it starts when they are
+   * at most this many (src/db/search.ts); a shorter prefix that starts more is matched as a prefix.
+   */
+  searchPrefixLexemes: 32,
   /** The trigram similarity (0 to 1) a title needs to be offered by the typo fallback. */
   searchTypoSimilarity: 0.3,
   /**

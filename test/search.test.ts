@@ -30,6 +30,18 @@ async function withMaxResults<T>(n: number, fn: () => Promise<T>): Promise<T> {
   }
 }
 
+/** Runs `fn` with LIMITS.searchPrefixLexemes set to `n` (0: every prefix is matched as such), then puts it back. */
+async function withPrefixLexemes<T>(n: number, fn: () => Promise<T>): Promise<T> {
+  const limits = LIMITS as { searchPrefixLexemes: number };
+  const before = limits.searchPrefixLexemes;
+  limits.searchPrefixLexemes = n;
+  try {
+    return await fn();
+  } finally {
+    limits.searchPrefixLexemes = before;
+  }
+}
+
 forEachDatabase((kind) => {
   let t: TestApp;
   let alice: { key: string; userId: number };
@@ -131,6 +143,80 @@ forEachDatabase((kind) => {
       expect(titles(await search('stone cas'))).toEqual(['Minecraft Castle']);
       // A finished word (trailing space) is not a prefix.
       expect((await search('minec ')).edges.map((e: any) => e.node.title)).not.toContain('Minecraft Castle');
+    });
+
+    it('the last word finds through the lexemes it starts what it finds as a prefix, new words the moment they are written', async () => {
+      const made = await t.rest('POST', '/api/mc-dm-downloads/', {
+        key: alice.key,
+        form: {
+          category_id: cat.Maps,
+          title: 'Torrent Town',
+          // A URL makes lexemes with a quote in them (xylo.org/it's), which the lexemes' tsquery has to escape.
+          description: "A tortoise, see http://xylo.org/it's",
+          version_string: '1',
+        },
+      });
+      expect(made.status, JSON.stringify(made.body)).toBe(200);
+      const id = made.body.download.download_id;
+      try {
+        // One lexeme (tortois), two (torrent, tortois; xylo.org and xylo.org/it's), several (c…: cafe, castl, cave,
+        // citi), stop words (t, to), after other words, an alternative, none at all: the same answers whether looked
+        // for as the lexemes they start (the default), as a prefix (none allowed), or as a prefix as they start more
+        // lexemes than allowed (1).
+        const queries = [
+          'tortoi',
+          'tor',
+          'xyl',
+          'c',
+          't',
+          'to',
+          'stone t',
+          'dragon or torr',
+          'towers tor',
+          'xyzzy',
+          'Torent Tow',
+        ];
+        const answers = async () => {
+          const out: unknown[] = [];
+          // Cursors are sealed afresh (a random IV) on every request: left out of the comparison.
+          const uncursored = (x: unknown) =>
+            JSON.parse(JSON.stringify(x, (k, v) => (k === 'cursor' || k === 'endCursor' ? undefined : v)));
+          for (const q of queries) {
+            out.push(uncursored(await search(q)));
+            const r = await rest({ q, facets: 1 });
+            expect(r.status, JSON.stringify(r.body)).toBe(200);
+            out.push(r.body);
+          }
+          return out;
+        };
+        const lexemes = await answers();
+        expect(await withPrefixLexemes(0, answers)).toEqual(lexemes);
+        expect(await withPrefixLexemes(1, answers)).toEqual(lexemes);
+        expect(titles(await search('tor'))).toEqual(['Torrent Town']);
+        expect(titles(await search('xyl'))).toEqual(['Torrent Town']);
+        expect(titles(await search('c')).sort()).toEqual(['Café Racer', 'Dragon Lair', 'Minecraft Castle']);
+        expect(titles(await search('dragon or torr')).sort()).toEqual(['Dragon Lair', 'Torrent Town']);
+        // New lexemes beside older ones with the same start (tower, castl), so that a lexeme missing from the lexicon
+        // would leave a download out: of a create, a new tag, a new tag line, each found as soon as it returns.
+        expect(titles(await search('tow')).sort()).toEqual(['Minecraft Castle', 'Torrent Town']);
+        const edit = (input: string) =>
+          t.gqlOk(
+            `mutation($d: Int!) { updateDownload(input: { downloadId: $d, ${input} }) { download { title } } }`,
+            { d: id },
+            alice.key,
+          );
+        await edit('tags: ["casserole"]');
+        expect(titles(await search('cas')).sort()).toEqual(['Minecraft Castle', 'Torrent Town']);
+        expect((await search('cast')).totalCount).toBe(1);
+        await edit('tagLine: "Castanets"');
+        expect(titles(await search('cast')).sort()).toEqual(['Minecraft Castle', 'Torrent Town']);
+        expect((await rest({ q: 'cast' })).body.downloads.map((d: any) => d.title).sort()).toEqual([
+          'Minecraft Castle',
+          'Torrent Town',
+        ]);
+      } finally {
+        expect((await t.rest('DELETE', `/api/mc-dm-downloads/${id}/`, { query: { hard: 1 } })).status).toBe(200);
+      }
     });
 
     it('web-search syntax: "phrase", -word, or; unbalanced syntax is still answered', async () => {
@@ -501,8 +587,12 @@ forEachDatabase((kind) => {
       expect(await ensureSearchLanguage(t.app.db, 'simple')).toBe(false);
       expect((await search('run ')).totalCount).toBe(0);
       expect(titles(await search('running '))).toEqual(['Café Racer']);
+      // The prefix's lexemes are the new language's: `runni` starts `running` (simple), not `run` (english).
+      expect(titles(await search('runni'))).toEqual(['Café Racer']);
       expect(await ensureSearchLanguage(t.app.db, 'english')).toBe(true);
       expect(titles(await search('run '))).toEqual(['Café Racer']);
+      expect(titles(await search('runni'))).toEqual([]);
+      expect(titles(await search('ru'))).toEqual(['Café Racer']);
     });
   });
 });

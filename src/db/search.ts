@@ -164,12 +164,41 @@ function visibilitySql(v: DownloadVisibility | null, t: string, bind: Bind): str
   ];
 }
 
-/** The tsquery of `s` as SQL (config dcs_search: accents folded, stemmed as the documents are). */
-function tsquerySql(s: SearchText, bind: Bind): string {
+/**
+ * The tsquery of `s` as SQL (config dcs_search: accents folded, stemmed as the documents are). `lexemes`: the lexemes
+ * the prefix word starts (prefixLexemes), looked for instead of the prefix; they match the same documents.
+ */
+function tsquerySql(s: SearchText, bind: Bind, lexemes: readonly string[] | null = null): string {
   const head = `websearch_to_tsquery('dcs_search', ${bind(s.head)}::text)`;
   if (s.prefix === null) return head;
-  const prefix = `to_tsquery('dcs_search', ${bind(`${s.prefix}:*`)}::text)`;
+  const prefix = lexemes
+    ? `${bind(lexemes.map((l) => `'${l.replace(/[\\']/g, '\\$&')}'`).join(' | '))}::tsquery`
+    : `to_tsquery('dcs_search', ${bind(`${s.prefix}:*`)}::text)`;
   return `(${head} ${s.prefixOr ? '||' : '&&'} ${prefix})`;
+}
+
+/**
+ * The lexemes of the search documents that the prefix word `word` starts (its lexeme in dcs_search, as
+ * `to_tsquery('word:*')` makes it), from the lexicon search_lexeme (migration 20270125000000_search_prefixes), which
+ * holds every lexeme of every document: looked for exactly, they match the documents the prefix matches, and the GIN
+ * index reads them as far as the query needs, where a prefix has it collect every posting of every lexeme it starts
+ * first. Null, to match the prefix as such: when the word makes no lexeme or more than one (a stop word, a word the
+ * parser splits), when no document holds a lexeme it starts (the prefix scan then finds nothing, at no cost), or when
+ * it starts more than LIMITS.searchPrefixLexemes. A prefix is a range of the lexicon's key ("C" collation): the
+ * lexemes from the prefix up to the prefix followed by U+10FFFF, the last code point (a lexeme that continues the
+ * prefix with it, a noncharacter, would be left out).
+ */
+async function prefixLexemes(db: Pick<Database, 'query'>, word: string): Promise<string[] | null> {
+  const [row] = await db.query<{ lexemes: string[] | null }>(
+    `SELECT (SELECT array_agg(s.lexeme ORDER BY s.lexeme) FROM (
+         SELECT s.lexeme FROM search_lexeme s
+         WHERE s.lexeme >= p.l[1] COLLATE "C" AND s.lexeme < (p.l[1] || chr(1114111)) COLLATE "C"
+         ORDER BY s.lexeme LIMIT $2::int + 1) s) AS lexemes
+     FROM (SELECT tsvector_to_array(to_tsvector('dcs_search', $1::text)) AS l) p WHERE cardinality(p.l) = 1`,
+    [word, LIMITS.searchPrefixLexemes],
+  );
+  const lexemes = row?.lexemes ?? null;
+  return lexemes && lexemes.length <= LIMITS.searchPrefixLexemes ? lexemes : null;
 }
 
 const headline = (column: string, options: string) =>
@@ -188,6 +217,10 @@ export async function searchDownloads(db: Pick<Database, 'query'>, req: SearchRe
   // planner then estimates how many rows match (from the index's statistics of lexemes), and for a common word walks
   // the order's index to the first LIMITS.searchMaxResults matches instead of reading every match and sorting them.
   const tq = tsquerySql(req.text, bind);
+  // The matches are found with the prefix word's lexemes when there are few (the same documents, read more cheaply);
+  // rank, highlights and the fallback's check keep the prefix (`q.tq`), so that ranks are as the prefix gives them.
+  const lexemes = req.text.prefix === null ? null : await prefixLexemes(db, req.text.prefix);
+  const matchTq = lexemes ? tsquerySql(req.text, bind, lexemes) : tq;
   const folded = bind(req.text.text);
   const first = bind(req.first);
   const similarity = bind(LIMITS.searchTypoSimilarity);
@@ -200,7 +233,8 @@ export async function searchDownloads(db: Pick<Database, 'query'>, req: SearchRe
   // out), each as typed when it is a title word (the lexicon search_word, migration 20270111000000_search_lexicon),
   // or one of the title words one typo away from it (a letter dropped, doubled or changed, two neighbours swapped:
   // found through the index of their deletion neighbourhoods, at most LIMITS.searchTypoCorrections, the most similar
-  // first; a title word too, since a typo may make another title's word), or, when it is no title word and the last
+  // first, the word itself left out: a known word is an alternative already, and each term the index reads twice costs
+  // it; a title word too, since a typo may make another title's word), or, when it is no title word and the last
   // word typed as a prefix, the start of a word; a word with none of these is left out. Titles holding every word
   // (two words or fewer) or all of them but one (three or more: one word may be off by more than a typo, as
   // whole-title similarity allows) are the candidates, found through the index of the titles' words; they are
@@ -226,7 +260,7 @@ export async function searchDownloads(db: Pick<Database, 'query'>, req: SearchRe
           (SELECT string_agg(n.word, ' | ') FROM (
              SELECT s.word FROM search_word s
              WHERE length(t.word) >= 3
-               AND (s.deletes && (t.deletes || t.word) OR s.word = ANY(t.deletes))
+               AND (s.deletes && (t.deletes || t.word) OR s.word = ANY(t.deletes)) AND s.word <> t.word
                AND to_tsvector('dcs_search', s.word) <> ''::tsvector
              ORDER BY similarity(s.word, t.word) DESC, s.word LIMIT ${bind(LIMITS.searchTypoCorrections)}::int) n)) || ')' AS alts
       FROM typo_words t WHERE t.prefix OR t.known OR length(t.word) >= 3),
@@ -300,7 +334,7 @@ export async function searchDownloads(db: Pick<Database, 'query'>, req: SearchRe
     WITH q AS MATERIALIZED (SELECT ${tq} AS tq, dcs_fold(${folded}::text) AS fq),
     matched AS MATERIALIZED (
       SELECT ${cols}, 0 AS tier, 0::real AS sim${relevance ? ', d."searchVector" AS sv' : ''}
-      FROM download d WHERE d."searchVector" @@ ${tq} ${scopeSql}
+      FROM download d WHERE d."searchVector" @@ ${matchTq} ${scopeSql}
       ORDER BY ${candidates} LIMIT ${bound}::int + 1),
     exact AS MATERIALIZED (SELECT ${cols}, d.tier, d.sim FROM matched d ORDER BY ${candidates} LIMIT ${bound}::int),
     ${typoSql}
@@ -356,8 +390,9 @@ export async function searchDownloads(db: Pick<Database, 'query'>, req: SearchRe
 
 /**
  * Makes the stored search documents follow SEARCH_LANGUAGE: when it differs from the language they were made with,
- * the configuration `dcs_search` gets that language's stemmer and every document is rewritten, in one transaction
- * (under the migrations' advisory lock, so concurrent starts do it once). Answers whether it rewrote them.
+ * the configuration `dcs_search` gets that language's stemmer and every document is rewritten, with the lexicon of
+ * their lexemes (search_lexeme), in one transaction (under the migrations' advisory lock, so concurrent starts do it
+ * once). Answers whether it rewrote them.
  */
 export async function ensureSearchLanguage(db: Pick<Database, 'session'>, language: SearchLanguage): Promise<boolean> {
   return db.session(async (s) => {
@@ -381,6 +416,11 @@ export async function ensureSearchLanguage(db: Pick<Database, 'session'>, langua
       );
       await s.exec(
         `UPDATE download d SET "searchVector" = dcs_download_search_vector(d.title, d."tagLine", d.description, dcs_download_tag_text(d.id))`,
+      );
+      // The lexicon of the documents' lexemes (prefixes) holds the new language's lexemes, and no longer the old's.
+      await s.exec('DELETE FROM search_lexeme');
+      await s.exec(
+        `INSERT INTO search_lexeme (lexeme) SELECT DISTINCT l.lexeme FROM download d, unnest(tsvector_to_array(d."searchVector")) l(lexeme)`,
       );
       await s.query('UPDATE search_setting SET language = $1 WHERE id = 1', [language]);
       await s.exec('COMMIT');
