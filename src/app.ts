@@ -7,7 +7,7 @@ import type { Config } from './config.js';
 import { StartError } from './errors.js';
 import { openDatabase, targetOf, type Database } from './db/client.js';
 import { migrate } from './db/migrate.js';
-import { ensureSearchLanguage } from './db/search.js';
+import { ensureSearchLanguage } from './modules/downloads/index.js';
 import { bootstrap } from './modules/accounts/index.js';
 import { sharedSecret } from './db/secrets.js';
 import { CursorSeal } from './db/keyset.js';

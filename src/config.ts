@@ -39,14 +39,14 @@ export const LIMITS = {
   searchMaxResults: 1000,
   /**
    * The last word of a query (a prefix) is looked for as the lexemes of the search documents it starts when they are
-   * at most this many (src/db/search.ts); a shorter prefix that starts more is matched as a prefix.
+   * at most this many (src/modules/downloads/search.ts); a shorter prefix that starts more is matched as a prefix.
    */
   searchPrefixLexemes: 32,
   /** The trigram similarity (0 to 1) a title needs to be offered by the typo fallback. */
   searchTypoSimilarity: 0.3,
   /**
    * The typo fallback offers titles at least this similar, and titles from searchTypoSimilarity on only when there is
-   * none (a title that close makes the far ones noise: src/db/search.ts).
+   * none (a title that close makes the far ones noise: src/modules/downloads/search.ts).
    */
   searchTypoCloseSimilarity: 0.5,
   /** The typo fallback's corrections of one query word (title words one typo away), the most similar first. */

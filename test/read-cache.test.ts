@@ -520,7 +520,7 @@ forEachDatabase((kind) => {
       // The SQL of an answer is read for table names only: a function that may read a table must not be called by a
       // read. These are not: migrations' helpers, the totals and version triggers' helpers (cache_downloads_of reads
       // the version table, for triggers only), the search document's (written by triggers and by the start's
-      // rewrite, src/db/search.ts; the first reads no table).
+      // rewrite, src/modules/downloads/search.ts; the first reads no table).
       expect(functions.map((r) => r.f)).toEqual([
         'cache_downloads_of',
         'cache_track',

@@ -38,7 +38,13 @@ const EXPECTED: Record<string, { plain: number; full: number }> = {
   'GET /api/mc-dm-webhooks/:webhook_id/': { plain: 1, full: 1 },
 };
 
-/** The same list answering a search (`q`): the page, its total and its facets in one statement too. */
+/**
+ * The same list answering a search (`q`): the page, its total and its facets in one statement too, after one small
+ * statement that asks the lexicon which words the query's last word (a prefix, for type-ahead) starts, so that the
+ * index reads those words instead of every posting of the prefix.
+ */
+const SEARCH_STATEMENTS = 2;
+/** The searches checked. */
 const SEARCHES: Record<string, Record<string, string | number>> = {
   'GET /api/mc-dm-downloads/?q=': { q: 'wrench' },
   'GET /api/mc-dm-downloads/?q=&facets=1': { q: 'wrench', facets: 1 },
@@ -117,7 +123,7 @@ describe('read paths', () => {
   }
 
   for (const [key, query] of Object.entries(SEARCHES)) {
-    it(`${key} sends 1 statement, also with with=full`, async () => {
+    it(`${key} sends ${SEARCH_STATEMENTS} statements, also with with=full`, async () => {
       for (const q of [query, { ...query, with: 'full' }]) {
         await t.rest('GET', '/api/mc-dm-downloads/', { query: q });
         let fewest = Number.POSITIVE_INFINITY;
@@ -128,7 +134,7 @@ describe('read paths', () => {
           expect(res.body.downloads.map((d: { title: string }) => d.title)).toEqual(['Wrench']);
           fewest = Math.min(fewest, t.app.db.statements() - before);
         }
-        expect(fewest, `${key} ${JSON.stringify(q)}`).toBe(1);
+        expect(fewest, `${key} ${JSON.stringify(q)}`).toBe(SEARCH_STATEMENTS);
       }
     });
   }

@@ -4,7 +4,7 @@
 // facets and highlights); bad input answers 400 with a named field and changes nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, LIMITS, loadConfig } from '../src/config.js';
-import { MARK_END, MARK_START, ensureSearchLanguage, searchTextOf } from '../src/db/search.js';
+import { MARK_END, MARK_START, ensureSearchLanguage, searchTextOf } from '../src/modules/downloads/search.js';
 import { highlightHtml } from '../src/modules/search/index.js';
 import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
 

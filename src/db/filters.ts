@@ -2,10 +2,7 @@
 // description to every read that lists the rows: the SQL of the page list and of the connections (each module's
 // store.ts, src/db/child-pages.ts), the count behind a total (src/db/totals.ts), and the Prisma `where` of the reads
 // Prisma makes. A filter key added to a description is honoured by all of them alike. The descriptions are their
-// modules' (COMMENT_FILTER in src/modules/comments/store.ts), but for the downloads' one below, which the search
-// statement (src/db/search.ts) compiles too: the db layer may not import a module, so it stays here until the search
-// statement moves into its module (src/modules/downloads/store.ts re-exports it).
-import type { Download } from '../generated/prisma/client.js';
+// modules' (DOWNLOAD_FILTER in src/modules/downloads/store.ts, COMMENT_FILTER in src/modules/comments/store.ts).
 
 /** Binds a value as a statement parameter and answers its placeholder ($n). */
 export type Bind = (v: unknown) => string;
@@ -101,50 +98,3 @@ export function filterOfWhere<F extends object>(spec: FilterSpec<F>, where: obje
   }
   return f as F;
 }
-
-// ───────────── downloads (the one description kept here: see above)
-
-export interface DownloadFilter {
-  categoryId?: number;
-  /** null: downloads without a prefix. */
-  prefixId?: number | null;
-  state?: Download['state'];
-  /** Downloads updated at or after this moment. */
-  since?: Date;
-  /** Downloads owned by this user. */
-  userId?: number;
-  /** Downloads carrying every one of these tags (normalized names). */
-  tags?: string[];
-  /** Downloads in one of these categories (a category and its subcategories, for search). */
-  categoryIds?: number[];
-}
-
-/** Downloads carrying every tag of `names`: one EXISTS per tag, each answered by the (tagId) index. */
-const ALL_TAGS: CustomTerm<DownloadFilter, string[]> = {
-  key: 'tags',
-  sql: (t, names, bind) =>
-    names
-      .map(
-        (name) =>
-          `EXISTS (SELECT 1 FROM download_tag ${t}_dt JOIN tag ${t}_tg ON ${t}_tg.id = ${t}_dt."tagId" WHERE ${t}_dt."downloadId" = ${t}.id AND ${t}_tg.name = ${bind(name)}::text)`,
-      )
-      .join(' AND ') || 'TRUE',
-  where: (names) => ({ AND: names.map((name) => ({ tags: { some: { tag: { name } } } })) }),
-};
-
-/** Downloads in one of the categories `ids`. */
-const IN_CATEGORIES: CustomTerm<DownloadFilter, number[]> = {
-  key: 'categoryIds',
-  sql: (t, ids, bind) => `${t}."categoryId" = ANY(${bind(ids)}::int[])`,
-  where: (ids) => ({ categoryId: { in: ids } }),
-};
-
-export const DOWNLOAD_FILTER: FilterSpec<DownloadFilter> = [
-  { key: 'categoryId', column: 'categoryId', type: 'int', op: 'equals' },
-  { key: 'prefixId', column: 'prefixId', type: 'int', op: 'equals' },
-  { key: 'state', column: 'state', type: '"DownloadState"', op: 'equals' },
-  { key: 'since', column: 'lastUpdate', type: 'timestamp', op: 'atLeast' },
-  { key: 'userId', column: 'userId', type: 'int', op: 'equals' },
-  ALL_TAGS,
-  IN_CATEGORIES,
-];

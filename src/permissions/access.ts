@@ -2,7 +2,17 @@
 // the schema, the REST adapter (through the schema) and the jobs all ask here.
 import type { Permission } from './names.js';
 import type { PermissionResolver } from './resolve.js';
-import type { DownloadVisibility } from '../db/search.js';
+
+/** The downloads a visitor may view, as data the statement compares with (canView of a download, as the search statement applies it). */
+export interface DownloadVisibility {
+  /** Categories where they hold `view`. */
+  readonly categoryIds: readonly number[];
+  /** Of those, where they also hold `viewModerated` and `viewDeleted`. */
+  readonly moderatedIn: readonly number[];
+  readonly deletedIn: readonly number[];
+  /** Their user id: owners see their own moderated and draft downloads. 0 for the guest (who owns nothing). */
+  userId: number;
+}
 
 export interface Visitor {
   /** 0 for the guest visitor. */
@@ -93,7 +103,7 @@ export class Access {
   }
 
   /**
-   * canViewDownload as data for a statement (src/db/search.ts): the categories where the visitor holds view, and of
+   * canViewDownload as data for a statement (src/modules/downloads/search.ts): the categories where the visitor holds view, and of
    * those where they hold viewModerated and viewDeleted. null: every download (a super-user key).
    */
   downloadVisibility(): DownloadVisibility | null {

@@ -4,3 +4,4 @@ export * from './rules.js';
 export * from './tags.js';
 export * from './views.js';
 export * from './store.js';
+export * from './search.js';

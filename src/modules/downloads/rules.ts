@@ -14,13 +14,13 @@ import {
   type PageRequest,
   type PageWindow,
 } from '../../db/lists.js';
-import { searchTextOf, type SearchFacets, type SearchOrderColumn } from '../../db/search.js';
+import { searchTextOf, type SearchFacets, type SearchOrderColumn } from './search.js';
 import { refreshCategoryCounts } from '../categories/index.js';
 import { hardDeleteDownloads } from '../../db/purge.js';
 import { normalizeTags, setTags } from './tags.js';
 import type { Database } from '../../db/database.js';
 import { filterWhere } from '../../db/filters.js';
-import { searchDownloads } from '../../db/search.js';
+import { searchDownloads } from './search.js';
 import {
   DOWNLOAD_FILTER,
   downloadById,

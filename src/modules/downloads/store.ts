@@ -5,19 +5,62 @@
 // back in Prisma's model shape (src/db/rows.ts), relations under Prisma's relation names, so Pothos resolves them as
 // if Prisma had loaded them. Also the list's orders and total (from the counter tables, src/db/totals.ts), and
 // downloads by id for the permission checks of rows read elsewhere.
-//
-// The list's filter (DOWNLOAD_FILTER, DownloadFilter) is described in src/db/filters.ts, not here: the search
-// statement (src/db/search.ts) compiles it too, and the db layer may not import a module. It is re-exported here, so
-// the modules take it from this one place.
+// The list's filter (DOWNLOAD_FILTER) is described here once and compiled by src/db/filters.ts for the page list, the
+// connections, the totals and the search statement (./search.ts).
 import type { Category, Download, Version } from '../../generated/prisma/client.js';
 import type { Database } from '../../db/database.js';
-import { DOWNLOAD_FILTER, filterSql, type Bind, type DownloadFilter } from '../../db/filters.js';
+import { filterSql, type Bind, type CustomTerm, type FilterSpec } from '../../db/filters.js';
 import { jsonOf, revive, type JsonRow } from '../../db/rows.js';
 import { keySql, totalOf, type Key, type Runner } from '../../db/totals.js';
 
-export { DOWNLOAD_FILTER, type DownloadFilter } from '../../db/filters.js';
-
 type Db = Pick<Database, 'query'>;
+
+// ───────────── the list's filter
+
+export interface DownloadFilter {
+  categoryId?: number;
+  /** null: downloads without a prefix. */
+  prefixId?: number | null;
+  state?: Download['state'];
+  /** Downloads updated at or after this moment. */
+  since?: Date;
+  /** Downloads owned by this user. */
+  userId?: number;
+  /** Downloads carrying every one of these tags (normalized names). */
+  tags?: string[];
+  /** Downloads in one of these categories (a category and its subcategories, for search). */
+  categoryIds?: number[];
+}
+
+/** Downloads carrying every tag of `names`: one EXISTS per tag, each answered by the (tagId) index. */
+const ALL_TAGS: CustomTerm<DownloadFilter, string[]> = {
+  key: 'tags',
+  sql: (t, names, bind) =>
+    names
+      .map(
+        (name) =>
+          `EXISTS (SELECT 1 FROM download_tag ${t}_dt JOIN tag ${t}_tg ON ${t}_tg.id = ${t}_dt."tagId" WHERE ${t}_dt."downloadId" = ${t}.id AND ${t}_tg.name = ${bind(name)}::text)`,
+      )
+      .join(' AND ') || 'TRUE',
+  where: (names) => ({ AND: names.map((name) => ({ tags: { some: { tag: { name } } } })) }),
+};
+
+/** Downloads in one of the categories `ids`. */
+const IN_CATEGORIES: CustomTerm<DownloadFilter, number[]> = {
+  key: 'categoryIds',
+  sql: (t, ids, bind) => `${t}."categoryId" = ANY(${bind(ids)}::int[])`,
+  where: (ids) => ({ categoryId: { in: ids } }),
+};
+
+export const DOWNLOAD_FILTER: FilterSpec<DownloadFilter> = [
+  { key: 'categoryId', column: 'categoryId', type: 'int', op: 'equals' },
+  { key: 'prefixId', column: 'prefixId', type: 'int', op: 'equals' },
+  { key: 'state', column: 'state', type: '"DownloadState"', op: 'equals' },
+  { key: 'since', column: 'lastUpdate', type: 'timestamp', op: 'atLeast' },
+  { key: 'userId', column: 'userId', type: 'int', op: 'equals' },
+  ALL_TAGS,
+  IN_CATEGORIES,
+];
 
 // ───────────── relations a read loads with each download
 

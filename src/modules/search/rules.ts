@@ -1,5 +1,5 @@
 // Search rules (contract §10): the `search` connection's arguments checked and turned into one search statement
-// (src/db/search.ts, which also holds the query language and the visibility as data), cursors over the ranked list,
+// (src/modules/downloads/search.ts, which also holds the query language and the visibility as data), cursors over the ranked list,
 // and highlights made safe for HTML. Plain functions; the schema's resolvers stay short.
 import crypto from 'node:crypto';
 import { LIMITS } from '../../config.js';
@@ -15,7 +15,7 @@ import {
   type SearchFacets,
   type SearchHighlight,
   type SearchOrderColumn,
-} from '../../db/search.js';
+} from '../downloads/index.js';
 import { invalidInput } from '../../errors.js';
 import { normalizeTags, type DownloadFilter, type DownloadRelations, type DownloadState } from '../downloads/index.js';
 

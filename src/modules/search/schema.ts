@@ -5,7 +5,7 @@ import { LIMITS } from '../../config.js';
 import { builder } from '../../graphql/builder.js';
 import { PageInfoRef } from '../../graphql/connections.js';
 import { selectedFields } from '../../graphql/selected-fields.js';
-import type { SearchFacets, SearchHighlight } from '../../db/search.js';
+import type { SearchFacets, SearchHighlight } from '../downloads/index.js';
 import { CategoryRef } from '../categories/index.js';
 import {
   DownloadList,

@@ -12,35 +12,21 @@
 // them and says whether more matched, the facets count them. The typo fallback runs only when the exact matches are
 // fewer than the page: the query's words corrected from the lexicon of title words (a few index lookups), the titles
 // holding them found through the index of the titles' words, offered by trigram similarity to the query.
-import { LIMITS, type SearchLanguage } from '../config.js';
-import { invalidInput, requiredMissing } from '../errors.js';
-import type { Database } from './database.js';
-import { DOWNLOAD_FILTER, filterSql, type Bind, type DownloadFilter } from './filters.js';
-import { jsonOf, revive, type JsonRow } from './rows.js';
-import type { Category, Download, Version } from '../generated/prisma/client.js';
+import { LIMITS, type SearchLanguage } from '../../config.js';
+import { invalidInput, requiredMissing } from '../../errors.js';
+import type { Database } from '../../db/database.js';
+import { filterSql, type Bind } from '../../db/filters.js';
+import { jsonOf, revive, type JsonRow } from '../../db/rows.js';
+import type { Category, Version } from '../../generated/prisma/client.js';
+import type { DownloadVisibility } from '../../permissions/access.js';
+import {
+  DOWNLOAD_FILTER,
+  type DownloadFilter,
+  type DownloadRelations as Relations,
+  type DownloadRow,
+} from './store.js';
 
-/** The relations of a download read along with it (src/db/reads.ts DownloadRelations). */
-interface Relations {
-  category: boolean;
-  currentVersion: boolean;
-  tags?: boolean;
-}
-type DownloadRow = Download & {
-  category?: Category;
-  currentVersion?: Version | null;
-  tags?: { tag: { name: string } }[];
-};
-
-/** The downloads a visitor may view, as data the statement compares with (contract §3 canView(download)). */
-export interface DownloadVisibility {
-  /** Categories where they hold `view`. */
-  readonly categoryIds: readonly number[];
-  /** Of those, where they also hold `viewModerated` and `viewDeleted`. */
-  readonly moderatedIn: readonly number[];
-  readonly deletedIn: readonly number[];
-  /** Their user id: owners see their own moderated and draft downloads. 0 for the guest (who owns nothing). */
-  userId: number;
-}
+export type { DownloadVisibility } from '../../permissions/access.js';
 
 /** A search query, checked and split: the words before the last, and the last word when it is matched as a prefix. */
 export interface SearchText {
