@@ -207,20 +207,32 @@ forEachDatabase((kind) => {
       include: { category: true, currentVersion: true },
     });
     await t.rest('GET', '/api/mc-dm-downloads/', { query: { per_page: 1 } }); // the key and permission tables, cached from here on
-    let before = t.app.db.statements();
-    const rest = await t.rest('GET', `/api/mc-dm-downloads/${visible.id}/`, { query: { with: 'full' } });
-    expect(t.app.db.statements() - before).toBe(1);
+    // The fewest of three runs: a statement of the service's own (a key's last use stamped, a job) may fall beside one.
+    let fewest = Number.POSITIVE_INFINITY;
+    let rest!: Awaited<ReturnType<typeof t.rest>>;
+    for (let i = 0; i < 3; i++) {
+      t.app.readCache.clear(); // what computing the answer costs
+      const before = t.app.db.statements();
+      rest = await t.rest('GET', `/api/mc-dm-downloads/${visible.id}/`, { query: { with: 'full' } });
+      fewest = Math.min(fewest, t.app.db.statements() - before);
+    }
+    expect(fewest).toBe(1);
     expect(rest.status).toBe(200);
     expect(rest.body.download.Category.title).toBe(visible.category.title);
     expect(rest.body.download.CurrentVersion.version_string).toBe(visible.currentVersion!.versionString);
     expect(rest.body.download.last_update).toBe(Math.floor(visible.lastUpdate.getTime() / 1000));
 
-    before = t.app.db.statements();
-    const page = await t.rest('GET', '/api/mc-dm-downloads/', { query: { page: 9, per_page: 10, with: 'full' } });
-    expect(page.status).toBe(200);
-    expect(page.body.downloads).toEqual([]);
-    expect(page.body.pagination.total).toBe(30); // a super-user key lists every state
-    expect(t.app.db.statements() - before).toBe(2); // an empty page past the end counts separately
+    fewest = Number.POSITIVE_INFINITY;
+    for (let i = 0; i < 3; i++) {
+      t.app.readCache.clear();
+      const before = t.app.db.statements();
+      const page = await t.rest('GET', '/api/mc-dm-downloads/', { query: { page: 9, per_page: 10, with: 'full' } });
+      expect(page.status).toBe(200);
+      expect(page.body.downloads).toEqual([]);
+      expect(page.body.pagination.total).toBe(30); // a super-user key lists every state
+      fewest = Math.min(fewest, t.app.db.statements() - before);
+    }
+    expect(fewest).toBe(2); // an empty page past the end counts separately
 
     // Tags are read by the hand-written statement too (their names, sorted), with the rows Prisma would answer.
     await t.prisma.tag.create({ data: { name: 'alpha', downloads: { create: { downloadId: visible.id } } } });
