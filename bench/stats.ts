@@ -71,7 +71,7 @@ await measure(`view flush, ${ids.length} downloads (UPDATE alone, as before)`, f
 );
 
 const file = await prisma.file.findFirstOrThrow({ where: { versionId: s.versionId }, include: { version: true } });
-await measure("file download counted (with the day's upsert)", ROUNDS, () => countFileDownload(prisma, file));
+await measure("file download counted (with the day's upsert)", ROUNDS, () => countFileDownload(db, file));
 await measure('file download counted (three counters alone, as before)', ROUNDS, () =>
   prisma.$transaction([
     prisma.file.update({ where: { id: file.id }, data: { downloadCount: { increment: 1 } } }),

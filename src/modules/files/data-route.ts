@@ -86,8 +86,8 @@ export function fileDataPlugin(
       });
     }
     const id = Number(rawId);
-    const f = await fileToServe(ctx.prisma, await ctx.access(), id);
-    const count = () => countFileDownload(ctx.prisma, f);
+    const f = await fileToServe(ctx.db, await ctx.access(), id);
+    const count = () => countFileDownload(ctx.db, f);
     const counts = request.method === 'GET';
     if (f.isLinkOnly || !f.storageKey) {
       if (!f.externalUrl) throw notFound('file', id);

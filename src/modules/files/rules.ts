@@ -624,8 +624,10 @@ export async function deleteFile(deps: FileDeps, input: DeleteFileInput): Promis
  * The file whose bytes (or link) a visitor asks for, once every rule that lets them have it holds: the file exists and
  * is not deleted, the visitor may view its download and download from it, and it passed validation.
  */
-export async function fileToServe(prisma: PrismaClient, access: Access, id: number) {
-  const f = await prisma.file.findUnique({ where: { id }, include: { version: { include: { download: true } } } });
+export async function fileToServe(db: Pick<Database, 'query'>, access: Access, id: number) {
+  // One hand-written statement (the file, its version and download): Prisma's query compiler cost more CPU than the
+  // rest of serving a counted download (1.3-1.6 ms against 0.1 ms for the statement, bench/README.md).
+  const f = (await fileById(db, id, access.visitor.userId))?.file;
   if (!f || f.isDeleted) throw notFound('file', id);
   const d = f.version.download;
   if (!access.canViewDownload(d)) throw noPermission('view this file');
@@ -650,18 +652,18 @@ export async function fileToServe(prisma: PrismaClient, access: Access, id: numb
  * and holds no transaction open between statements. The rows are updated in the same order by every count.
  */
 export async function countFileDownload(
-  prisma: PrismaClient,
+  db: Pick<Database, 'query'>,
   f: { id: number; versionId: number; version: { downloadId: number } },
 ): Promise<void> {
-  const downloadId = f.version.downloadId;
-  await prisma.$executeRaw`
-    WITH "f" AS (UPDATE "file" SET "downloadCount" = "downloadCount" + 1 WHERE "id" = ${f.id} RETURNING 1),
-      "v" AS (UPDATE "version" SET "downloadCount" = "downloadCount" + 1 WHERE "id" = ${f.versionId} RETURNING 1),
-      "d" AS (UPDATE "download" SET "downloadCount" = "downloadCount" + 1 WHERE "id" = ${downloadId} RETURNING 1)
-    INSERT INTO "download_daily_stats" ("downloadId", "day", "downloads")
-    SELECT ${downloadId}, (now() AT TIME ZONE 'UTC')::date, 1 FROM "d"
-    ON CONFLICT ("downloadId", "day") DO UPDATE SET "downloads" = "download_daily_stats"."downloads" + 1`;
+  await db.query(COUNT_FILE_DOWNLOAD, [f.id, f.versionId, f.version.downloadId]);
 }
+
+const COUNT_FILE_DOWNLOAD = `WITH "f" AS (UPDATE "file" SET "downloadCount" = "downloadCount" + 1 WHERE "id" = $1::int RETURNING 1),
+    "v" AS (UPDATE "version" SET "downloadCount" = "downloadCount" + 1 WHERE "id" = $2::int RETURNING 1),
+    "d" AS (UPDATE "download" SET "downloadCount" = "downloadCount" + 1 WHERE "id" = $3::int RETURNING 1)
+  INSERT INTO "download_daily_stats" ("downloadId", "day", "downloads")
+  SELECT $3::int, (now() AT TIME ZONE 'UTC')::date, 1 FROM "d"
+  ON CONFLICT ("downloadId", "day") DO UPDATE SET "downloads" = "download_daily_stats"."downloads" + 1`;
 
 // ───────────── lookup by hash
 
