@@ -1,4 +1,4 @@
-// The admin CLI as an operator runs it: a separate process (node --import tsx src/cli/admin.ts …) on the configured
+// The admin CLI as an operator runs it: a separate process (the built src/cli/admin.ts, test/helpers/built.ts) on the configured
 // database. On the embedded database with the service stopped (and refused, in one line, while it runs); on a
 // PostgreSQL database while a service instance runs on it.
 import { execFile } from 'node:child_process';
@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './helpers/app.js';
+import { adminArgs } from './helpers/built.js';
 
 const root = path.resolve(import.meta.dirname, '..');
 
@@ -20,7 +21,7 @@ function cli(args: string[], env: Record<string, string>): Promise<Run> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', 'src/cli/admin.ts', ...args],
+      [...adminArgs(), ...args],
       {
         cwd: root,
         env: { ...process.env, DATABASE_URL: '', DATA_DIR: '', DM_BOOTSTRAP_KEY: '', ...env },

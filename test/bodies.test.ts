@@ -12,6 +12,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalStorage } from '../src/files/storage/local.js';
 import { forEachDatabase, startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';
+import { serviceArgs } from './helpers/built.js';
 
 const B = 'bodyfuzzboundary';
 const CT = `multipart/form-data; boundary=${B}`;
@@ -161,7 +162,7 @@ describe('fuzz: mutated bodies never end the process and never answer 5xx', () =
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-bodies-'));
 
   beforeAll(async () => {
-    child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    child = spawn(process.execPath, serviceArgs(), {
       cwd: path.resolve(import.meta.dirname, '..'),
       env: {
         ...process.env,

@@ -10,6 +10,7 @@ import { migrate, readMigrations } from '../src/db/migrate.js';
 import { createLogger } from '../src/log.js';
 import { hashKey } from '../src/auth/keys.js';
 import { freshPostgres, migratedDatabase } from './helpers/app.js';
+import { serviceArgs } from './helpers/built.js';
 
 const silent = createLogger('silent');
 const made: string[] = [];
@@ -223,7 +224,7 @@ describe('a start that cannot serve', () => {
       new Promise<{ code: number | null; stderr: string }>((resolve) => {
         execFile(
           process.execPath,
-          ['--import', 'tsx', 'src/main.ts'],
+          serviceArgs(),
           { cwd: root, env: { ...process.env, DATA_DIR: tmp(), LOG_LEVEL: 'silent', ...env } },
           (err, _out, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stderr }),
         );

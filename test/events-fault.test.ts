@@ -8,6 +8,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SUPER_KEY, startTestApp, type TestApp } from './helpers/app.js';
 import { REDIS_URL, redisAnswers } from './helpers/redis.js';
+import { serviceArgs } from './helpers/built.js';
 
 const redisUp = await redisAnswers();
 const BURST = 1000;
@@ -65,7 +66,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL || !redisUp)('kill -9 of the disp
       for await (const e of stream) heard.add(e.commentId);
     })();
 
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    const child = spawn(process.execPath, serviceArgs(), {
       cwd: path.resolve(import.meta.dirname, '..'),
       env: {
         ...(process.env as Record<string, string>),

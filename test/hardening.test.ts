@@ -15,6 +15,7 @@ import { createLogger } from '../src/log.js';
 import type { LocalStorage } from '../src/files/storage/local.js';
 import { SplitStorageError } from '../src/files/storage/identity.js';
 import { sweepTemporaryFiles } from '../src/files/storage/tmp-sweep.js';
+import { serviceArgs } from './helpers/built.js';
 
 const MiB = 1024 * 1024;
 const BOUNDARY = '----hardening0123456789';
@@ -598,7 +599,7 @@ describe('supervision', () => {
     try {
       // an exception nothing catches, thrown once the service's handlers are in place (however slow the start)
       const boom = `data:text/javascript,const t = setInterval(() => { if (process.listenerCount('uncaughtException') > 0) { clearInterval(t); setTimeout(() => { throw new Error('boom') }, 1000); } }, 50)`;
-      const child = spawn(process.execPath, ['--import', 'tsx', '--import', boom, 'src/main.ts'], {
+      const child = spawn(process.execPath, ['--import', boom, ...serviceArgs()], {
         env: { ...process.env, DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'silent', DM_BOOTSTRAP_KEY: SUPER_KEY },
         stdio: ['ignore', 'pipe', 'pipe'],
       });

@@ -17,6 +17,7 @@ import { REDIS_URL, redisAnswers } from './helpers/redis.js';
 import { revalidateFiles } from '../src/jobs/revalidate.js';
 import { purgeExpiredDownloads } from '../src/jobs/purge.js';
 import { reclaimOrphanBlobs } from '../src/jobs/reclaim.js';
+import { serviceArgs } from './helpers/built.js';
 
 const redisUp = await redisAnswers();
 
@@ -304,7 +305,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL || !redisUp)(
         S3_FORCE_PATH_STYLE: '1',
         REDIS_URL,
       };
-      const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      const child = spawn(process.execPath, serviceArgs(), {
         cwd: path.resolve(import.meta.dirname, '..'),
         env,
         stdio: ['ignore', 'pipe', 'pipe'],

@@ -24,6 +24,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDatabase, freshPostgres, type DbKind } from './helpers/app.js';
+import { serviceArgs } from './helpers/built.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const README = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
@@ -146,7 +147,7 @@ function startServer(dataDir: string, databaseUrl?: string): Promise<Server> {
   ])
     delete env[name];
   if (databaseUrl) env.DATABASE_URL = databaseUrl;
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child: ChildProcess = spawn(process.execPath, serviceArgs(), {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -12,6 +12,7 @@ import { freshPostgres, startTestApp, SUPER_KEY, type DbKind, type TestApp } fro
 import { reclaimOrphanBlobs } from '../src/jobs/reclaim.js';
 import type { Storage } from '../src/files/storage/index.js';
 import type { Config } from '../src/config.js';
+import { serviceArgs } from './helpers/built.js';
 
 const root = path.resolve(import.meta.dirname, '..');
 let s3: any;
@@ -124,7 +125,7 @@ describe.each(kinds.flatMap((k) => drivers.map((d) => [k, d] as const)))('%s dat
         S3_SECRET_ACCESS_KEY: 'S3RVER',
         S3_FORCE_PATH_STYLE: '1',
       });
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    const child = spawn(process.execPath, serviceArgs(), {
       cwd: root,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SUPER_KEY, startTestApp } from './helpers/app.js';
+import { serviceArgs } from './helpers/built.js';
 
 const B = 'refusalboundary';
 const CT = `multipart/form-data; boundary=${B}`;
@@ -69,7 +70,7 @@ describe('refusals reach clients that send their whole body first (Node fetch), 
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-refusals-'));
 
   beforeAll(async () => {
-    child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    child = spawn(process.execPath, serviceArgs(), {
       cwd: path.resolve(import.meta.dirname, '..'),
       env: {
         ...process.env,

@@ -11,11 +11,12 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { freshPostgres, startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';
 import { REUSED_PID_MS, sweepTemporaryFiles, temporaryFileName } from '../src/files/storage/tmp-sweep.js';
+import { serviceArgs } from './helpers/built.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 function startChild(env: Record<string, string>): Promise<{ child: ChildProcessWithoutNullStreams; url: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, serviceArgs(), {
     cwd: root,
     env,
     stdio: ['pipe', 'pipe', 'pipe'],
