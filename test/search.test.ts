@@ -347,6 +347,12 @@ forEachDatabase((kind) => {
       const id = created.createDownload.download.downloadId;
       expect(titles(await search('zeppelin'))).toEqual(['Zeppelin hangar']);
       expect(titles(await search('airship'))).toEqual(['Zeppelin hangar']);
+      // The tag facet counts the tags a download holds now (ids kept on its row by the tags' trigger), on both faces.
+      const tagFacets = async (q: string) => [
+        (await search(q)).facets.tags,
+        (await rest({ q, facets: 1 })).body.facets.tags,
+      ];
+      expect(await tagFacets('zeppelin')).toEqual([[{ tag: 'airship', count: 1 }], [{ tag: 'airship', count: 1 }]]);
       await t.gqlOk(
         `mutation($d: Int!) { updateDownload(input: { downloadId: $d, title: "Blimp hangar", tags: ["balloon"] }) { download { title } } }`,
         { d: id },
@@ -355,6 +361,23 @@ forEachDatabase((kind) => {
       expect((await search('zeppelin')).totalCount).toBe(0);
       expect((await search('airship')).totalCount).toBe(0);
       expect(titles(await search('blimp balloon'))).toEqual(['Blimp hangar']);
+      expect(await tagFacets('blimp')).toEqual([[{ tag: 'balloon', count: 1 }], [{ tag: 'balloon', count: 1 }]]);
+      await t.gqlOk(
+        `mutation($d: Int!) { updateDownload(input: { downloadId: $d, tags: ["balloon", "airship", "castle"] }) { download { title } } }`,
+        { d: id },
+        alice.key,
+      );
+      expect((await search('blimp')).facets.tags).toEqual([
+        { tag: 'airship', count: 1 },
+        { tag: 'balloon', count: 1 },
+        { tag: 'castle', count: 1 },
+      ]);
+      await t.gqlOk(
+        `mutation($d: Int!) { updateDownload(input: { downloadId: $d, tags: [] }) { download { title } } }`,
+        { d: id },
+        alice.key,
+      );
+      expect(await tagFacets('blimp')).toEqual([[], []]);
       expect((await t.rest('DELETE', `/api/mc-dm-downloads/${id}/`, { query: { hard: 1 } })).status).toBe(200);
       expect((await search('blimp')).totalCount).toBe(0);
     });
