@@ -261,6 +261,27 @@ forEachDatabase((kind) => {
       expect(r.edges[0].highlight.description).not.toMatch(/\[|example\.com/); // BB code is gone
     });
 
+    it('BB code is stripped as the bounded patterns strip it (a tag of at most 200 characters), short runs or long', async () => {
+      // dcs_bbcode_strip (migration 20270127000000_search_bbcode_strip) against the definition it replaced, over texts
+      // whose runs between brackets are short, long, or long only once closing tags are removed.
+      const [row] = await t.app.db.query<{ n: number; differ: number; long: number }>(
+        `WITH texts(b) AS (
+           SELECT repeat('[b]', i) || repeat('w', j) || repeat('[/b]', k) || repeat('v', j) || '[/i]' || repeat('u', 200 - j) || ']'
+           FROM generate_series(0, 3) i, generate_series(0, 200, 9) j, generate_series(0, 3) k
+           UNION ALL SELECT '[b' || repeat('q', i) || '[/i]' || repeat('r', j) || ']' || repeat(' ', 2) || '[/x' || repeat('s', i) || ']'
+           FROM generate_series(90, 210, 7) i, generate_series(0, 210, 13) j
+           UNION ALL SELECT unnest(ARRAY['[*]one[br]two[/list]', '', 'a]b[c]d[/e]f[', '[url=' || repeat('h', 250) || ']a[/url]',
+             '[b]Running[/b]   quickly [url=http://example.com/x]the old city[/url].', repeat('[b]bold[/b] text ', 200)]))
+         SELECT count(*)::int AS n, count(*) FILTER (WHERE b ~ '[^][]{201}')::int AS long,
+           count(*) FILTER (WHERE dcs_bbcode_strip(b) IS DISTINCT FROM btrim(regexp_replace(regexp_replace(regexp_replace(b,
+             '\\[/[A-Za-z*][^\\[\\]]{0,200}\\]', '', 'g'), '\\[[A-Za-z*][^\\[\\]]{0,200}\\]', ' ', 'g'), '[ \t]+', ' ', 'g')))::int AS differ
+         FROM texts`,
+      );
+      expect(row).toMatchObject({ differ: 0 });
+      expect(row!.long).toBeGreaterThan(50);
+      expect(row!.n).toBeGreaterThan(600);
+    });
+
     it('filter: a category with its subcategories, tags, prefix, user, state, updatedSince', async () => {
       const inMaps = await search('dragon or castle or cafe', { f: { categoryId: cat.Maps } });
       expect(titles(inMaps).sort()).toEqual(['Café Racer', 'Dragon Lair', 'Minecraft Castle']);
@@ -347,6 +368,12 @@ forEachDatabase((kind) => {
       const id = created.createDownload.download.downloadId;
       expect(titles(await search('zeppelin'))).toEqual(['Zeppelin hangar']);
       expect(titles(await search('airship'))).toEqual(['Zeppelin hangar']);
+      // The tag facet counts the tags a download holds now (ids kept on its row by the tags' trigger), on both faces.
+      const tagFacets = async (q: string) => [
+        (await search(q)).facets.tags,
+        (await rest({ q, facets: 1 })).body.facets.tags,
+      ];
+      expect(await tagFacets('zeppelin')).toEqual([[{ tag: 'airship', count: 1 }], [{ tag: 'airship', count: 1 }]]);
       await t.gqlOk(
         `mutation($d: Int!) { updateDownload(input: { downloadId: $d, title: "Blimp hangar", tags: ["balloon"] }) { download { title } } }`,
         { d: id },
@@ -355,6 +382,23 @@ forEachDatabase((kind) => {
       expect((await search('zeppelin')).totalCount).toBe(0);
       expect((await search('airship')).totalCount).toBe(0);
       expect(titles(await search('blimp balloon'))).toEqual(['Blimp hangar']);
+      expect(await tagFacets('blimp')).toEqual([[{ tag: 'balloon', count: 1 }], [{ tag: 'balloon', count: 1 }]]);
+      await t.gqlOk(
+        `mutation($d: Int!) { updateDownload(input: { downloadId: $d, tags: ["balloon", "airship", "castle"] }) { download { title } } }`,
+        { d: id },
+        alice.key,
+      );
+      expect((await search('blimp')).facets.tags).toEqual([
+        { tag: 'airship', count: 1 },
+        { tag: 'balloon', count: 1 },
+        { tag: 'castle', count: 1 },
+      ]);
+      await t.gqlOk(
+        `mutation($d: Int!) { updateDownload(input: { downloadId: $d, tags: [] }) { download { title } } }`,
+        { d: id },
+        alice.key,
+      );
+      expect(await tagFacets('blimp')).toEqual([[], []]);
       expect((await t.rest('DELETE', `/api/mc-dm-downloads/${id}/`, { query: { hard: 1 } })).status).toBe(200);
       expect((await search('blimp')).totalCount).toBe(0);
     });
