@@ -336,10 +336,14 @@ export class EventDispatcher {
   /** Outbox rows and finished deliveries older than the retention window go. */
   private async prune(): Promise<void> {
     this.lastPrune = Date.now();
-    const before = new Date(Date.now() - LIMITS.outboxRetentionMs);
-    await this.db.query('DELETE FROM event_outbox WHERE "dispatchedAt" < $1', [before]);
+    // Prisma keeps DateTime columns as UTC wall-clock times (timestamp without time zone).
+    const before = new Date(Date.now() - LIMITS.outboxRetentionMs).toISOString();
+    await this.db.query(`DELETE FROM event_outbox WHERE "dispatchedAt" < ($1::timestamptz AT TIME ZONE 'UTC')`, [
+      before,
+    ]);
     await this.db.query(
-      `DELETE FROM webhook_delivery WHERE status IN ('delivered', 'failed', 'skipped') AND "finishedAt" < $1`,
+      `DELETE FROM webhook_delivery WHERE status IN ('delivered', 'failed', 'skipped')
+        AND "finishedAt" < ($1::timestamptz AT TIME ZONE 'UTC')`,
       [before],
     );
   }
