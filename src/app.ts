@@ -225,7 +225,7 @@ export async function startApp(
     };
     const viewTimer = setInterval(() => void flushNow(), LIMITS.viewFlushMs);
     viewTimer.unref();
-    const dispatcher = new EventDispatcher(db.prisma, services.events, log, {
+    const dispatcher = new EventDispatcher(db, services.events, log, {
       render: webhookRenderer(schema, services),
       retrySeconds: config.webhooks.retrySeconds,
       timeoutMs: config.webhooks.timeoutMs,

@@ -122,6 +122,19 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
       observers.push(fn);
     },
     session: (fn) => fn(session),
+    transaction: (fn) =>
+      lite.transaction((tx) =>
+        fn({
+          exec: async (sql) => {
+            await tx.exec(sql);
+          },
+          // Named prepared statements, as query()'s; seen like the transaction's own statements.
+          query: async <R>(sql: string, params?: unknown[]) => {
+            seen(sql);
+            return prepared.inTransaction<R>(sql, params);
+          },
+        }),
+      ),
     ping: async () => {
       await lite.query('SELECT 1');
     },
@@ -225,6 +238,28 @@ async function openPostgres(url: string, poolSize: number, statementsPerKey: num
         });
       } finally {
         client.release();
+      }
+    },
+    async transaction(fn) {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        const out = await fn({
+          exec: async (sql) => {
+            await client.query(sql);
+          },
+          // Named: parsed and planned once per connection, as query()'s.
+          query: async <R>(sql: string, params?: unknown[]) =>
+            (await client.query({ name: statementName(sql), text: sql, values: params })).rows as R[],
+        });
+        await client.query('COMMIT');
+        client.release();
+        return out;
+      } catch (err) {
+        // Closed rather than rolled back and reused: its state is unknown (a statement may still be running), and
+        // the session's end rolls the transaction back.
+        destroy(client, err instanceof Error ? err : new Error(String(err)));
+        throw err;
       }
     },
     ping: async () => {

@@ -25,6 +25,13 @@ export interface Database {
   query<R = Record<string, unknown>>(sql: string, params?: unknown[], opts?: { prepared?: boolean }): Promise<R[]>;
   /** Runs `fn` on one dedicated connection. */
   session<T>(fn: (s: Session) => Promise<T>): Promise<T>;
+  /**
+   * Runs `fn` in a transaction of raw SQL on one connection, outside Prisma: committed when `fn` returns, rolled back
+   * when it throws (on a server, the connection is then closed, which rolls back whatever state it was in). The
+   * embedded database runs nothing else meanwhile. For a job's short transactions, where Prisma's per-statement
+   * cost would dominate (the outbox dispatcher).
+   */
+  transaction<T>(fn: (s: Session) => Promise<T>): Promise<T>;
   /** Cheap round trip, for /readyz. */
   ping(): Promise<void>;
   /** Connections to the database: the pool's (PostgreSQL server), or the one in-process connection (embedded). */

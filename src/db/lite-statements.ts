@@ -49,30 +49,36 @@ export class LiteStatements {
    * whatever transaction block the connection is in (a session's BEGIN), then syncs the file system as query() does.
    */
   async query<R>(sql: string, params: unknown[] = []): Promise<R[]> {
+    await this.#lite._checkReady();
+    return this.#lite._runExclusiveTransaction(() => this.inTransaction<R>(sql, params));
+  }
+
+  /**
+   * query() from inside a PGlite transaction's callback (lite.transaction), which holds what query() would wait for:
+   * the statement runs in that transaction.
+   */
+  inTransaction<R>(sql: string, params: unknown[] = []): Promise<R[]> {
     const lite = this.#lite;
-    await lite._checkReady();
-    return lite._runExclusiveTransaction(() =>
-      lite._runExclusiveQuery(async () => {
-        let rows: R[];
-        const cached = this.#statement(sql);
+    return lite._runExclusiveQuery(async () => {
+      let rows: R[];
+      const cached = this.#statement(sql);
+      try {
+        rows = await this.#run<R>(cached ?? (await this.#prepare(sql)), params);
+      } catch (err) {
+        // Only a statement prepared earlier can have gone stale; one prepared just now failed for its own reasons.
+        if (!cached || !STALE.has((err as wire.DatabaseError).code ?? '')) throw withQuery(err, sql, params);
+        this.#prepared.delete(sql);
+        // Inside a failed transaction block nothing more can run: the next call, after the rollback, prepares anew.
+        if (lite.isInTransaction()) throw withQuery(err, sql, params);
         try {
-          rows = await this.#run<R>(cached ?? (await this.#prepare(sql)), params);
-        } catch (err) {
-          // Only a statement prepared earlier can have gone stale; one prepared just now failed for its own reasons.
-          if (!cached || !STALE.has((err as wire.DatabaseError).code ?? '')) throw withQuery(err, sql, params);
-          this.#prepared.delete(sql);
-          // Inside a failed transaction block nothing more can run: the next call, after the rollback, prepares anew.
-          if (lite.isInTransaction()) throw withQuery(err, sql, params);
-          try {
-            rows = await this.#run<R>(await this.#prepare(sql), params);
-          } catch (again) {
-            throw withQuery(again, sql, params);
-          }
+          rows = await this.#run<R>(await this.#prepare(sql), params);
+        } catch (again) {
+          throw withQuery(again, sql, params);
         }
-        await lite.syncToFs();
-        return rows;
-      }),
-    );
+      }
+      await lite.syncToFs();
+      return rows;
+    });
   }
 
   /** The statement's prepared form, marked as the most recently used. */

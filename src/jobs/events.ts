@@ -15,6 +15,7 @@
 // 3. Prune: dispatched rows and finished deliveries older than LIMITS.outboxRetentionMs.
 import type { PrismaClient } from '../generated/prisma/client.js';
 import type { Logger } from '../log.js';
+import type { Database } from '../db/database.js';
 import { LIMITS } from '../config.js';
 import { SUBSCRIBED_TYPES, type DispatchedEvent, type Events } from '../events.js';
 import { send, type Attempt } from './webhook-send.js';
@@ -49,14 +50,6 @@ export class DispatchStats {
   onAttempt?: (a: Attempt, type: string) => void;
 }
 
-interface OutboxRow {
-  id: bigint;
-  type: string;
-  objectId: number;
-  downloadId: number;
-  createdAt: Date;
-}
-
 interface DeliveryRow {
   id: number;
   webhookId: number;
@@ -68,6 +61,9 @@ interface DeliveryRow {
   attempts: number;
 }
 
+/** As deliverDue's statement returns a delivery: the outbox id as text, the event's time in epoch milliseconds. */
+type ClaimedRow = Omit<DeliveryRow, 'eventId' | 'eventAt'> & { eventId: string; eventAt: number };
+
 const BATCH = 100;
 /** Delivery attempts in flight at once per instance (each holds a pool connection for its bookkeeping now and then). */
 const DELIVERY_BATCH = 8;
@@ -77,6 +73,60 @@ const PRUNE_EVERY_MS = 60_000;
  * replay (dispatchedSince) to wait for the dispatches in progress, whose publications may already have gone out.
  */
 const DISPATCH_LOCK = [72640338, 0] as const;
+/** Whether any outbox row waits (the index on dispatchedAt, id): an idle round's one statement. */
+const DUE_SQL = 'SELECT EXISTS (SELECT 1 FROM event_outbox WHERE "dispatchedAt" IS NULL) AS due';
+
+/**
+ * A dispatch round's work in one statement ($1 BATCH, $2 and $3 DISPATCH_LOCK), in its transaction:
+ * - claims the oldest undispatched rows, FOR UPDATE SKIP LOCKED (two instances never claim the same row);
+ * - takes the shared DISPATCH_LOCK when it claimed any, held until the commit, so from before anything is published
+ *   (see dispatchedSince);
+ * - queues a delivery per matching active webhook, in event then webhook order: a webhook hears the writes made from
+ *   its creation on (however late this round runs), of its events ('*' for all), of its download, of its category
+ *   or one below it (the categories of an event's download, its own and every ancestor, read only for a webhook with
+ *   a category);
+ * - marks the rows dispatched with the time of this statement (clock_timestamp(), not the transaction's start), before
+ *   the publications: a replay of what was dispatched since a moment finds every event published after it;
+ * - returns the rows, the outbox id as text, to be published.
+ */
+const DISPATCH_SQL = `WITH RECURSIVE
+  claimed AS MATERIALIZED (
+    SELECT id, type, "objectId", "downloadId", "createdAt" FROM event_outbox
+    WHERE "dispatchedAt" IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
+  ),
+  locked AS MATERIALIZED (
+    SELECT pg_advisory_xact_lock_shared($2::int, $3::int)::text AS l WHERE EXISTS (SELECT 1 FROM claimed)
+  ),
+  up(did, cid) AS (
+    SELECT d.id, d."categoryId" FROM download d WHERE d.id IN (SELECT "downloadId" FROM claimed)
+    UNION SELECT up.did, c."parentId" FROM up JOIN category c ON c.id = up.cid WHERE c."parentId" IS NOT NULL
+  ),
+  queued AS (
+    INSERT INTO webhook_delivery ("webhookId", "eventId", type, "objectId", "downloadId", "eventAt")
+    SELECT h.id, e.id, e.type, e."objectId", e."downloadId", e."createdAt"
+    FROM claimed e JOIN webhook h ON h.active AND h."createdAt" <= e."createdAt"
+      AND ('*' = ANY(h.events) OR e.type = ANY(h.events))
+      AND (h."downloadId" IS NULL OR h."downloadId" = e."downloadId")
+      AND (h."categoryId" IS NULL OR EXISTS (SELECT 1 FROM up WHERE up.did = e."downloadId" AND up.cid = h."categoryId"))
+    ORDER BY e.id, h.id
+    RETURNING 1
+  ),
+  marked AS (
+    UPDATE event_outbox o SET "dispatchedAt" = clock_timestamp() FROM claimed e WHERE o.id = e.id RETURNING 1
+  )
+SELECT e.id::text AS id, e.type, e."objectId", e."downloadId"
+FROM claimed e, locked
+ORDER BY e.id`;
+
+/** Claims the due deliveries ($2 at most) with a lease of $1 ms (their next attempt moved past it). */
+const DELIVER_SQL = `UPDATE webhook_delivery SET "nextAttemptAt" = now() + $1::float8 * interval '1 millisecond'
+  WHERE id IN (
+    SELECT id FROM webhook_delivery WHERE status = 'pending' AND "nextAttemptAt" <= now()
+    ORDER BY "nextAttemptAt", id LIMIT $2 FOR UPDATE SKIP LOCKED
+  )
+  RETURNING id, "webhookId", "eventId"::text AS "eventId", type, "objectId", "downloadId",
+    (extract(epoch FROM "eventAt") * 1000)::float8 AS "eventAt", attempts`;
+
 /** Rows per page of a replay. */
 const REPLAY_PAGE = 500;
 
@@ -117,12 +167,16 @@ export class EventDispatcher {
   private lastPrune = 0;
   private readonly inFlight = new Set<Promise<void>>();
 
+  private readonly prisma: PrismaClient;
+
   constructor(
-    private readonly prisma: PrismaClient,
+    private readonly db: Database,
     private readonly events: Events,
     private readonly log: Logger,
     private readonly opts: DispatcherOptions,
-  ) {}
+  ) {
+    this.prisma = db.prisma;
+  }
 
   start(): void {
     this.timer = setInterval(() => this.wake(), this.opts.pollMs);
@@ -156,62 +210,23 @@ export class EventDispatcher {
     } while (this.again && !this.stopped);
   }
 
-  /** Claims a batch of outbox rows, publishes them and queues their deliveries. Returns how many it claimed. */
+  /**
+   * Claims a batch of outbox rows, publishes them and queues their deliveries. Returns how many it claimed. Straight
+   * through the driver: with nothing to dispatch, one statement; else BEGIN, one statement that claims, locks, queues
+   * and marks (DISPATCH_SQL), the publications, COMMIT.
+   */
   async dispatch(): Promise<number> {
-    return this.prisma.$transaction(async (tx) => {
-      const rows = await tx.$queryRaw<OutboxRow[]>`
-        SELECT id, type, "objectId", "downloadId", "createdAt" FROM event_outbox
-        WHERE "dispatchedAt" IS NULL ORDER BY id LIMIT ${BATCH} FOR UPDATE SKIP LOCKED`;
-      if (rows.length === 0) return 0;
-      // Held until the commit, from before anything is published (see dispatchedSince).
-      await tx.$queryRaw`SELECT pg_advisory_xact_lock_shared(${DISPATCH_LOCK[0]}::int, ${DISPATCH_LOCK[1]}::int)::text`;
-      const hooks = await tx.webhook.findMany({
-        where: { active: true },
-        select: { id: true, events: true, categoryId: true, downloadId: true, createdAt: true },
-      });
-      const deliveries: Omit<DeliveryRow, 'id' | 'attempts'>[] = [];
-      if (hooks.length > 0) {
-        // The categories each download sits in, its own and every ancestor (a webhook's category has descendants).
-        const ids = [...new Set(rows.map((r) => r.downloadId))];
-        const byCategory = hooks.some((h) => h.categoryId !== null);
-        const under = new Map<number, Set<number>>();
-        if (byCategory) {
-          const pairs = await tx.$queryRaw<{ did: number; cid: number }[]>`
-            WITH RECURSIVE up(did, cid) AS (
-              SELECT id, "categoryId" FROM download WHERE id = ANY(${ids}::int[])
-              UNION SELECT up.did, c."parentId" FROM up JOIN category c ON c.id = up.cid WHERE c."parentId" IS NOT NULL
-            ) SELECT did, cid FROM up`;
-          for (const p of pairs) {
-            const s = under.get(p.did) ?? new Set<number>();
-            s.add(p.cid);
-            under.set(p.did, s);
-          }
-        }
-        for (const r of rows) {
-          for (const h of hooks) {
-            // A webhook hears the writes made from its creation on, however late this round runs.
-            if (h.createdAt > r.createdAt) continue;
-            if (!h.events.includes('*') && !h.events.includes(r.type)) continue;
-            if (h.downloadId !== null && h.downloadId !== r.downloadId) continue;
-            if (h.categoryId !== null && !under.get(r.downloadId)?.has(h.categoryId)) continue;
-            deliveries.push({
-              webhookId: h.id,
-              eventId: r.id,
-              type: r.type,
-              objectId: r.objectId,
-              downloadId: r.downloadId,
-              eventAt: r.createdAt,
-            });
-          }
-        }
-        if (deliveries.length > 0) await tx.webhookDelivery.createMany({ data: deliveries });
-      }
-      // Marked with the time of this statement (not of the transaction's start), just before the publications: a
-      // replay of what was dispatched since a moment finds every event published after it.
-      await tx.$executeRaw`UPDATE event_outbox SET "dispatchedAt" = clock_timestamp() WHERE id = ANY(${rows.map((r) => r.id)}::bigint[])`;
+    const [due] = await this.db.query<{ due: boolean }>(DUE_SQL);
+    if (!due?.due) return 0;
+    return this.db.transaction(async (tx) => {
+      const rows = await tx.query<{ id: string; type: string; objectId: number; downloadId: number }>(DISPATCH_SQL, [
+        BATCH,
+        DISPATCH_LOCK[0],
+        DISPATCH_LOCK[1],
+      ]);
       // Published before the commit: a crash in between publishes again at the next claim (at-least-once), never
       // an event whose row is lost. The outbox id travels, so an instance delivers an event once.
-      for (const r of rows) this.events.publishEvent(r.type, r.objectId, r.downloadId, r.id);
+      for (const r of rows) this.events.publishEvent(r.type, r.objectId, r.downloadId, BigInt(r.id));
       return rows.length;
     });
   }
@@ -225,13 +240,9 @@ export class EventDispatcher {
     if (room <= 0) return 0;
     // Long enough for an attempt and its bookkeeping; an instance killed mid-attempt delays that delivery this long.
     const leaseMs = 2 * this.opts.timeoutMs + 5_000;
-    const claimed = await this.prisma.$queryRaw<DeliveryRow[]>`
-      UPDATE webhook_delivery SET "nextAttemptAt" = now() + ${leaseMs} * interval '1 millisecond'
-      WHERE id IN (
-        SELECT id FROM webhook_delivery WHERE status = 'pending' AND "nextAttemptAt" <= now()
-        ORDER BY "nextAttemptAt", id LIMIT ${room} FOR UPDATE SKIP LOCKED
-      )
-      RETURNING id, "webhookId", "eventId", type, "objectId", "downloadId", "eventAt", attempts`;
+    const claimed = (await this.db.query<ClaimedRow>(DELIVER_SQL, [leaseMs, room])).map(
+      (d): DeliveryRow => ({ ...d, eventId: BigInt(d.eventId), eventAt: new Date(d.eventAt) }),
+    );
     for (const d of claimed) {
       const p: Promise<void> = this.attempt(d)
         .catch((err) => this.log.warn({ err, delivery: d.id }, 'webhooks: a delivery attempt could not be recorded'))
@@ -325,11 +336,16 @@ export class EventDispatcher {
   /** Outbox rows and finished deliveries older than the retention window go. */
   private async prune(): Promise<void> {
     this.lastPrune = Date.now();
-    const before = new Date(Date.now() - LIMITS.outboxRetentionMs);
-    await this.prisma.eventOutbox.deleteMany({ where: { dispatchedAt: { lt: before } } });
-    await this.prisma.webhookDelivery.deleteMany({
-      where: { status: { in: ['delivered', 'failed', 'skipped'] }, finishedAt: { lt: before } },
-    });
+    // Prisma keeps DateTime columns as UTC wall-clock times (timestamp without time zone).
+    const before = new Date(Date.now() - LIMITS.outboxRetentionMs).toISOString();
+    await this.db.query(`DELETE FROM event_outbox WHERE "dispatchedAt" < ($1::timestamptz AT TIME ZONE 'UTC')`, [
+      before,
+    ]);
+    await this.db.query(
+      `DELETE FROM webhook_delivery WHERE status IN ('delivered', 'failed', 'skipped')
+        AND "finishedAt" < ($1::timestamptz AT TIME ZONE 'UTC')`,
+      [before],
+    );
   }
 
   /** Deliveries waiting for an attempt (the queue depth of /metrics). */
