@@ -16,7 +16,7 @@ export interface Services {
    * The database's driver, for the hand-written SQL reads: each module's store.ts takes it (one statement outside
    * Prisma, src/db/database.ts `query`).
    */
-  db: Pick<Database, 'query'>;
+  db: Pick<Database, 'query' | 'kind'>;
   config: Config;
   groups: BuiltInGroupIds;
   storage: Storage;

@@ -113,7 +113,7 @@ export function downloadWhere(filter: DownloadFilter): Prisma.DownloadWhereInput
  * query argument): the common shapes are read with one hand-written statement (store.ts), others by Prisma.
  */
 export async function listDownloads(
-  deps: { prisma: PrismaClient; db: Pick<Database, 'query'> },
+  deps: { prisma: PrismaClient; db: Pick<Database, 'query' | 'kind'> },
   access: Access,
   args: DownloadListArgs,
   query: Omit<Prisma.DownloadFindManyArgs, 'where' | 'orderBy' | 'skip' | 'take'> = {},
@@ -156,7 +156,7 @@ export async function listDownloads(
  * narrows it further for anyone.
  */
 async function searchList(
-  deps: { db: Pick<Database, 'query'> },
+  deps: { db: Pick<Database, 'query' | 'kind'> },
   access: Access,
   args: DownloadListArgs,
   w: PageWindow,

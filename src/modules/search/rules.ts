@@ -124,7 +124,7 @@ function filterOf(f: SearchFilterInput | null | undefined, subtree: (id: number)
  * LIMITS.searchMaxResults: past it, totalCountIsExact is false), and nothing else.
  */
 export async function searchConnection(
-  deps: { db: Pick<Database, 'query'>; cursors: CursorSeal },
+  deps: { db: Pick<Database, 'query' | 'kind'>; cursors: CursorSeal },
   access: Access,
   subtree: (categoryId: number) => number[],
   args: SearchArgs,
