@@ -519,14 +519,15 @@ forEachDatabase((kind) => {
           AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.objid = p.oid AND d.deptype = 'e') ORDER BY 1`);
       // The SQL of an answer is read for table names only: a function that may read a table must not be called by a
       // read. These are not: migrations' helpers, the totals and version triggers' helpers (cache_downloads_of reads
-      // the version table, for triggers only), the search document's (written by triggers and by the start's
-      // rewrite, src/modules/downloads/search.ts; the first reads no table).
+      // the version table, for triggers only), the search document's and the tag ids' (written by triggers and by the
+      // start's rewrite, src/modules/downloads/search.ts; the first reads no table).
       expect(functions.map((r) => r.f)).toEqual([
         'cache_downloads_of',
         'cache_track',
         'cache_track_downloads',
         'comment_total_add',
         'dcs_download_search_vector',
+        'dcs_download_tag_ids',
         'dcs_download_tag_text',
         'download_total_add',
         'file_total_add',
