@@ -95,14 +95,14 @@ function coerce(
     return gather(type, new Map(Object.entries(raw)), missing, `${field}.`);
   }
   if (type instanceof GraphQLEnumType) {
-    const wanted = String(raw).toUpperCase();
+    const wanted = typeof raw === 'object' ? '' : String(raw).toUpperCase();
     const value = type.getValues().find((v) => v.name === wanted);
     if (!value || typeof raw === 'object') {
       const allowed = type
         .getValues()
         .map((v) => v.name.toLowerCase())
         .join(', ');
-      throw invalidInput(field, `${field} must be one of: ${allowed}; got "${String(raw)}".`);
+      throw invalidInput(field, `${field} must be one of: ${allowed}; got "${shown(raw)}".`);
     }
     return value.name;
   }
@@ -111,16 +111,16 @@ function coerce(
     case 'Int': {
       const n = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\s*\d+\s*$/.test(raw) ? Number(raw) : NaN;
       if (!Number.isInteger(n) || n < min || n > MAX_INT) {
-        throw invalidInput(field, `${field} must be ${wholeNumberRange(min)}, got "${String(raw).slice(0, 40)}".`);
+        throw invalidInput(field, `${field} must be ${wholeNumberRange(min)}, got "${shown(raw).slice(0, 40)}".`);
       }
       return n;
     }
     case 'Boolean': {
       if (typeof raw === 'boolean') return raw;
-      const s = String(raw).trim().toLowerCase();
+      const s = typeof raw === 'object' ? '' : String(raw).trim().toLowerCase();
       if (s === '1' || s === 'true') return true;
       if (s === '0' || s === 'false') return false;
-      throw invalidInput(field, `${field} must be 1 or 0 (or true/false), got "${String(raw)}".`);
+      throw invalidInput(field, `${field} must be 1 or 0 (or true/false), got "${shown(raw).slice(0, 40)}".`);
     }
     case 'String':
       if (typeof raw === 'object') throw invalidInput(field, `${field} must be text.`);
@@ -181,4 +181,17 @@ export function toVariables(
   }
   if (missing.length > 0) throw requiredMissing(missing);
   return variables;
+}
+
+/**
+ * A value as an error message quotes it: a primitive as text, anything else as JSON. String() would throw for an
+ * object without a usable toString (`{"toString": null}` in a JSON body), which must answer 400, not 500.
+ */
+function shown(raw: unknown): string {
+  if (raw === null || typeof raw !== 'object') return String(raw);
+  try {
+    return JSON.stringify(raw) ?? 'an object';
+  } catch {
+    return Array.isArray(raw) ? 'a list' : 'an object';
+  }
 }

@@ -103,6 +103,27 @@ describe('toVariables', () => {
       ),
     ).toEqual(['invalid_input', { field: 'is_primary' }]);
   });
+
+  it('refuses JSON objects that cannot be turned into text (no toString) as invalid input, not a crash', () => {
+    const hostile = { toString: null, valueOf: null };
+    for (const [field, op] of [
+      ['thing_id', CREATE],
+      ['is_primary', CREATE],
+      ['color', CREATE],
+      ['page', LIST],
+      ['color', LIST],
+    ] as const) {
+      const raw: RawFields = new Map<string, any>([
+        ['thing_id', 1],
+        ['title', 't'],
+        [field, hostile],
+      ]);
+      expect(
+        codeOf(() => toVariables(schema, op, raw)),
+        field,
+      ).toEqual(['invalid_input', { field }]);
+    }
+  });
 });
 
 describe('envelopes', () => {
