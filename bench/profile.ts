@@ -1,5 +1,6 @@
 // `npm run bench:profile`: where a request's time goes. Seeds a small catalogue into an in-memory database, then
-// for each route prints milliseconds and SQL statements per request (sequential, one client), and for the route
+// for each route prints milliseconds and SQL statements per request (sequential, one client), for two writes (a
+// download edited, a comment posted) milliseconds and this process's CPU per request, and for the route
 // given with --route a CPU profile's top functions by self time. `--database-url postgres://…` runs on a fresh
 // database of that server (dropped at the end) instead. In --route, `:download`, `:version`, `:commentDownload` and
 // `:category` stand for the seeded ids the route table uses.
@@ -45,10 +46,14 @@ if (server) {
 const db = await openDatabase(dbUrl ? { url: dbUrl } : { memory: true });
 const s = await seed(db, KEY, { users: 100, downloads: 5000, filesPerDownload: 2, commentsPerDownload: 4 });
 // The read cache off: every request here repeats one read, which it would answer without computing anything.
-const app = await startApp(loadConfig({}, { port: 0, logLevel: 'silent', bootstrapKey: KEY, readCacheMb: 0 }), {
-  db,
-  log: createLogger('silent'),
-});
+// Comment flood control off: the writes below post one comment after another as a few users.
+const app = await startApp(
+  loadConfig({}, { port: 0, logLevel: 'silent', bootstrapKey: KEY, readCacheMb: 0, commentFloodSeconds: 0 }),
+  {
+    db,
+    log: createLogger('silent'),
+  },
+);
 const get = async (path: string) => {
   if (!path.startsWith('{')) return (await fetch(app.url + path, { headers: { 'Forum-Api-Key': KEY } })).text();
   // A GraphQL operation, given as its JSON body.
@@ -127,6 +132,52 @@ for (const [i, route] of routes.entries()) {
   );
 }
 
+// Writes through the REST face, each a transaction of its own: what a write costs the service (its own CPU: on the
+// embedded database that includes the database's work, which runs in this process; on a server, only the service's).
+const send = async (method: string, path: string, form: Record<string, string>, user: number) => {
+  const res = await fetch(app.url + path, {
+    method,
+    headers: {
+      'Forum-Api-Key': KEY,
+      'Forum-Api-User': String(user),
+      'content-type': 'application/x-www-form-urlencoded',
+    },
+    body: new URLSearchParams(form).toString(),
+  });
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 200)}`);
+};
+const writes: [string, (i: number) => Promise<void>][] = [
+  [
+    'PUT /api/mc-dm-downloads/:download/ (tag_line)',
+    (i) => send('PUT', `/api/mc-dm-downloads/${ids.download}/`, { tag_line: `Edited ${i}` }, 1),
+  ],
+  [
+    'POST /api/mc-dm-comments/',
+    (i) =>
+      send(
+        'POST',
+        '/api/mc-dm-comments/',
+        { download_id: String(ids.commentDownload), message: `Comment ${i}` },
+        1 + (i % 50),
+      ),
+  ],
+];
+console.log('\n#  ', 'write'.padEnd(60), 'ms/req', 'CPU ms/req');
+for (const [name, write] of writes) {
+  for (let i = 0; i < 20; i++) await write(i);
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  for (let i = 0; i < N; i++) await write(i);
+  const cpu = process.cpuUsage(cpu0);
+  console.log(
+    '  '.padEnd(3),
+    name.padEnd(60),
+    ((performance.now() - t0) / N).toFixed(2).padStart(6),
+    ((cpu.user + cpu.system) / 1000 / N).toFixed(2).padStart(10),
+  );
+}
+
 if (opts.route) {
   const session = new Session();
   session.connect();
@@ -142,6 +193,5 @@ if (opts.route) {
   console.log(`\nTop self time for ${opts.route} (${N} requests; the client runs in the same process):`);
   for (const line of summary.functions) console.log(line);
 }
-await app.close();
-await db.close();
+await app.close(); // closes the database too
 if (server) await onServer(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`);
