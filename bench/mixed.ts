@@ -368,7 +368,22 @@ interface Cell {
   p99: number;
   errors: number;
   cacheHitPct: number | null;
+  /** CPU time (user + system) of the answering process per request, in ms; null where /proc is not there. */
+  cpuMsPerRequest: number | null;
 }
+
+/** CPU time (user + system) a process has used so far, in ms, from /proc (Linux; null elsewhere). */
+function cpuMs(pid: number | undefined): number | null {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th, in clock ticks.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return null;
+  }
+}
+const CLOCK_TICKS = 100;
 
 async function readCacheCounts(): Promise<{ hit: number; miss: number } | null> {
   try {
@@ -394,6 +409,8 @@ async function measure(sc: MixedScenario, face: FaceName, rate: number, warm: bo
       headers: { 'forum-api-key': KEY },
     });
   const cache0 = face === 'peer' ? null : await readCacheCounts();
+  const pid = (face === 'peer' ? peer : service)?.pid;
+  const cpu0 = cpuMs(pid);
   const result = await autocannon({
     url,
     connections: CLIENTS,
@@ -402,6 +419,7 @@ async function measure(sc: MixedScenario, face: FaceName, rate: number, warm: bo
     headers: { 'forum-api-key': KEY },
     timeout: 30,
   });
+  const cpu1 = cpuMs(pid);
   const cache1 = cache0 && (await readCacheCounts());
   const hits = cache0 && cache1 ? cache1.hit - cache0.hit : 0;
   const answered = cache0 && cache1 ? hits + cache1.miss - cache0.miss : 0;
@@ -414,6 +432,10 @@ async function measure(sc: MixedScenario, face: FaceName, rate: number, warm: bo
     p99: result.latency.p99,
     errors: result.errors + result.timeouts + result.non2xx,
     cacheHitPct: answered > 0 ? Math.round((hits / answered) * 1000) / 10 : null,
+    cpuMsPerRequest:
+      cpu0 !== null && cpu1 !== null && result.requests.total > 0
+        ? Math.round(((cpu1 - cpu0) / result.requests.total) * 1000) / 1000
+        : null,
   };
 }
 
@@ -462,6 +484,7 @@ function report(cells: Cell[], list: MixedScenario[], rate: number, writes: Writ
     const [r, g, p] = [at(sc.name, 'rest'), at(sc.name, 'graphql'), at(sc.name, 'peer')];
     const hit = (c?: Cell) => (c?.cacheHitPct == null ? '-' : `${c.cacheHitPct}%`);
     const errors = [r, g, p].reduce((n, c) => n + (c?.errors ?? 0), 0);
+    const cpu = (c?: Cell) => (c?.cpuMsPerRequest == null ? 'n/a' : c.cpuMsPerRequest.toFixed(2));
     return [
       sc.name,
       `${r?.rps ?? 'n/a'} / ${g?.rps ?? 'n/a'} / ${p?.rps ?? 'n/a'}`,
@@ -470,6 +493,7 @@ function report(cells: Cell[], list: MixedScenario[], rate: number, writes: Writ
       lat(g),
       lat(p),
       `${hit(r)} / ${hit(g)}`,
+      `${cpu(r)} / ${cpu(g)} / ${cpu(p)}`,
       String(errors),
     ];
   });
@@ -485,6 +509,7 @@ function report(cells: Cell[], list: MixedScenario[], rate: number, writes: Writ
         'GraphQL p50/p99',
         'peer p50/p99',
         'cache hits REST / GraphQL',
+        'CPU ms/req REST / GraphQL / peer',
         'errors',
       ],
       rows,
@@ -564,7 +589,7 @@ try {
         const cell = await measure(sc, face, rate, warm);
         cells.push(cell);
         console.log(
-          `  ${rate} w/s  ${sc.name.padEnd(28)} ${face.padEnd(7)} ${String(cell.rps).padStart(8)} req/s  p50 ${cell.p50} ms  p99 ${cell.p99} ms${cell.cacheHitPct === null ? '' : `  cache hits ${cell.cacheHitPct}%`}${cell.errors ? `  (${cell.errors} errors)` : ''}`,
+          `  ${rate} w/s  ${sc.name.padEnd(28)} ${face.padEnd(7)} ${String(cell.rps).padStart(8)} req/s  p50 ${cell.p50} ms  p99 ${cell.p99} ms${cell.cacheHitPct === null ? '' : `  cache hits ${cell.cacheHitPct}%`}${cell.cpuMsPerRequest === null ? '' : `  CPU ${cell.cpuMsPerRequest} ms/req`}${cell.errors ? `  (${cell.errors} errors)` : ''}`,
         );
       }
     }

@@ -4,17 +4,6 @@
 import { statusOf, type ErrorBodyItem } from '../src/errors.js';
 import { toSnake } from './inputs.js';
 
-const snakeNames = new Map<string, string>();
-/** camelCase → snake_case, memoised: responses repeat the same few dozen keys thousands of times. */
-function snakeName(key: string): string {
-  let name = snakeNames.get(key);
-  if (name === undefined) {
-    name = toSnake(key);
-    snakeNames.set(key, name);
-  }
-  return name;
-}
-
 export function snakeKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(snakeKeys);
   if (value === null || typeof value !== 'object') return value;
@@ -25,7 +14,7 @@ export function snakeKeys(value: unknown): unknown {
     if (c >= 65 && c <= 90) {
       if (v !== null) out[k] = snakeKeys(v);
     } else {
-      out[snakeName(k)] = typeof v === 'object' && v !== null ? snakeKeys(v) : v;
+      out[toSnake(k)] = typeof v === 'object' && v !== null ? snakeKeys(v) : v;
     }
   }
   return out;
@@ -50,7 +39,7 @@ export function envelope(key: string, rootValue: unknown, spread = false): Recor
     const out: Record<string, unknown> = { [key]: snakeKeys(value.nodes), pagination: snakeKeys(value.pagination) };
     // What else the page carries (a search's `facets` and `totalIsExact`), under its snake_case name, when not null.
     for (const k in value)
-      if (k !== 'nodes' && k !== 'pagination' && value[k] != null) out[snakeName(k)] = snakeKeys(value[k]);
+      if (k !== 'nodes' && k !== 'pagination' && value[k] != null) out[toSnake(k)] = snakeKeys(value[k]);
     return out;
   }
   return { [key]: snakeKeys(value) };

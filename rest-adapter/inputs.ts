@@ -12,6 +12,7 @@ import {
   type GraphQLInputType,
   type GraphQLSchema,
   type OperationDefinitionNode,
+  type VariableDefinitionNode,
 } from 'graphql';
 import { ApiError, invalidInput, requiredMissing } from '../src/errors.js';
 import { badText } from '../src/input/text.js';
@@ -25,7 +26,17 @@ export class Opaque {
 export type Raw = string | number | boolean | null | Opaque | Repeated | Raw[] | { [k: string]: Raw };
 export type RawFields = Map<string, Raw>;
 
-export const toSnake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+const snakeNames = new Map<string, string>();
+/** camelCase → snake_case, memoised: every request converts the same few names (variables, input fields, keys). */
+export function toSnake(name: string): string {
+  let snake = snakeNames.get(name);
+  if (snake === undefined) {
+    snake = name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+    if (snakeNames.size >= 10_000) snakeNames.clear(); // bounded: names come from the schema and the route documents
+    snakeNames.set(name, snake);
+  }
+  return snake;
+}
 
 /**
  * A field sent more than once without `[]` (`hash=a&hash=b`): a list variable takes every value, any other the last
@@ -150,6 +161,18 @@ function gather(type: GraphQLInputObjectType, raw: RawFields, missing: string[],
   return out;
 }
 
+const variableTypes = new WeakMap<GraphQLSchema, WeakMap<VariableDefinitionNode, GraphQLInputType | undefined>>();
+/** The schema's type of a variable of a route's document, looked up once per definition. */
+function variableType(schema: GraphQLSchema, def: VariableDefinitionNode): GraphQLInputType | undefined {
+  let types = variableTypes.get(schema);
+  if (!types) {
+    types = new WeakMap();
+    variableTypes.set(schema, types);
+  }
+  if (!types.has(def)) types.set(def, typeFromAST(schema, def.type) as GraphQLInputType | undefined);
+  return types.get(def);
+}
+
 /**
  * Builds the variables of `operation` from the request's fields. A variable of input-object type gathers its
  * fields from the same flat set of request fields (the spec's form bodies are flat).
@@ -164,7 +187,7 @@ export function toVariables(
   const missing: string[] = [];
   for (const def of operation.variableDefinitions ?? []) {
     const name = def.variable.name.value;
-    const type = typeFromAST(schema, def.type) as GraphQLInputType | undefined;
+    const type = variableType(schema, def);
     if (!type) throw new ApiError('server_error', `Operation variable $${name} has an unknown type.`);
     if (name === 'full') {
       variables.full = raw.get('with') === 'full';

@@ -450,8 +450,23 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
     return item;
   };
 
+  // The routes under each resource (the path segment after /api/, literal in every route), in their order: a request
+  // tries the patterns of its resource's routes only, not every route's.
+  const segment = (path: string) => path.split('/', 3)[2] ?? '';
+  const byResource = new Map<string, CompiledRoute[]>();
+  for (const r of compiled) {
+    const key = segment(r.path);
+    if (key.startsWith(':'))
+      throw new Error(`REST route ${r.method} ${r.path}: the segment after /api/ must be literal.`);
+    byResource.set(key, [...(byResource.get(key) ?? []), r]);
+  }
+
   async function handle(request: Request, url: URL, nodeRequest?: IncomingMessage): Promise<Response> {
-    const candidates = compiled.map((r) => ({ r, m: r.pattern.exec(url.pathname) })).filter((c) => c.m);
+    const candidates: { r: CompiledRoute; m: RegExpExecArray }[] = [];
+    for (const r of byResource.get(segment(url.pathname)) ?? []) {
+      const m = r.pattern.exec(url.pathname);
+      if (m) candidates.push({ r, m });
+    }
     if (candidates.length === 0) {
       return fail([{ code: 'endpoint_not_found', message: `No API endpoint at ${url.pathname}.`, params: {} }]);
     }

@@ -5,6 +5,8 @@ import { LocalChangeFeed, type ChangeFeed } from '../db/changes.js';
 import { ApiError } from '../errors.js';
 import type { Visitor } from '../permissions/access.js';
 import { hashKey } from './keys.js';
+import { keyByHash, userWithMemberships } from './store.js';
+import type { Database } from '../db/database.js';
 import { MAX_INT } from '../input/numbers.js';
 
 /** How often one instance records a key's last use. */
@@ -64,8 +66,14 @@ export class AuthCache {
   }
 }
 
+/** What a visitor is read with: Prisma for the occasional write (a key's last use), the driver for the reads. */
+export interface AuthReads {
+  prisma: PrismaClient;
+  db: Pick<Database, 'query'>;
+}
+
 export async function visitorFromHeaders(
-  prisma: PrismaClient,
+  { prisma, db }: AuthReads,
   headers: Headers,
   groups: BuiltInGroupIds,
   cache: AuthCache = new AuthCache(0),
@@ -74,14 +82,13 @@ export async function visitorFromHeaders(
   if (!key)
     throw new ApiError('no_api_key_in_request', 'No API key was included in the request (header Forum-Api-Key).');
   const hash = hashKey(key);
-  const row = await cache.keys.get(hash, () => prisma.apiKey.findUnique({ where: { keyHash: hash } }));
+  const row = await cache.keys.get(hash, () => keyByHash(db, hash));
   if (!row) cache.keys.delete(hash); // unknown keys are not remembered: one may be created a moment later
   if (!row) throw new ApiError('api_key_not_found', 'The API key in the request was not found.');
   if (!row.isActive || (row.expiresAt && row.expiresAt.getTime() <= Date.now())) {
     throw new ApiError('api_key_inactive', 'The API key in the request has been revoked or has expired.');
   }
   cache.noteUse(prisma, row.id);
-  const scopes = new Set(row.scopes);
   const asUserHeader = headers.get('forum-api-user');
   if (asUserHeader !== null && row.type !== 'super') {
     throw new ApiError('api_user_header_not_allowed', 'Only super-user keys may send the Forum-Api-User header.');
@@ -101,14 +108,9 @@ export async function visitorFromHeaders(
     if (userId === 0) userId = null; // acting as the guest
   }
 
-  const base = { isSuper: row.type === 'super', scopes, apiKeyId: row.id };
-  if (userId === null) {
-    return { ...base, userId: 0, username: 'Guest', isAdmin: false, isModerator: false, groupIds: [groups.guest] };
-  }
+  if (userId === null) return built(row, null, groups.guest);
   const id = userId;
-  const user = await cache.users.get(id, () =>
-    prisma.user.findUnique({ where: { id }, include: { memberships: true } }),
-  );
+  const user = await cache.users.get(id, () => userWithMemberships(db, id));
   if (!user) {
     cache.users.delete(id);
     if (row.type === 'user')
@@ -117,12 +119,39 @@ export async function visitorFromHeaders(
       user_id: userId,
     });
   }
-  return {
-    ...base,
-    userId: user.id,
-    username: user.username,
-    isAdmin: user.isAdmin,
-    isModerator: user.isModerator,
-    groupIds: [user.primaryGroupId, ...user.memberships.map((m) => m.groupId)],
-  };
+  return built(row, user, groups.guest);
+}
+
+type UserRow = User & { memberships: GroupMembership[] };
+
+/**
+ * The visitors made from each key row the cache holds (by the user acted as, 0 for the guest), made once per row and
+ * user row: the rows are replaced, not changed, when they are read again, so one visitor serves every request of a
+ * row's lifetime in the cache. Nothing changes a visitor once made.
+ */
+const visitors = new WeakMap<ApiKey, Map<number, { user: UserRow | null; guestGroup: number; visitor: Visitor }>>();
+
+function built(row: ApiKey, user: UserRow | null, guestGroup: number): Visitor {
+  let byUser = visitors.get(row);
+  if (!byUser) {
+    byUser = new Map();
+    visitors.set(row, byUser);
+  }
+  const id = user?.id ?? 0;
+  const kept = byUser.get(id);
+  if (kept && kept.user === user && kept.guestGroup === guestGroup) return kept.visitor;
+  const base = { isSuper: row.type === 'super', scopes: new Set(row.scopes) as ReadonlySet<string>, apiKeyId: row.id };
+  const visitor: Visitor = user
+    ? {
+        ...base,
+        userId: user.id,
+        username: user.username,
+        isAdmin: user.isAdmin,
+        isModerator: user.isModerator,
+        groupIds: [user.primaryGroupId, ...user.memberships.map((m) => m.groupId)],
+      }
+    : { ...base, userId: 0, username: 'Guest', isAdmin: false, isModerator: false, groupIds: [guestGroup] };
+  if (byUser.size >= 100) byUser.clear(); // a super key acting as many users: bounded
+  byUser.set(id, { user, guestGroup, visitor });
+  return visitor;
 }

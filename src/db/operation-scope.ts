@@ -43,6 +43,17 @@ export function operationSignal(): AbortSignal | undefined {
 }
 
 /**
+ * `fn`, to be called later in the operation scope of the caller of this (or outside any, as the caller was), whatever
+ * scope it is then called from. Cheaper than an AsyncResource (an async resource made and its hooks run for every
+ * statement): the scope is this module's alone, so entering it again is all it takes.
+ */
+export function inCallersOperation<A extends unknown[], R>(fn: (...args: A) => R): (...args: A) => R {
+  if (!enabled) return fn;
+  const signal = scopes.getStore();
+  return signal ? (...args: A) => scopes.run(signal, fn, ...args) : (...args: A) => scopes.exit(fn, ...args);
+}
+
+/**
  * Runs `fn` outside any operation: work a request starts but does not own (the outbox dispatcher it wakes) must not
  * have its statements cut when that request ends or passes its deadline.
  */

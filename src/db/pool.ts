@@ -1,10 +1,9 @@
 // The connection pool to a PostgreSQL server, with what the rest of the service relies on: a connection the server
 // ended stops counting at once (even while checked out), and ending the pool takes at most a given time, whatever
 // is still checked out (the service's shutdown grace period bounds it).
-import { AsyncResource } from 'node:async_hooks';
 import net from 'node:net';
 import pg from 'pg';
-import { bindStatementsToOperations, operationClient, operationSignal } from './operation-scope.js';
+import { bindStatementsToOperations, inCallersOperation, operationClient, operationSignal } from './operation-scope.js';
 
 /**
  * The server ends a session left idle inside a transaction for this long (ms). Prisma ends every transaction of ours
@@ -65,7 +64,7 @@ export function openPool(
   // wrong deadline, and cancelled when that other operation is stopped. Its callback keeps the caller's scope.
   const connect = pool.connect.bind(pool) as (cb?: (...a: unknown[]) => void) => unknown;
   pool.connect = ((cb?: (...a: unknown[]) => void) =>
-    typeof cb === 'function' ? connect(inCallersContext(cb)) : connect()) as typeof pool.connect;
+    typeof cb === 'function' ? connect(inCallersOperation(cb)) : connect()) as typeof pool.connect;
   if (statementsPerKey > 0) limitStatementsPerKey(pool, statementsPerKey);
   // pg-pool counts a checked-out connection until its holder releases it; a holder that never does (or whose
   // connection died under it) would keep that slot, and pool.end() would wait for it forever.
@@ -111,16 +110,6 @@ export function openPool(
       return ending;
     },
   };
-}
-
-/**
- * `fn`, to be called later in the async context of the caller of this (its operation scope). AsyncResource.bind does
- * the same but also defines a deprecated `asyncResource` property on each function it returns, and building the two
- * deprecation wrappers for it cost about 2% of the service's CPU under a load of short reads (one bind per statement).
- */
-function inCallersContext<A extends unknown[], R>(fn: (...args: A) => R): (...args: A) => R {
-  const resource = new AsyncResource('dcs.db.statement');
-  return (...args: A) => resource.runInAsyncScope(fn, undefined, ...args);
 }
 
 /** What a statement of an operation that was stopped fails with (nobody reads it: the operation has been answered). */
@@ -239,7 +228,7 @@ export function limitStatementsPerKey(pool: pg.Pool, perKey: number): void {
     // the one whose statement ended.
     return new Promise((resolve, reject) =>
       held.waiting.push(
-        inCallersContext(() => {
+        inCallersOperation(() => {
           run().then(resolve, reject);
         }),
       ),

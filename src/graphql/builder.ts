@@ -7,6 +7,10 @@ import { getDatamodel } from '../generated/pothos-types.js';
 import { ApiError, noPermission } from '../errors.js';
 import { requireAnyScope, requireScopes } from '../auth/scopes.js';
 import type { Context } from './context.js';
+import { keepPlans } from './plan-cache.js';
+
+// The Prisma plugin's query plans are kept per operation and variables (src/graphql/plan-cache.ts).
+keepPlans();
 
 export interface AuthScopes {
   /** Every named API scope must be held by the key (else 403 api_scope_missing). */

@@ -36,6 +36,7 @@ import {
   type OperationDefinitionNode,
   type SelectionSetNode,
   type ValueNode,
+  visit,
 } from 'graphql';
 import { PERMISSIONS, SCOPES } from '../permissions/names.js';
 import { EVENT_TYPES } from '../db/outbox.js';
@@ -82,8 +83,82 @@ export function operationOf(
   return ops.length === 1 ? ops[0] : undefined;
 }
 
-/** The cost of the operation `operationName` of `document` (0 when there is no such operation: execution refuses it). */
+/** Costs figured per schema and document, by operation name and the values of the variables a cost reads. */
+const costs = new WeakMap<GraphQLSchema, WeakMap<DocumentNode, Map<string, number>>>();
+/** Costs kept per document (its operations times the page sizes its requests asked for); past it they are dropped. */
+const COSTS_PER_DOCUMENT = 256;
+const variablesRead = new WeakMap<DocumentNode, readonly string[]>();
+const seen = new WeakSet<DocumentNode>();
+
+/**
+ * The variables a cost reads: those in the arguments it reads (page sizes, `ids`), anywhere in the document. The
+ * rest (a download's id, a filter) cannot change it.
+ */
+function costVariables(document: DocumentNode): readonly string[] {
+  let names = variablesRead.get(document);
+  if (names) return names;
+  const found = new Set<string>();
+  const collect = (node: ValueNode) => {
+    if (node.kind === Kind.VARIABLE) found.add(node.name.value);
+    else if (node.kind === Kind.LIST) node.values.forEach(collect);
+  };
+  visit(document, {
+    Argument(arg) {
+      if ((PAGE_SIZE_ARGS as readonly string[]).includes(arg.name.value) || arg.name.value === IDS_ARG)
+        collect(arg.value);
+    },
+  });
+  names = [...found].sort();
+  variablesRead.set(document, names);
+  return names;
+}
+
+/**
+ * The cost of the operation `operationName` of `document` (0 when there is no such operation: execution refuses it).
+ * Figured once per schema, document, operation and values of the variables it reads (costVariables): a request for
+ * another row with the same document and page size costs what the last one did (from the document's second use).
+ */
 export function operationCost(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  variables: Record<string, unknown> | null | undefined,
+  operationName?: string | null,
+): number {
+  // A document's first use is figured as it comes: one that never returns (a client's endless distinct documents, a
+  // refused attack) costs no walk for the variables and no entry.
+  if (!seen.has(document)) {
+    seen.add(document);
+    return figuredCost(schema, document, variables, operationName);
+  }
+  let key: string;
+  try {
+    key = JSON.stringify([
+      operationName ?? null,
+      costVariables(document).map((n) => (variables && n in variables ? [variables[n]] : [])),
+    ]);
+  } catch {
+    return figuredCost(schema, document, variables, operationName); // a value JSON cannot write (a BigInt)
+  }
+  let bySchema = costs.get(schema);
+  if (!bySchema) {
+    bySchema = new WeakMap();
+    costs.set(schema, bySchema);
+  }
+  let known = bySchema.get(document);
+  if (!known) {
+    known = new Map();
+    bySchema.set(document, known);
+  }
+  let cost = known.get(key);
+  if (cost === undefined) {
+    cost = figuredCost(schema, document, variables, operationName);
+    if (known.size >= COSTS_PER_DOCUMENT) known.clear();
+    known.set(key, cost);
+  }
+  return cost;
+}
+
+function figuredCost(
   schema: GraphQLSchema,
   document: DocumentNode,
   variables: Record<string, unknown> | null | undefined,

@@ -196,7 +196,15 @@ export function metricsPlugin(opts: MetricsOptions): Plugin {
     }
     return name;
   };
-  const routeOf = (pathname: string) => matchers.find((m) => m.pattern.test(pathname))?.path ?? 'unmatched';
+  // The matchers under each resource (the path segment after /api/), in their order: a request tries only its own.
+  const segment = (path: string) => path.split('/', 3)[2] ?? '';
+  const byResource = new Map<string, { pattern: RegExp; path: string }[]>();
+  for (const m of matchers) byResource.set(segment(m.path), [...(byResource.get(segment(m.path)) ?? []), m]);
+  const routeOf = (pathname: string) =>
+    byResource.get(segment(pathname))?.find((m) => m.pattern.test(pathname))?.path ?? 'unmatched';
+  /** The path of each request, from the URL Yoga parsed (read again from request.url for a request it never saw). */
+  const paths = new WeakMap<Request, string>();
+  const pathOf = (request: Request) => paths.get(request) ?? new URL(request.url).pathname;
 
   async function serve(request: Request, R: typeof Response): Promise<Response> {
     const text = (status: number, body: string, headers: Record<string, string> = {}) =>
@@ -221,6 +229,7 @@ export function metricsPlugin(opts: MetricsOptions): Plugin {
   return {
     async onRequest({ request, url, endResponse, fetchAPI }) {
       started.set(request, performance.now());
+      paths.set(request, url.pathname);
       if (url.pathname === '/metrics' && opts.access !== 'off') endResponse(await serve(request, fetchAPI.Response));
     },
     onParams({ params, request }) {
@@ -242,7 +251,7 @@ export function metricsPlugin(opts: MetricsOptions): Plugin {
       operations.set(request, operationLabel(op?.name?.value));
     },
     onResultProcess({ result, request }) {
-      if (new URL(request.url).pathname !== '/graphql') return;
+      if (pathOf(request) !== '/graphql') return;
       for (const r of Array.isArray(result) ? result : [result]) {
         for (const e of (r as { errors?: readonly { extensions?: Record<string, unknown> }[] } | undefined)?.errors ??
           []) {
@@ -253,7 +262,7 @@ export function metricsPlugin(opts: MetricsOptions): Plugin {
     async onResponse({ request, response }) {
       const t0 = started.get(request);
       const seconds = t0 === undefined ? 0 : (performance.now() - t0) / 1000;
-      const { pathname } = new URL(request.url);
+      const pathname = pathOf(request);
       const status = String(response.status);
       if (pathname === '/api' || pathname.startsWith('/api/')) {
         const route =

@@ -56,20 +56,21 @@ export function healthPlugin(ping: () => Promise<void>, log?: Logger): Plugin {
 
 /** One log line per request: method, path, status, duration. */
 export function requestLogPlugin(log: Logger): Plugin {
-  const started = new WeakMap<Request, number>();
+  // The start and path of each request (the URL Yoga parsed once); nothing at all when info lines are not written.
+  const started = new WeakMap<Request, { t0: number; path: string }>();
   return {
-    onRequest({ request }) {
-      started.set(request, performance.now());
+    onRequest({ request, url }) {
+      if (log.isLevelEnabled('info')) started.set(request, { t0: performance.now(), path: url.pathname });
     },
     onResponse({ request, response }) {
-      const t0 = started.get(request);
-      const url = new URL(request.url);
+      if (!log.isLevelEnabled('info')) return;
+      const seen = started.get(request);
       log.info(
         {
           method: request.method,
-          path: url.pathname,
+          path: seen?.path ?? new URL(request.url).pathname,
           status: response.status,
-          ms: t0 === undefined ? undefined : Math.round((performance.now() - t0) * 10) / 10,
+          ms: seen === undefined ? undefined : Math.round((performance.now() - seen.t0) * 10) / 10,
         },
         'request',
       );

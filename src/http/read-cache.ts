@@ -374,8 +374,15 @@ function same(versions: TableVersions, key: string, seen: string): boolean {
 }
 
 /** Everything about the visitor an answer can depend on. */
+/** Each visitor's part of a key, made once per visitor (one serves every request of a cached key row: auth/visitor.ts). */
+const visitorKeys = new WeakMap<Visitor, string>();
 function visitorKey(v: Visitor): string {
-  return `${v.apiKeyId}:${v.userId}:${v.isSuper ? 1 : 0}${v.isAdmin ? 1 : 0}${v.isModerator ? 1 : 0}:${[...v.scopes].join(',')}:${v.groupIds.join(',')}`;
+  let key = visitorKeys.get(v);
+  if (key === undefined) {
+    key = `${v.apiKeyId}:${v.userId}:${v.isSuper ? 1 : 0}${v.isAdmin ? 1 : 0}${v.isModerator ? 1 : 0}:${[...v.scopes].join(',')}:${v.groupIds.join(',')}`;
+    visitorKeys.set(v, key);
+  }
+  return key;
 }
 
 /**

@@ -86,7 +86,7 @@ export function createRequestHandler({
   dispatcher,
 }: HttpOptions): http.RequestListener {
   const contextFor = async (request: Request) => {
-    const visitor = await visitorFromHeaders(services.prisma, request.headers, services.groups, services.auth);
+    const visitor = await visitorFromHeaders(services, request.headers, services.groups, services.auth);
     await rateLimits.consume(request, visitor, hashKey(request.headers.get('forum-api-key') ?? ''));
     return createContext(services, visitor);
   };
@@ -231,7 +231,7 @@ export function createRequestHandler({
         readCache: readCache.counts,
         webhooks: dispatcher,
         isSuperKey: async (request) =>
-          (await visitorFromHeaders(services.prisma, request.headers, services.groups, services.auth)).isSuper,
+          (await visitorFromHeaders(services, request.headers, services.groups, services.auth)).isSuper,
       }),
       graphqlUploadPlugin({
         maxFieldBytes: config.maxBodyBytes,

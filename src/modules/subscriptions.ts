@@ -34,7 +34,7 @@ const headersOf = (ctx: Context): Headers => (ctx as Context & { request: Reques
  * context their current rights: the fields resolved for this event ask `ctx.access()` like any query does.
  */
 async function refresh(ctx: Context, headers: Headers): Promise<void> {
-  const visitor = await visitorFromHeaders(ctx.prisma, headers, ctx.groups, ctx.auth);
+  const visitor = await visitorFromHeaders(ctx, headers, ctx.groups, ctx.auth);
   requireScopes(visitor, READ);
   const fresh = createContext(ctx, visitor);
   Object.assign(ctx, { visitor: fresh.visitor, access: fresh.access, withAccess: fresh.withAccess, team: fresh.team });
