@@ -236,36 +236,18 @@ export async function searchDownloads(db: Pick<Database, 'query' | 'kind'>, req:
   const cols = `d.id, d."categoryId", d."prefixId", d."downloadCount", d."ratingAvg", d."ratingCount", d."createdDate", d."lastUpdate"${req.facets ? ', d."tagIds"' : ''}`;
   const bound = bind(LIMITS.searchMaxResults);
   const prefixWord = req.text.prefix === null ? 'NULL' : `dcs_fold(${bind(req.text.prefix)}::text)`;
+  // The fallback's query of title words (dcs_search_typo_query, migration 20270128000000_search_typo_query): a
+  // function, whose plans PL/pgSQL keeps, so that a search statement does not plan it again every time (a third of
+  // the statement's planning, whether the fallback runs or not). Its column is named after the table it reads, which
+  // is how the read cache learns the answer depends on it (src/db/cache-versions.ts reads table names).
+  const typoQuery = `(SELECT dcs_search_typo_query(${folded}::text, ${prefixWord}, ${bind(LIMITS.searchTypoWords)}::int, ${bind(LIMITS.searchTypoCorrections)}::int) AS search_word)`;
   const typoSql = `
-    typo_words AS MATERIALIZED (
-      SELECT w.word, w.word = ${prefixWord} AS prefix, dcs_deletes(w.word) AS deletes,
-        EXISTS (SELECT 1 FROM search_word s WHERE s.word = w.word) AS known
-      FROM dcs_title_words(${folded}::text) w
-      WHERE to_tsvector('dcs_search', w.word) <> ''::tsvector
-      ORDER BY w.n LIMIT ${bind(LIMITS.searchTypoWords)}::int),
-    typo_alts AS MATERIALIZED (
-      SELECT t.word, '(' || concat_ws(' | ',
-          CASE WHEN t.prefix AND NOT t.known THEN t.word || ':*' END,
-          CASE WHEN t.known THEN t.word END,
-          (SELECT string_agg(n.word, ' | ') FROM (
-             SELECT s.word FROM search_word s
-             WHERE length(t.word) >= 3
-               AND (s.deletes && (t.deletes || t.word) OR s.word = ANY(t.deletes)) AND s.word <> t.word
-               AND to_tsvector('dcs_search', s.word) <> ''::tsvector
-             ORDER BY similarity(s.word, t.word) DESC, s.word LIMIT ${bind(LIMITS.searchTypoCorrections)}::int) n)) || ')' AS alts
-      FROM typo_words t WHERE t.prefix OR t.known OR length(t.word) >= 3),
-    typo_terms AS MATERIALIZED (SELECT * FROM typo_alts WHERE alts <> '()'),
-    typo AS MATERIALIZED (
-      SELECT to_tsquery('simple', CASE WHEN (SELECT count(*) FROM typo_terms) <= 2
-          THEN (SELECT string_agg(alts, ' & ') FROM typo_terms)
-          ELSE (SELECT string_agg('(' || (SELECT string_agg(b.alts, ' & ') FROM typo_terms b WHERE b.word <> a.word) || ')', ' | ')
-                FROM typo_terms a) END) AS tq),
     fuzzy_all AS MATERIALIZED (
       SELECT * FROM (
         SELECT ${cols}, 1 AS tier, similarity(dcs_fold(d.title), q.fq) AS sim
         FROM download d, q
         WHERE (SELECT count(*) FROM exact) < ${first}::int
-          AND to_tsvector('simple', dcs_fold(d.title)) @@ (SELECT tq FROM typo)
+          AND to_tsvector('simple', dcs_fold(d.title)) @@ ${typoQuery}
           AND NOT EXISTS (SELECT 1 FROM matched m WHERE m.id = d.id)
           AND ((SELECT count(*) FROM matched) <= ${bound}::int OR NOT (d."searchVector" @@ q.tq))
           ${excluded} ${scopeSql}
