@@ -150,6 +150,13 @@ function visibilitySql(v: DownloadVisibility | null, t: string, bind: Bind): str
   ];
 }
 
+/** The categories of `ids` the visitor may view (all of them when every download is visible). */
+function viewable(ids: readonly number[], v: DownloadVisibility | null): number[] {
+  if (!v) return [...ids];
+  const visible = new Set(v.categoryIds);
+  return ids.filter((id) => visible.has(id));
+}
+
 /**
  * The tsquery of `s` as SQL (config dcs_search: accents folded, stemmed as the documents are). `lexemes`: the lexemes
  * the prefix word starts (prefixLexemes), looked for instead of the prefix; they match the same documents.
@@ -197,7 +204,19 @@ export async function searchDownloads(db: Pick<Database, 'query' | 'kind'>, req:
     params.push(v);
     return `$${params.length}`;
   };
-  const scope = [...visibilitySql(req.visibility, 'd', bind), ...filterSql(DOWNLOAD_FILTER, req.filter, 'd', bind)];
+  // A category filter (a category's subtree) as an overlap with the download's category as an array, which the
+  // documents' GIN index holds beside them (download_category_search_idx, migration
+  // 20270129000000_search_category_index): the matches in those categories come from one index scan, not from the
+  // documents' bitmap and'ed with a bitmap of every download in the categories. Only the categories the visitor may
+  // view (the same rows: the visibility requires them too), so that the index does not read the others' downloads.
+  const { categoryIds, ...filter } = req.filter;
+  const inCategories =
+    categoryIds === undefined ? [] : [`ARRAY[d."categoryId"] && ${bind(viewable(categoryIds, req.visibility))}::int[]`];
+  const scope = [
+    ...visibilitySql(req.visibility, 'd', bind),
+    ...filterSql(DOWNLOAD_FILTER, filter, 'd', bind),
+    ...inCategories,
+  ];
   const scopeSql = scope.length ? `AND ${scope.join(' AND ')}` : '';
   // The tsquery as an expression of the parameters, not read from the CTE `q` where the matches are found: the
   // planner then estimates how many rows match (from the index's statistics of lexemes), and for a common word walks
