@@ -194,6 +194,20 @@ async function prefixLexemes(db: Pick<Database, 'query'>, word: string): Promise
   return lexemes && lexemes.length <= LIMITS.searchPrefixLexemes ? lexemes : null;
 }
 
+/** Statement texts on one line, by the text as built: a few per combination of options (the values are parameters). */
+const oneLines = new Map<string, string>();
+
+/** `sql` with its line breaks and indentation folded to one space (a regular expression over ~8 KB: once per text). */
+function oneLine(sql: string): string {
+  let line = oneLines.get(sql);
+  if (line === undefined) {
+    line = sql.replace(/\s*\n\s*/g, ' ');
+    // The bound only guards against a flood of combinations.
+    if (oneLines.size < 1000) oneLines.set(sql, line);
+  }
+  return line;
+}
+
 const headline = (column: string, options: string) =>
   `ts_headline('dcs_search', translate(${column}, E'\\x01\\x02', ''), q.tq, '${options}, StartSel=${MARK_START}, StopSel=${MARK_END}')`;
 
@@ -349,7 +363,7 @@ export async function searchDownloads(db: Pick<Database, 'query' | 'kind'>, req:
     FROM q`;
   // Planned for its values each time: a prepared statement's generic plan cannot know whether the words are common
   // (walk the order's index to the first results) or rare (read the GIN index's few matches), and picks the second.
-  const rows = await db.query<JsonRow>(sql.replace(/\s*\n\s*/g, ' '), params, { prepared: false });
+  const rows = await db.query<JsonRow>(oneLine(sql), params, { prepared: false });
   const r = rows[0]!;
   const hits: SearchHit[] = (r.rows as JsonRow[]).map((x) => {
     const download = revive<DownloadRow>('Download', x.d);
