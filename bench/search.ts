@@ -505,7 +505,7 @@ async function main() {
     const statements: { sql: string; params: unknown[] }[] = [];
     const query = db.query.bind(db);
     db.query = (async (sql: string, params?: unknown[], o?: { prepared?: boolean }) => {
-      if (sql.includes('typo_words')) statements.push({ sql, params: params ?? [] });
+      if (sql.includes('dcs_search_typo_query')) statements.push({ sql, params: params ?? [] });
       return query(sql, params, o);
     }) as Database['query'];
     for (const q of misspelled) await gql(SEARCH, { q }, userKey);

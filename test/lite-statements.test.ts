@@ -129,6 +129,39 @@ describe('named prepared statements on the embedded database', () => {
     expect(await ours()).toHaveLength(1);
   });
 
+  it('plans a statement for its values every time when asked (customPlan), parsing it once, the setting as it was', async () => {
+    const sql = 'SELECT name FROM t WHERE id = $1';
+    const plans = async () =>
+      (
+        await lite.query<{ g: number; c: number }>(
+          'SELECT generic_plans::int AS g, custom_plans::int AS c FROM pg_prepared_statements WHERE statement = $1',
+          [sql],
+        )
+      ).rows[0];
+    const mode = async () => (await lite.query<{ m: string }>("SELECT current_setting('plan_cache_mode') AS m")).rows;
+    for (let i = 0; i < 8; i++) expect(await st.query(sql, [i % 2 ? 1 : 2], { customPlan: true })).toHaveLength(1);
+    expect(await plans()).toEqual({ g: 0, c: 8 });
+    expect(st.prepares).toBe(3); // the statement, and the two around it
+    expect(await mode()).toEqual([{ m: 'auto' }]);
+    // Without it, PostgreSQL comes to the generic plan after five custom ones.
+    for (let i = 0; i < 8; i++) await st.query(sql, [1]);
+    expect((await plans())!.g).toBeGreaterThan(0);
+    // A failing statement leaves the setting as it was; inside a transaction block too, and the block goes on.
+    await expect(st.query('SELECT 10 / $1::int AS n', [0], { customPlan: true })).rejects.toMatchObject({
+      code: '22012',
+    });
+    expect(await mode()).toEqual([{ m: 'auto' }]);
+    await lite.exec('BEGIN');
+    expect(await st.query('SELECT 10 / $1::int AS n', [5], { customPlan: true })).toEqual([{ n: 2 }]);
+    expect(await mode()).toEqual([{ m: 'auto' }]);
+    expect(lite.isInTransaction()).toBe(true);
+    await lite.exec('COMMIT');
+    // Deallocated under it, the statements around it are prepared again as well.
+    await lite.exec('DEALLOCATE ALL');
+    expect(await st.query(sql, [2], { customPlan: true })).toEqual([{ name: 'two' }]);
+    expect(await mode()).toEqual([{ m: 'auto' }]);
+  });
+
   it('keeps at most its limit of statements, closing the least recently used', async () => {
     const q = (n: number) => `SELECT ${n} AS n`;
     for (const n of [1, 2, 3]) await st.query(q(n));

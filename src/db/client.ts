@@ -106,11 +106,12 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
     connections: () => ({ total: 1, idle: 0, waiting: 0 }),
     prisma,
     query: async <R>(sql: string, params?: unknown[], opts?: { prepared?: boolean }) => {
-      // Unprepared: PGlite's own query(), an unnamed statement (counted by the wrapper above).
-      if (opts?.prepared === false) return (await lite.query<R>(sql, params)).rows;
       statements++;
       seen(sql);
-      return prepared.query<R>(sql, params);
+      // Unprepared: planned for its values every time, as an unnamed statement is, yet parsed once (a named statement
+      // run with plan_cache_mode force_custom_plan): parsing and analysing a search statement cost the embedded
+      // database about as much as planning it.
+      return prepared.query<R>(sql, params, { customPlan: opts?.prepared === false });
     },
     cacheVersions: async ({ downloads = [], versions = [] } = {}) =>
       versionsOf(await prepared.query<{ t: string; v: string }>(VERSIONS_SQL, [downloads, versions]), downloads),

@@ -18,9 +18,10 @@ export interface Database {
    * One statement straight through the driver, outside Prisma: for the hand-written SQL of the hottest reads
    * (each module's store.ts), where Prisma's per-statement cost would dominate. Waits for an open Prisma transaction.
    * Prepared once per connection under a name (src/db/statement-names.ts), so PostgreSQL may come to run it with
-   * a generic plan, made without the parameters' values; `{ prepared: false }` sends it unnamed, planned for its
-   * values every time, for a statement whose best plan depends on them (a search: a common word walks an index
-   * in order, a rare one reads its few matches).
+   * a generic plan, made without the parameters' values; `{ prepared: false }` has it planned for its values every
+   * time, for a statement whose best plan depends on them (a search: a common word walks an index in order, a rare
+   * one reads its few matches): on a server it is sent unnamed; the embedded database parses it once all the same
+   * and runs it with plan_cache_mode force_custom_plan (src/db/lite-statements.ts).
    */
   query<R = Record<string, unknown>>(sql: string, params?: unknown[], opts?: { prepared?: boolean }): Promise<R[]>;
   /** Runs `fn` on one dedicated connection. */

@@ -26,6 +26,15 @@ export const PREPARED_LIMIT = 256;
  */
 const STALE = new Set(['0A000', '26000']);
 
+/**
+ * Run around a statement to be planned for its parameters' values every time (query's `customPlan`), in one batch:
+ * the first sets plan_cache_mode for the current transaction only (the implicit one the batch's Sync ends, or the
+ * transaction block the connection is in, which a failed statement aborts), the second puts it back after the
+ * statement (inside a transaction block the setting would otherwise outlast it).
+ */
+const CUSTOM_PLAN = "SELECT set_config('plan_cache_mode', 'force_custom_plan', true)";
+const RESET_PLAN = 'RESET plan_cache_mode';
+
 export class LiteStatements {
   readonly #lite: PGlite;
   readonly #limit: number;
@@ -48,30 +57,37 @@ export class LiteStatements {
    * Runs one statement as PGlite's query() would: after any open PGlite transaction (Prisma's) ends, and inside
    * whatever transaction block the connection is in (a session's BEGIN), then syncs the file system as query() does.
    */
-  async query<R>(sql: string, params: unknown[] = []): Promise<R[]> {
+  async query<R>(sql: string, params: unknown[] = [], opts: { customPlan?: boolean } = {}): Promise<R[]> {
     await this.#lite._checkReady();
-    return this.#lite._runExclusiveTransaction(() => this.inTransaction<R>(sql, params));
+    return this.#lite._runExclusiveTransaction(() => this.inTransaction<R>(sql, params, opts));
   }
 
   /**
    * query() from inside a PGlite transaction's callback (lite.transaction), which holds what query() would wait for:
    * the statement runs in that transaction.
    */
-  inTransaction<R>(sql: string, params: unknown[] = []): Promise<R[]> {
+  inTransaction<R>(sql: string, params: unknown[] = [], opts: { customPlan?: boolean } = {}): Promise<R[]> {
     const lite = this.#lite;
     return lite._runExclusiveQuery(async () => {
       let rows: R[];
+      // customPlan: planned for the parameters' values every time, as an unnamed statement is (PostgreSQL would
+      // otherwise come to run a prepared statement with a generic plan), but parsed and analysed once.
+      let around = opts.customPlan ? await this.#around() : null;
       const cached = this.#statement(sql);
       try {
-        rows = await this.#run<R>(cached ?? (await this.#prepare(sql)), params);
+        rows = await this.#run<R>(cached ?? (await this.#prepare(sql)), params, around);
       } catch (err) {
         // Only a statement prepared earlier can have gone stale; one prepared just now failed for its own reasons.
-        if (!cached || !STALE.has((err as wire.DatabaseError).code ?? '')) throw withQuery(err, sql, params);
+        if ((!cached && !around) || !STALE.has((err as wire.DatabaseError).code ?? ''))
+          throw withQuery(err, sql, params);
         this.#prepared.delete(sql);
+        this.#prepared.delete(CUSTOM_PLAN);
+        this.#prepared.delete(RESET_PLAN);
         // Inside a failed transaction block nothing more can run: the next call, after the rollback, prepares anew.
         if (lite.isInTransaction()) throw withQuery(err, sql, params);
         try {
-          rows = await this.#run<R>(await this.#prepare(sql), params);
+          if (around) around = await this.#around();
+          rows = await this.#run<R>(await this.#prepare(sql), params, around);
         } catch (again) {
           throw withQuery(again, sql, params);
         }
@@ -79,6 +95,16 @@ export class LiteStatements {
       await lite.syncToFs();
       return rows;
     });
+  }
+
+  /** The statements run around one planned for its values (CUSTOM_PLAN, RESET_PLAN), prepared now if they are not. */
+  async #around(): Promise<[Prepared, Prepared]> {
+    return [await this.#ready(CUSTOM_PLAN), await this.#ready(RESET_PLAN)];
+  }
+
+  /** The statement's prepared form, prepared now if it is not. */
+  async #ready(sql: string): Promise<Prepared> {
+    return this.#statement(sql) ?? (await this.#prepare(sql));
   }
 
   /** The statement's prepared form, marked as the most recently used. */
@@ -123,7 +149,8 @@ export class LiteStatements {
     await this.#exec(serialize.close({ type: 'S', name }));
   }
 
-  async #run<R>(p: Prepared, params: unknown[]): Promise<R[]> {
+  /** Runs `p`; with `around`, between the first statement and the second (without parameters; their rows left out). */
+  async #run<R>(p: Prepared, params: unknown[], around: [Prepared, Prepared] | null = null): Promise<R[]> {
     const lite = this.#lite;
     // The serializer of the parameter's type, as query() picks it (a Date for a timestamp, an object for json).
     const values = params.map((v, i) => {
@@ -131,10 +158,22 @@ export class LiteStatements {
       const ser = lite.serializers[p.paramTypes[i]!];
       return ser ? ser(v) : String(v);
     });
-    const messages = await this.#exec(serialize.bind({ statement: p.name, values }), serialize.execute({}));
+    const run = (statement: string, v: (string | null)[]) => [
+      serialize.bind({ statement, values: v }),
+      serialize.execute({}),
+    ];
+    const messages = await this.#exec(
+      ...(around ? run(around[0].name, []) : []),
+      ...run(p.name, values),
+      ...(around ? run(around[1].name, []) : []),
+    );
+    // The statement's rows: those after the first statement's CommandComplete, when there is one before it.
+    let completed = 0;
+    const mine = around ? 1 : 0;
     const rows: R[] = [];
     for (const m of messages) {
-      if (m.name !== 'dataRow') continue;
+      if (m.name === 'commandComplete') completed++;
+      if (m.name !== 'dataRow' || completed !== mine) continue;
       const row: Record<string, unknown> = {};
       (m as wire.DataRowMessage).fields.forEach((x, i) => {
         const f = p.fields[i]!;

@@ -150,6 +150,13 @@ function visibilitySql(v: DownloadVisibility | null, t: string, bind: Bind): str
   ];
 }
 
+/** The categories of `ids` the visitor may view (all of them when every download is visible). */
+function viewable(ids: readonly number[], v: DownloadVisibility | null): number[] {
+  if (!v) return [...ids];
+  const visible = new Set(v.categoryIds);
+  return ids.filter((id) => visible.has(id));
+}
+
 /**
  * The tsquery of `s` as SQL (config dcs_search: accents folded, stemmed as the documents are). `lexemes`: the lexemes
  * the prefix word starts (prefixLexemes), looked for instead of the prefix; they match the same documents.
@@ -187,6 +194,20 @@ async function prefixLexemes(db: Pick<Database, 'query'>, word: string): Promise
   return lexemes && lexemes.length <= LIMITS.searchPrefixLexemes ? lexemes : null;
 }
 
+/** Statement texts on one line, by the text as built: a few per combination of options (the values are parameters). */
+const oneLines = new Map<string, string>();
+
+/** `sql` with its line breaks and indentation folded to one space (a regular expression over ~8 KB: once per text). */
+function oneLine(sql: string): string {
+  let line = oneLines.get(sql);
+  if (line === undefined) {
+    line = sql.replace(/\s*\n\s*/g, ' ');
+    // The bound only guards against a flood of combinations.
+    if (oneLines.size < 1000) oneLines.set(sql, line);
+  }
+  return line;
+}
+
 const headline = (column: string, options: string) =>
   `ts_headline('dcs_search', translate(${column}, E'\\x01\\x02', ''), q.tq, '${options}, StartSel=${MARK_START}, StopSel=${MARK_END}')`;
 
@@ -197,7 +218,19 @@ export async function searchDownloads(db: Pick<Database, 'query' | 'kind'>, req:
     params.push(v);
     return `$${params.length}`;
   };
-  const scope = [...visibilitySql(req.visibility, 'd', bind), ...filterSql(DOWNLOAD_FILTER, req.filter, 'd', bind)];
+  // A category filter (a category's subtree) as an overlap with the download's category as an array, which the
+  // documents' GIN index holds beside them (download_category_search_idx, migration
+  // 20270129000000_search_category_index): the matches in those categories come from one index scan, not from the
+  // documents' bitmap and'ed with a bitmap of every download in the categories. Only the categories the visitor may
+  // view (the same rows: the visibility requires them too), so that the index does not read the others' downloads.
+  const { categoryIds, ...filter } = req.filter;
+  const inCategories =
+    categoryIds === undefined ? [] : [`ARRAY[d."categoryId"] && ${bind(viewable(categoryIds, req.visibility))}::int[]`];
+  const scope = [
+    ...visibilitySql(req.visibility, 'd', bind),
+    ...filterSql(DOWNLOAD_FILTER, filter, 'd', bind),
+    ...inCategories,
+  ];
   const scopeSql = scope.length ? `AND ${scope.join(' AND ')}` : '';
   // The tsquery as an expression of the parameters, not read from the CTE `q` where the matches are found: the
   // planner then estimates how many rows match (from the index's statistics of lexemes), and for a common word walks
@@ -236,36 +269,18 @@ export async function searchDownloads(db: Pick<Database, 'query' | 'kind'>, req:
   const cols = `d.id, d."categoryId", d."prefixId", d."downloadCount", d."ratingAvg", d."ratingCount", d."createdDate", d."lastUpdate"${req.facets ? ', d."tagIds"' : ''}`;
   const bound = bind(LIMITS.searchMaxResults);
   const prefixWord = req.text.prefix === null ? 'NULL' : `dcs_fold(${bind(req.text.prefix)}::text)`;
+  // The fallback's query of title words (dcs_search_typo_query, migration 20270128000000_search_typo_query): a
+  // function, whose plans PL/pgSQL keeps, so that a search statement does not plan it again every time (a third of
+  // the statement's planning, whether the fallback runs or not). Its column is named after the table it reads, which
+  // is how the read cache learns the answer depends on it (src/db/cache-versions.ts reads table names).
+  const typoQuery = `(SELECT dcs_search_typo_query(${folded}::text, ${prefixWord}, ${bind(LIMITS.searchTypoWords)}::int, ${bind(LIMITS.searchTypoCorrections)}::int) AS search_word)`;
   const typoSql = `
-    typo_words AS MATERIALIZED (
-      SELECT w.word, w.word = ${prefixWord} AS prefix, dcs_deletes(w.word) AS deletes,
-        EXISTS (SELECT 1 FROM search_word s WHERE s.word = w.word) AS known
-      FROM dcs_title_words(${folded}::text) w
-      WHERE to_tsvector('dcs_search', w.word) <> ''::tsvector
-      ORDER BY w.n LIMIT ${bind(LIMITS.searchTypoWords)}::int),
-    typo_alts AS MATERIALIZED (
-      SELECT t.word, '(' || concat_ws(' | ',
-          CASE WHEN t.prefix AND NOT t.known THEN t.word || ':*' END,
-          CASE WHEN t.known THEN t.word END,
-          (SELECT string_agg(n.word, ' | ') FROM (
-             SELECT s.word FROM search_word s
-             WHERE length(t.word) >= 3
-               AND (s.deletes && (t.deletes || t.word) OR s.word = ANY(t.deletes)) AND s.word <> t.word
-               AND to_tsvector('dcs_search', s.word) <> ''::tsvector
-             ORDER BY similarity(s.word, t.word) DESC, s.word LIMIT ${bind(LIMITS.searchTypoCorrections)}::int) n)) || ')' AS alts
-      FROM typo_words t WHERE t.prefix OR t.known OR length(t.word) >= 3),
-    typo_terms AS MATERIALIZED (SELECT * FROM typo_alts WHERE alts <> '()'),
-    typo AS MATERIALIZED (
-      SELECT to_tsquery('simple', CASE WHEN (SELECT count(*) FROM typo_terms) <= 2
-          THEN (SELECT string_agg(alts, ' & ') FROM typo_terms)
-          ELSE (SELECT string_agg('(' || (SELECT string_agg(b.alts, ' & ') FROM typo_terms b WHERE b.word <> a.word) || ')', ' | ')
-                FROM typo_terms a) END) AS tq),
     fuzzy_all AS MATERIALIZED (
       SELECT * FROM (
         SELECT ${cols}, 1 AS tier, similarity(dcs_fold(d.title), q.fq) AS sim
         FROM download d, q
         WHERE (SELECT count(*) FROM exact) < ${first}::int
-          AND to_tsvector('simple', dcs_fold(d.title)) @@ (SELECT tq FROM typo)
+          AND to_tsvector('simple', dcs_fold(d.title)) @@ ${typoQuery}
           AND NOT EXISTS (SELECT 1 FROM matched m WHERE m.id = d.id)
           AND ((SELECT count(*) FROM matched) <= ${bound}::int OR NOT (d."searchVector" @@ q.tq))
           ${excluded} ${scopeSql}
@@ -348,7 +363,7 @@ export async function searchDownloads(db: Pick<Database, 'query' | 'kind'>, req:
     FROM q`;
   // Planned for its values each time: a prepared statement's generic plan cannot know whether the words are common
   // (walk the order's index to the first results) or rare (read the GIN index's few matches), and picks the second.
-  const rows = await db.query<JsonRow>(sql.replace(/\s*\n\s*/g, ' '), params, { prepared: false });
+  const rows = await db.query<JsonRow>(oneLine(sql), params, { prepared: false });
   const r = rows[0]!;
   const hits: SearchHit[] = (r.rows as JsonRow[]).map((x) => {
     const download = revive<DownloadRow>('Download', x.d);
