@@ -24,7 +24,6 @@ const ALONE = [
 // durations from an earlier run and starts the largest files first). Longest first, as measured on the 2-core machine.
 const LONGEST_FIRST = [
   'test/authz-matrix.test.ts',
-  'test/events-fault.test.ts',
   'test/authz-matrix-postgres.test.ts',
   'test/fuzz.test.ts',
   'test/invariants.test.ts',
