@@ -27,6 +27,7 @@ const LONGEST_FIRST = [
   'test/authz-matrix-postgres.test.ts',
   'test/fuzz.test.ts',
   'test/invariants.test.ts',
+  'test/admin-cli.test.ts',
   'test/totals.test.ts',
   'test/readme.test.ts',
   'test/resource-reads.test.ts',

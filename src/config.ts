@@ -194,7 +194,10 @@ export interface Config {
   rateLimitPerMinute: number;
   /** Requests a minute per super-user key (0: no limit, the default). */
   rateLimitSuperPerMinute: number;
-  /** Webhook delivery: the retry schedule (WEBHOOK_RETRY_SECONDS) and an attempt's deadline (defaults in LIMITS). */
+  /**
+   * Webhook delivery: the retry schedule (WEBHOOK_RETRY_SECONDS), an attempt's deadline (WEBHOOK_TIMEOUT_SECONDS; an
+   * instance that dies mid-attempt leaves its delivery to the others after twice this and 5 s) and the outbox poll.
+   */
   webhooks: { retrySeconds: number[]; timeoutMs: number; pollMs: number };
   /** Redis, shared by the instances (rate-limit counts, subscription events); undefined keeps them in each process. */
   redisUrl?: string;
@@ -369,7 +372,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     rateLimitSuperPerMinute: int(env, 'RATE_LIMIT_SUPER_PER_MINUTE', 0),
     webhooks: {
       retrySeconds: retrySchedule(env),
-      timeoutMs: LIMITS.webhookTimeoutMs,
+      timeoutMs: int(env, 'WEBHOOK_TIMEOUT_SECONDS', LIMITS.webhookTimeoutMs / 1000, 1) * 1000,
       pollMs: LIMITS.outboxPollMs,
     },
     redisUrl: env.REDIS_URL || undefined,

@@ -100,6 +100,11 @@ describe('configuration', () => {
     expect(c.graphql.persistedDocumentsPath!.endsWith('/docs.json')).toBe(true);
   });
 
+  it("reads a webhook attempt's deadline in seconds (10 by default)", () => {
+    expect(loadConfig({}).webhooks.timeoutMs).toBe(10_000);
+    expect(loadConfig({ WEBHOOK_TIMEOUT_SECONDS: '2' }).webhooks.timeoutMs).toBe(2_000);
+  });
+
   it('refuses malformed values with a message naming the variable', () => {
     for (const [env, name] of [
       [{ PORT: 'eighty' }, 'PORT'],
@@ -118,6 +123,7 @@ describe('configuration', () => {
       [{ CURSOR_SECRET: 'too short' }, 'CURSOR_SECRET'],
       [{ SUBSCRIPTIONS_PER_KEY: '0' }, 'SUBSCRIPTIONS_PER_KEY'],
       [{ SUBSCRIPTIONS_MAX: 'many' }, 'SUBSCRIPTIONS_MAX'],
+      [{ WEBHOOK_TIMEOUT_SECONDS: '0' }, 'WEBHOOK_TIMEOUT_SECONDS'],
     ] as [Record<string, string>, string][]) {
       expect(() => loadConfig(env), name).toThrow(ConfigError);
       expect(() => loadConfig(env), name).toThrow(name);

@@ -12,6 +12,8 @@ import { serviceArgs } from './helpers/built.js';
 
 const redisUp = await redisAnswers();
 const BURST = 1000;
+/** The webhook attempt deadline of both instances: loopback answers take far less. */
+const LEASE_TIMEOUT_SECONDS = 2;
 
 describe.skipIf(!process.env.TEST_DATABASE_URL || !redisUp)('kill -9 of the dispatching instance mid-burst', () => {
   let b: TestApp;
@@ -40,6 +42,9 @@ describe.skipIf(!process.env.TEST_DATABASE_URL || !redisUp)('kill -9 of the disp
       externalUrlAllowPrivate: true,
       commentFloodSeconds: 0,
       rateLimitPerMinute: 0,
+      // B finds the deliveries A claimed once A's lease on them runs out: it polls the outbox as deployed (not the
+      // tests' slow idle poll), and its attempts have the short deadline A's have.
+      webhooks: { retrySeconds: [1, 1, 1], timeoutMs: LEASE_TIMEOUT_SECONDS * 1000, pollMs: 500 },
     });
   }, 60_000);
   afterAll(async () => {
@@ -82,6 +87,9 @@ describe.skipIf(!process.env.TEST_DATABASE_URL || !redisUp)('kill -9 of the disp
         COMMENT_FLOOD_SECONDS: '0',
         RATE_LIMIT_PER_MINUTE: '0',
         WEBHOOK_RETRY_SECONDS: '1,1,1',
+        // A's lease on a delivery it claimed is twice the attempt's deadline and 5 s: what B waits out once A is
+        // killed (25 s with the default 10 s deadline).
+        WEBHOOK_TIMEOUT_SECONDS: String(LEASE_TIMEOUT_SECONDS),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
