@@ -6,10 +6,10 @@
 // the variables used under the field (arguments of nested fields, @include/@skip/@defer conditions): never on the
 // field's own arguments (its resolver reads those), nor on the request context, since none of this schema's
 // `select`/`query` callbacks reads the context (they take their field arguments only; a callback that needs the
-// context must not be added without turning this off for its field). So a settled plan is kept under those, and a
-// request with the same ones plays it again: the query and the loader mappings it records on the request's context
-// are what a fresh plan would give (the plan is played afresh, or its settled play reused, exactly as on the first
-// request; only the walk is skipped).
+// context must not be added without turning this off for its field: test/plan-cache.test.ts fails on one). So a
+// settled plan is kept under those, and a request with the same ones plays it again: the query and the loader mappings
+// it records on the request's context are what a fresh plan would give (the plan is played afresh, or its settled
+// play reused, exactly as on the first request; only the walk is skipped).
 import { Plan } from '@pothos/selection-mapper';
 import { Kind, visit, type FieldNode, type GraphQLResolveInfo, type GraphQLSchema } from 'graphql';
 
