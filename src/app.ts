@@ -217,6 +217,7 @@ export async function startApp(
         try {
           await flushViews(openDb.prisma, counts);
         } catch (err) {
+          // What the committed batches added is gone from `counts`: the rest is tried again with the next flush.
           views.giveBack(counts);
           log.warn({ err }, 'views not flushed; they are tried again with the next batch');
         }

@@ -82,6 +82,8 @@ export const LIMITS = {
   viewWindowMs: 10 * 60 * 1000,
   /** How often counted views are added to view_count (a kill -9 loses at most this much). */
   viewFlushMs: 30 * 1000,
+  /** Downloads whose counted views one flush transaction adds (src/modules/downloads/views.ts). */
+  viewFlushBatch: 500,
   /** A kept answer that shows counters (view and download counts, a key's last use) is given again for at most this
    * long after they changed (src/http/read-cache.ts). */
   readCacheCounterLagMs: 2_000,

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDatabase, SUPER_KEY, startTestApp, type TestApp } from './helpers/app.js';
 import { statsRange } from '../src/modules/stats/rules.js';
 import { flushViews } from '../src/modules/downloads/views.js';
+import { LIMITS } from '../src/config.js';
 
 const DAY = 24 * 60 * 60 * 1000;
 const today = () => new Date().toISOString().slice(0, 10);
@@ -194,6 +195,19 @@ forEachDatabase((kind) => {
     const after = await t.prisma.downloadDailyStat.findMany({ where: { downloadId: id } });
     const todayOf = (rows: typeof before) => rows.find((r) => r.day.toISOString().startsWith(today()))?.views ?? 0;
     expect(todayOf(after)).toBe(todayOf(before) + 2);
+  });
+
+  it('a flush adds its views in batches of LIMITS.viewFlushBatch downloads, every batch, and empties the map', async () => {
+    const before = await t.prisma.download.findUniqueOrThrow({ where: { id }, select: { viewCount: true } });
+    // More than two batches of downloads that do not exist (skipped; negative ids sort first), the real one in the
+    // third batch: its views are added only if every batch runs.
+    const counts = new Map<number, number>();
+    for (let i = 1; i <= 2 * LIMITS.viewFlushBatch + 10; i++) counts.set(-i, 1);
+    counts.set(id, 4);
+    await flushViews(t.prisma, counts);
+    expect(counts.size).toBe(0);
+    const after = await t.prisma.download.findUniqueOrThrow({ where: { id }, select: { viewCount: true } });
+    expect(after.viewCount).toBe(before.viewCount + 4);
   });
 
   it('a team member (editOwn) may read the statistics; deleting the download removes its days', async () => {

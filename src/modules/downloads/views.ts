@@ -61,24 +61,31 @@ export class ViewCounter {
 }
 
 /**
- * Adds `counts` to the downloads' view_count and to today's (UTC) daily statistics in one transaction (one UPDATE and
- * one upsert for the whole batch; downloads deleted meanwhile are skipped). Only counter columns change: the read
- * cache keeps the answers that do not show them (src/http/read-cache.ts).
+ * Adds `counts` to the downloads' view_count and to today's (UTC) daily statistics, LIMITS.viewFlushBatch downloads
+ * per transaction (one UPDATE and one upsert each; downloads deleted meanwhile are skipped), and removes from `counts`
+ * what each committed transaction added: when one fails, `counts` holds exactly what is still to add. In batches,
+ * because one statement for every download viewed in the flush interval (tens of thousands on a large catalogue)
+ * held all their row locks, and ran the download table's statement triggers over every row, for longer than a
+ * transaction may last: it was cancelled, given back, and the next flush was larger still. Only counter columns
+ * change: the read cache keeps the answers that do not show them (src/http/read-cache.ts).
  */
 export async function flushViews(prisma: PrismaClient, counts: Map<number, number>): Promise<void> {
-  if (counts.size === 0) return;
-  const ids = [...counts.keys()].sort((a, b) => a - b);
-  const ns = ids.map((id) => counts.get(id)!);
-  await prisma.$transaction(async (tx) => {
-    await tx.$executeRaw`
-      UPDATE "download" d SET "viewCount" = d."viewCount" + v.n
-      FROM unnest(${ids}::int[], ${ns}::int[]) AS v(id, n) WHERE d.id = v.id`;
-    // Today's row (UTC) of each download's daily statistics, in the same transaction; the join skips downloads
-    // deleted meanwhile (their rows would break the foreign key).
-    await tx.$executeRaw`
-      INSERT INTO "download_daily_stats" ("downloadId", "day", "views")
-      SELECT v.id, (now() AT TIME ZONE 'UTC')::date, v.n
-      FROM unnest(${ids}::int[], ${ns}::int[]) AS v(id, n) JOIN "download" d ON d.id = v.id
-      ON CONFLICT ("downloadId", "day") DO UPDATE SET "views" = "download_daily_stats"."views" + excluded."views"`;
-  });
+  const all = [...counts.keys()].sort((a, b) => a - b);
+  for (let i = 0; i < all.length; i += LIMITS.viewFlushBatch) {
+    const ids = all.slice(i, i + LIMITS.viewFlushBatch);
+    const ns = ids.map((id) => counts.get(id)!);
+    await prisma.$transaction(async (tx) => {
+      await tx.$executeRaw`
+        UPDATE "download" d SET "viewCount" = d."viewCount" + v.n
+        FROM unnest(${ids}::int[], ${ns}::int[]) AS v(id, n) WHERE d.id = v.id`;
+      // Today's row (UTC) of each download's daily statistics, in the same transaction; the join skips downloads
+      // deleted meanwhile (their rows would break the foreign key).
+      await tx.$executeRaw`
+        INSERT INTO "download_daily_stats" ("downloadId", "day", "views")
+        SELECT v.id, (now() AT TIME ZONE 'UTC')::date, v.n
+        FROM unnest(${ids}::int[], ${ns}::int[]) AS v(id, n) JOIN "download" d ON d.id = v.id
+        ON CONFLICT ("downloadId", "day") DO UPDATE SET "views" = "download_daily_stats"."views" + excluded."views"`;
+    });
+    for (const id of ids) counts.delete(id);
+  }
 }
