@@ -246,6 +246,30 @@ forEachDatabase((kind) => {
       expect(titles(await search('cafe racr castel'))).toEqual(['Café Racer']);
     });
 
+    it('the fallback adds to the exact matches only when they are fewer than first, on both faces', async () => {
+      // "Lairr" is one typo from "lair": not an exact match of "lair dragon" (the prefix is "dragon"), a fuzzy one.
+      const made = await t.rest('POST', '/api/mc-dm-downloads/', {
+        key: alice.key,
+        form: { category_id: cat.Caves, title: 'Dragon Lairr', version_string: '1' },
+      });
+      expect(made.status, JSON.stringify(made.body)).toBe(200);
+      try {
+        const exactOnly = await search('lair dragon', { first: 1 });
+        expect(titles(exactOnly)).toEqual(['Dragon Lair']);
+        expect(exactOnly.totalCount).toBe(1);
+        const both = await search('lair dragon', { first: 2 });
+        expect(titles(both)).toEqual(['Dragon Lair', 'Dragon Lairr']);
+        expect(both.totalCount).toBe(2);
+        const viaRest = async (perPage: number) =>
+          (await rest({ q: 'lair dragon', per_page: perPage })).body.downloads.map((d: any) => d.title);
+        expect(await viaRest(1)).toEqual(['Dragon Lair']);
+        expect(await viaRest(2)).toEqual(['Dragon Lair', 'Dragon Lairr']);
+      } finally {
+        // Soft-deleted: hidden from alice in the tests that follow.
+        expect((await t.rest('DELETE', `/api/mc-dm-downloads/${made.body.download.download_id}/`)).status).toBe(200);
+      }
+    });
+
     it('highlights mark the matches and escape everything else', async () => {
       const s = await search('fast');
       expect(s.edges[0].highlight).toEqual({

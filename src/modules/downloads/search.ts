@@ -170,28 +170,57 @@ function tsquerySql(s: SearchText, bind: Bind, lexemes: readonly string[] | null
   return `(${head} ${s.prefixOr ? '||' : '&&'} ${prefix})`;
 }
 
+/** What the lexicon knows of a query's words. */
+interface Lexicon {
+  /**
+   * The lexemes of the search documents that the prefix word starts (its lexeme in dcs_search, as `to_tsquery('word:*')`
+   * makes it): looked for exactly, they match the documents the prefix matches, and the GIN index reads them as far as
+   * the query needs, where a prefix has it collect every posting of every lexeme it starts first. Null, to match the
+   * prefix as such: when there is no prefix word, when it makes no lexeme or more than one (a stop word, a word the
+   * parser splits), when no document holds a lexeme it starts, or when it starts more than LIMITS.searchPrefixLexemes.
+   */
+  prefix: string[] | null;
+  /**
+   * No document can match: the query is a plain conjunction (no "or") and one of its words is in no document (or its
+   * prefix word starts none); the search then goes straight to the typo fallback.
+   */
+  none: boolean;
+}
+
 /**
- * The lexemes of the search documents that the prefix word `word` starts (its lexeme in dcs_search, as
- * `to_tsquery('word:*')` makes it), from the lexicon search_lexeme (migration 20270125000000_search_prefixes), which
- * holds every lexeme of every document: looked for exactly, they match the documents the prefix matches, and the GIN
- * index reads them as far as the query needs, where a prefix has it collect every posting of every lexeme it starts
- * first. Null, to match the prefix as such: when the word makes no lexeme or more than one (a stop word, a word the
- * parser splits), when no document holds a lexeme it starts (the prefix scan then finds nothing, at no cost), or when
- * it starts more than LIMITS.searchPrefixLexemes. A prefix is a range of the lexicon's key ("C" collation): the
- * lexemes from the prefix up to the prefix followed by U+10FFFF, the last code point (a lexeme that continues the
- * prefix with it, a noncharacter, would be left out).
+ * What the lexicon of the documents' lexemes (search_lexeme, migration 20270125000000_search_prefixes), which holds
+ * every lexeme of every document (and keeps those of deleted ones, which only makes `none` rarer), knows of `s`, in
+ * one statement. A prefix is a range of the lexicon's key ("C" collation): the lexemes from the prefix up to the prefix
+ * followed by U+10FFFF, the last code point (a lexeme that continues the prefix with it, a noncharacter, would be left
+ * out). The words every match must hold are those the query's lexemes are made of, by the same parser and
+ * configuration as websearch_to_tsquery makes them (stop words make none).
  */
-async function prefixLexemes(db: Pick<Database, 'query'>, word: string): Promise<string[] | null> {
-  const [row] = await db.query<{ lexemes: string[] | null }>(
+async function lexiconOf(db: Pick<Database, 'query'>, s: SearchText): Promise<Lexicon> {
+  // The words every match holds: those of a query without "or", less the -exclusions (quotes only group them).
+  const plain = !s.prefixOr && !/(^|\s)or(\s|$)/i.test(s.head);
+  const required = plain
+    ? s.head
+        .split(/\s+/)
+        .filter((w) => w && !w.startsWith('-'))
+        .join(' ')
+        .replace(/"/g, ' ')
+    : '';
+  const [row] = await db.query<{ lexemes: string[] | null; prefixes: number | null; unknown: number }>(
     `SELECT (SELECT array_agg(s.lexeme ORDER BY s.lexeme) FROM (
          SELECT s.lexeme FROM search_lexeme s
          WHERE s.lexeme >= p.l[1] COLLATE "C" AND s.lexeme < (p.l[1] || chr(1114111)) COLLATE "C"
-         ORDER BY s.lexeme LIMIT $2::int + 1) s) AS lexemes
-     FROM (SELECT tsvector_to_array(to_tsvector('dcs_search', $1::text)) AS l) p WHERE cardinality(p.l) = 1`,
-    [word, LIMITS.searchPrefixLexemes],
+         ORDER BY s.lexeme LIMIT $2::int + 1) s) AS lexemes, cardinality(p.l) AS prefixes,
+       (SELECT count(*)::int FROM unnest(tsvector_to_array(to_tsvector('dcs_search', $3::text))) w(lexeme)
+        WHERE NOT EXISTS (SELECT 1 FROM search_lexeme s WHERE s.lexeme = w.lexeme)) AS unknown
+     FROM (SELECT tsvector_to_array(to_tsvector('dcs_search', $1::text)) AS l) p`,
+    [s.prefix ?? '', LIMITS.searchPrefixLexemes, required],
   );
-  const lexemes = row?.lexemes ?? null;
-  return lexemes && lexemes.length <= LIMITS.searchPrefixLexemes ? lexemes : null;
+  const one = row?.prefixes === 1;
+  const lexemes = one ? (row.lexemes ?? []) : null;
+  return {
+    prefix: lexemes && lexemes.length > 0 && lexemes.length <= LIMITS.searchPrefixLexemes ? lexemes : null,
+    none: plain && (row!.unknown > 0 || (s.prefix !== null && one && lexemes!.length === 0)),
+  };
 }
 
 /** Statement texts on one line, by the text as built: a few per combination of options (the values are parameters). */
@@ -211,8 +240,38 @@ function oneLine(sql: string): string {
 const headline = (column: string, options: string) =>
   `ts_headline('dcs_search', translate(${column}, E'\\x01\\x02', ''), q.tq, '${options}, StartSel=${MARK_START}, StopSel=${MARK_END}')`;
 
-/** Runs a search: one statement (the page with its highlights, the total and the facets). */
+/**
+ * Runs a search: one statement (the page with its highlights, the total and the facets), planned without the typo
+ * fallback; only when it finds fewer exact matches than the page is the statement with the fallback run (the same
+ * answer the fallback would add nothing to otherwise). The fallback's parts are a good share of the statement's
+ * planning, which a search pays every time (bench/README.md).
+ */
 export async function searchDownloads(db: Pick<Database, 'query' | 'kind'>, req: SearchRequest): Promise<SearchResult> {
+  // The matches are found with the prefix word's lexemes when there are few (the same documents, read more cheaply);
+  // rank, highlights and the fallback's check keep the prefix (`q.tq`), so that ranks are as the prefix gives them.
+  // On a PostgreSQL server only: on the embedded database the lexicon's statement cost more than it saved (CPU per
+  // search at 50,000 downloads, bench/README.md: 14.6 ms without it, 21.0 with it, for a common word).
+  // On a PostgreSQL server, a query no document can match (a misspelled word) goes straight to the statement with the
+  // fallback; elsewhere the statement without it tells.
+  const lexicon = db.kind === 'postgres' ? await lexiconOf(db, req.text) : { prefix: null, none: false };
+  const lexemes = lexicon.prefix;
+  const run = async (fallback: boolean) => {
+    const { sql, params } = searchStatement(req, lexemes, fallback);
+    // Planned for its values each time: a prepared statement's generic plan cannot know whether the words are common
+    // (walk the order's index to the first results) or rare (read the GIN index's few matches), and picks the second.
+    return (await db.query<JsonRow>(sql, params, { prepared: false }))[0]!;
+  };
+  let r = lexicon.none ? null : await run(false);
+  if (r === null || Number(r.total) < req.first) r = await run(true);
+  return resultOf(req, r);
+}
+
+/** The search statement and its parameters; `fallback`: with the typo fallback (else the exact matches only). */
+function searchStatement(
+  req: SearchRequest,
+  lexemes: string[] | null,
+  fallback: boolean,
+): { sql: string; params: unknown[] } {
   const params: unknown[] = [];
   const bind: Bind = (v) => {
     params.push(v);
@@ -236,19 +295,16 @@ export async function searchDownloads(db: Pick<Database, 'query' | 'kind'>, req:
   // planner then estimates how many rows match (from the index's statistics of lexemes), and for a common word walks
   // the order's index to the first LIMITS.searchMaxResults matches instead of reading every match and sorting them.
   const tq = tsquerySql(req.text, bind);
-  // The matches are found with the prefix word's lexemes when there are few (the same documents, read more cheaply);
-  // rank, highlights and the fallback's check keep the prefix (`q.tq`), so that ranks are as the prefix gives them.
-  // On a PostgreSQL server only: on the embedded database the lexicon's statement cost more than it saved (CPU per
-  // search at 50,000 downloads, bench/README.md: 14.6 ms without it, 21.0 with it, for a common word).
-  const lexemes = req.text.prefix === null || db.kind !== 'postgres' ? null : await prefixLexemes(db, req.text.prefix);
   const matchTq = lexemes ? tsquerySql(req.text, bind, lexemes) : tq;
-  const folded = bind(req.text.text);
-  const first = bind(req.first);
-  const similarity = bind(LIMITS.searchTypoSimilarity);
-  const closeSimilarity = bind(Math.max(LIMITS.searchTypoSimilarity, LIMITS.searchTypoCloseSimilarity));
-  const excluded = req.text.excluded
-    ? `AND NOT (d."searchVector" @@ websearch_to_tsquery('dcs_search', ${bind(req.text.excluded)}::text))`
-    : '';
+  // Bound only in the statement with the fallback (a parameter no part of the statement reads has no type).
+  const folded = fallback ? bind(req.text.text) : '';
+  const first = fallback ? bind(req.first) : '';
+  const similarity = fallback ? bind(LIMITS.searchTypoSimilarity) : '';
+  const closeSimilarity = fallback ? bind(Math.max(LIMITS.searchTypoSimilarity, LIMITS.searchTypoCloseSimilarity)) : '';
+  const excluded =
+    fallback && req.text.excluded
+      ? `AND NOT (d."searchVector" @@ websearch_to_tsquery('dcs_search', ${bind(req.text.excluded)}::text))`
+      : '';
   // The typo fallback (when the exact matches are fewer than the page), without comparing the query with every
   // title: the query's words (the first LIMITS.searchTypoWords, stop words left out as the exact search leaves them
   // out), each as typed when it is a title word (the lexicon search_word, migration 20270111000000_search_lexicon),
@@ -268,19 +324,20 @@ export async function searchDownloads(db: Pick<Database, 'query' | 'kind'>, req:
   // with the results: a lookup in download_tag per result cost more than the rest of the facets together.
   const cols = `d.id, d."categoryId", d."prefixId", d."downloadCount", d."ratingAvg", d."ratingCount", d."createdDate", d."lastUpdate"${req.facets ? ', d."tagIds"' : ''}`;
   const bound = bind(LIMITS.searchMaxResults);
-  const prefixWord = req.text.prefix === null ? 'NULL' : `dcs_fold(${bind(req.text.prefix)}::text)`;
+  const prefixWord = !fallback || req.text.prefix === null ? 'NULL' : `dcs_fold(${bind(req.text.prefix)}::text)`;
   // The fallback's query of title words (dcs_search_typo_query, migration 20270128000000_search_typo_query): a
   // function, whose plans PL/pgSQL keeps, so that a search statement does not plan it again every time (a third of
   // the statement's planning, whether the fallback runs or not). Its column is named after the table it reads, which
   // is how the read cache learns the answer depends on it (src/db/cache-versions.ts reads table names).
-  const typoQuery = `(SELECT dcs_search_typo_query(${folded}::text, ${prefixWord}, ${bind(LIMITS.searchTypoWords)}::int, ${bind(LIMITS.searchTypoCorrections)}::int) AS search_word)`;
-  const typoSql = `
+  const typoQuery = () =>
+    `(SELECT dcs_search_typo_query(${folded}::text, ${prefixWord}, ${bind(LIMITS.searchTypoWords)}::int, ${bind(LIMITS.searchTypoCorrections)}::int) AS search_word)`;
+  const typoSql = () => `
     fuzzy_all AS MATERIALIZED (
       SELECT * FROM (
         SELECT ${cols}, 1 AS tier, similarity(dcs_fold(d.title), q.fq) AS sim
         FROM download d, q
         WHERE (SELECT count(*) FROM exact) < ${first}::int
-          AND to_tsvector('simple', dcs_fold(d.title)) @@ ${typoQuery}
+          AND to_tsvector('simple', dcs_fold(d.title)) @@ ${typoQuery()}
           AND NOT EXISTS (SELECT 1 FROM matched m WHERE m.id = d.id)
           AND ((SELECT count(*) FROM matched) <= ${bound}::int OR NOT (d."searchVector" @@ q.tq))
           ${excluded} ${scopeSql}
@@ -299,7 +356,9 @@ export async function searchDownloads(db: Pick<Database, 'query' | 'kind'>, req:
   // Relevance: the ranked matches, then the fuzzy ones; other orders: every result in that order, fuzzy ones last.
   const pageSource =
     req.order === 'relevance'
-      ? '(SELECT * FROM ranked UNION ALL SELECT *, NULL::real AS rank FROM fuzzy) r'
+      ? fallback
+        ? '(SELECT * FROM ranked UNION ALL SELECT *, NULL::real AS rank FROM fuzzy) r'
+        : 'ranked r'
       : 'results r';
   const order =
     req.order === 'relevance'
@@ -336,14 +395,14 @@ export async function searchDownloads(db: Pick<Database, 'query' | 'kind'>, req:
   const offset = bind(req.offset);
   const take = bind(req.take);
   const sql = `
-    WITH q AS MATERIALIZED (SELECT ${tq} AS tq, dcs_fold(${folded}::text) AS fq),
+    WITH q AS MATERIALIZED (SELECT ${tq} AS tq${fallback ? `, dcs_fold(${folded}::text) AS fq` : ''}),
     matched AS MATERIALIZED (
       SELECT ${cols}, 0 AS tier, 0::real AS sim${relevance ? ', d."searchVector" AS sv' : ''}
       FROM download d WHERE d."searchVector" @@ ${matchTq} ${scopeSql}
       ORDER BY ${candidates} LIMIT ${bound}::int + 1),
     exact AS MATERIALIZED (SELECT ${cols}, d.tier, d.sim FROM matched d ORDER BY ${candidates} LIMIT ${bound}::int),
-    ${typoSql}
-    results AS (SELECT * FROM exact UNION ALL SELECT * FROM fuzzy),
+    ${fallback ? typoSql() : ''}
+    results AS (SELECT * FROM exact${fallback ? ' UNION ALL SELECT * FROM fuzzy' : ''}),
     ${
       relevance
         ? `ranked AS (SELECT ${cols}, d.tier, d.sim, ts_rank(d.sv, q.tq) AS rank
@@ -361,10 +420,11 @@ export async function searchDownloads(db: Pick<Database, 'query' | 'kind'>, req:
          FROM download d WHERE d.id = p.id) d ON TRUE) AS rows
       ${facets}
     FROM q`;
-  // Planned for its values each time: a prepared statement's generic plan cannot know whether the words are common
-  // (walk the order's index to the first results) or rare (read the GIN index's few matches), and picks the second.
-  const rows = await db.query<JsonRow>(oneLine(sql), params, { prepared: false });
-  const r = rows[0]!;
+  return { sql: oneLine(sql), params };
+}
+
+/** The search's answer from the statement's row. */
+function resultOf(req: SearchRequest, r: JsonRow): SearchResult {
   const hits: SearchHit[] = (r.rows as JsonRow[]).map((x) => {
     const download = revive<DownloadRow>('Download', x.d);
     if (req.rel.category) download.category = revive<Category>('Category', x.c);
