@@ -350,8 +350,9 @@ function searchStatement(
       ORDER BY f.sim DESC, f.id DESC
       LIMIT greatest(${first}::int - (SELECT count(*) FROM exact), 0)),`;
   const candidates = candidateOrderSql(req.order, req.direction, 'd');
-  // Relevance ranks the exact results by their documents, carried in `matched` from the rows it read (not read again
-  // by id: a thousand index lookups for a common word).
+  // Relevance ranks the exact results by their documents as `matched` reads them (not read again by id: a thousand
+  // index lookups for a common word); the rank, not the document, is carried (and sorted) with the rows: the
+  // documents made the sort of a filtered faceted search's 1,700 matches three times as large.
   const relevance = req.order === 'relevance';
   // Relevance: the ranked matches, then the fuzzy ones; other orders: every result in that order, fuzzy ones last.
   const pageSource =
@@ -397,7 +398,7 @@ function searchStatement(
   const sql = `
     WITH q AS MATERIALIZED (SELECT ${tq} AS tq${fallback ? `, dcs_fold(${folded}::text) AS fq` : ''}),
     matched AS MATERIALIZED (
-      SELECT ${cols}, 0 AS tier, 0::real AS sim${relevance ? ', d."searchVector" AS sv' : ''}
+      SELECT ${cols}, 0 AS tier, 0::real AS sim${relevance ? `, ts_rank(d."searchVector", ${tq}) AS rank` : ''}
       FROM download d WHERE d."searchVector" @@ ${matchTq} ${scopeSql}
       ORDER BY ${candidates} LIMIT ${bound}::int + 1),
     exact AS MATERIALIZED (SELECT ${cols}, d.tier, d.sim FROM matched d ORDER BY ${candidates} LIMIT ${bound}::int),
@@ -405,8 +406,7 @@ function searchStatement(
     results AS (SELECT * FROM exact${fallback ? ' UNION ALL SELECT * FROM fuzzy' : ''}),
     ${
       relevance
-        ? `ranked AS (SELECT ${cols}, d.tier, d.sim, ts_rank(d.sv, q.tq) AS rank
-             FROM matched d, q ORDER BY ${candidates} LIMIT ${bound}::int),`
+        ? `ranked AS (SELECT ${cols}, d.tier, d.sim, d.rank FROM matched d ORDER BY ${candidates} LIMIT ${bound}::int),`
         : ''
     }
     page AS (
