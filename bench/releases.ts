@@ -2,6 +2,8 @@
 // the two release reads a launcher makes, against the compiled service, seeded through the API:
 //   - update check: POST /api/mc-dm-updates/ with 500 hashes (every one known: 500 downloads, each with a 1.0.0
 //     holding the file and two newer versions, one of them a beta), channel release, compatible_with one value;
+//   - lookup by hash: GET /api/mc-dm-files/?hash=…&hash=… and GraphQL filesByHash with 100 of those hashes (the
+//     route's bound), each request its own hundred;
 //   - resolution: GET /api/mc-dm-versions/<root>/dependencies/ over a 200-version graph (50 downloads × 4 semver
 //     versions; each download's versions need the next two downloads with ^1.1.0, a back edge makes a cycle).
 // Sequential requests (one client) after a warm-up; prints p50, p99 and max per scenario. `--catalogue N` first
@@ -297,6 +299,34 @@ async function main() {
           'query($h: [String!]!) { updates(hashes: $h, channel: RELEASE, compatibleWith: ["1.21"]) { hash current { versionId } latest { versionId fileList(first: 1) { fileId } } } }',
         variables: { h: hashes.slice(0, 500) },
       });
+    });
+    // The lookup by hash (a launcher identifying installed files): 100 hashes a request, the route's bound, each
+    // request its own hundred of the 500 known ones.
+    const hundred = (i: number) => hashes.slice((i * 100) % n, ((i * 100) % n) + 100);
+    const lookupRest = (i: number) =>
+      call(
+        'GET',
+        `/api/mc-dm-files/?per_page=100&${hundred(i)
+          .map((h) => `hash=${encodeURIComponent(h)}`)
+          .join('&')}`,
+      );
+    const lookupGraphql = (i: number) =>
+      call('POST', '/graphql', {
+        query: 'query($h: [String!]!) { filesByHash(hashes: $h) { fileId fileHash version { versionId } } }',
+        variables: { h: hundred(i) },
+      });
+    const restFound = (await lookupRest(0)).files.length;
+    const graphqlFound = (await lookupGraphql(0)).data.filesByHash.length;
+    if (restFound !== hundred(0).length || graphqlFound !== hundred(0).length)
+      throw new Error(
+        `the lookup by hash found ${restFound} (REST) and ${graphqlFound} (GraphQL) of ${hundred(0).length}`,
+      );
+    let round = 0;
+    await measure(`lookup by hash, ${hundred(0).length} hashes (REST ?hash=, ${opts.db})`, async () => {
+      await lookupRest(round++);
+    });
+    await measure(`lookup by hash, ${hundred(0).length} hashes (GraphQL filesByHash, ${opts.db})`, async () => {
+      await lookupGraphql(round++);
     });
     await measure(`resolution, 200-version graph (REST, ${opts.db})`, async () => {
       await call('GET', `/api/mc-dm-versions/${graph[0]!.versionIds[3]}/dependencies/`);
