@@ -182,7 +182,8 @@ interface Lexicon {
   prefix: string[] | null;
   /**
    * No document can match: the query is a plain conjunction (no "or") and one of its words is in no document (or its
-   * prefix word starts none); the search then goes straight to the typo fallback.
+   * prefix word starts none); the search then goes straight to the typo fallback, without looking for exact matches
+   * (as the prefix's lexemes, this trusts the lexicon to hold every lexeme of every document).
    */
   none: boolean;
 }
@@ -256,7 +257,7 @@ export async function searchDownloads(db: Pick<Database, 'query' | 'kind'>, req:
   const lexicon = db.kind === 'postgres' ? await lexiconOf(db, req.text) : { prefix: null, none: false };
   const lexemes = lexicon.prefix;
   const run = async (fallback: boolean) => {
-    const { sql, params } = searchStatement(req, lexemes, fallback);
+    const { sql, params } = searchStatement(req, lexemes, fallback, lexicon.none);
     // Planned for its values each time: a prepared statement's generic plan cannot know whether the words are common
     // (walk the order's index to the first results) or rare (read the GIN index's few matches), and picks the second.
     return (await db.query<JsonRow>(sql, params, { prepared: false }))[0]!;
@@ -266,11 +267,16 @@ export async function searchDownloads(db: Pick<Database, 'query' | 'kind'>, req:
   return resultOf(req, r);
 }
 
-/** The search statement and its parameters; `fallback`: with the typo fallback (else the exact matches only). */
+/**
+ * The search statement and its parameters; `fallback`: with the typo fallback (else the exact matches only); `none`:
+ * the lexicon says no document matches exactly, so the statement does not look (the index would read the postings of
+ * the query's known words to find nothing: 2 ms for a misspelled title on the 500k catalogue).
+ */
 function searchStatement(
   req: SearchRequest,
   lexemes: string[] | null,
   fallback: boolean,
+  none: boolean,
 ): { sql: string; params: unknown[] } {
   const params: unknown[] = [];
   const bind: Bind = (v) => {
@@ -399,7 +405,7 @@ function searchStatement(
     WITH q AS MATERIALIZED (SELECT ${tq} AS tq${fallback ? `, dcs_fold(${folded}::text) AS fq` : ''}),
     matched AS MATERIALIZED (
       SELECT ${cols}, 0 AS tier, 0::real AS sim${relevance ? `, ts_rank(d."searchVector", ${tq}) AS rank` : ''}
-      FROM download d WHERE d."searchVector" @@ ${matchTq} ${scopeSql}
+      FROM download d WHERE ${none ? 'FALSE AND ' : ''}d."searchVector" @@ ${matchTq} ${scopeSql}
       ORDER BY ${candidates} LIMIT ${bound}::int + 1),
     exact AS MATERIALIZED (SELECT ${cols}, d.tier, d.sim FROM matched d ORDER BY ${candidates} LIMIT ${bound}::int),
     ${fallback ? typoSql() : ''}
