@@ -1,7 +1,7 @@
 // `npm run bench:profile`: where a request's time goes. Seeds a small catalogue into an in-memory database, then
 // for each route prints milliseconds and SQL statements per request (sequential, one client), for two writes (a
 // download edited, a comment posted) milliseconds and this process's CPU per request, and for the route
-// given with --route a CPU profile's top functions by self time. `--database-url postgres://…` runs on a fresh
+// given with --route a CPU profile's top functions by self time (with --profile-writes, each write's too). `--database-url postgres://…` runs on a fresh
 // database of that server (dropped at the end) instead. In --route, `:download`, `:version`, `:commentDownload` and
 // `:category` stand for the seeded ids the route table uses.
 import { parseArgs } from 'node:util';
@@ -21,6 +21,8 @@ const { values: opts } = parseArgs({
     route: { type: 'string' },
     requests: { type: 'string', default: '200' },
     'database-url': { type: 'string' },
+    /** Also a CPU profile of each write's requests (top functions by self time). */
+    'profile-writes': { type: 'boolean', default: false },
   },
 });
 const N = Number(opts.requests);
@@ -166,6 +168,12 @@ const writes: [string, (i: number) => Promise<void>][] = [
 console.log('\n#  ', 'write'.padEnd(60), 'ms/req', 'CPU ms/req');
 for (const [name, write] of writes) {
   for (let i = 0; i < 20; i++) await write(i);
+  const session = opts['profile-writes'] ? new Session() : null;
+  if (session) {
+    session.connect();
+    await session.post('Profiler.enable');
+    await session.post('Profiler.start');
+  }
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   for (let i = 0; i < N; i++) await write(i);
@@ -176,6 +184,16 @@ for (const [name, write] of writes) {
     ((performance.now() - t0) / N).toFixed(2).padStart(6),
     ((cpu.user + cpu.system) / 1000 / N).toFixed(2).padStart(10),
   );
+  if (session) {
+    const { profile } = (await session.post('Profiler.stop')) as { profile: CpuProfile };
+    if (process.env.PROFILE_OUT) (await import('node:fs')).writeFileSync(`${process.env.PROFILE_OUT}-${name.split(' ')[0]}.cpuprofile`, JSON.stringify(profile));
+    const summary = summarize(profile);
+    console.log(`\nSelf time by package for ${name} (${N} requests, the profiler's overhead included):`);
+    for (const line of summary.packages) console.log(line);
+    console.log(`\nTop self time for ${name}:`);
+    for (const line of summary.functions) console.log(line);
+    session.disconnect();
+  }
 }
 
 if (opts.route) {
