@@ -186,7 +186,11 @@ for (const [name, write] of writes) {
   );
   if (session) {
     const { profile } = (await session.post('Profiler.stop')) as { profile: CpuProfile };
-    if (process.env.PROFILE_OUT) (await import('node:fs')).writeFileSync(`${process.env.PROFILE_OUT}-${name.split(' ')[0]}.cpuprofile`, JSON.stringify(profile));
+    if (process.env.PROFILE_OUT)
+      (await import('node:fs')).writeFileSync(
+        `${process.env.PROFILE_OUT}-${name.split(' ')[0]}.cpuprofile`,
+        JSON.stringify(profile),
+      );
     const summary = summarize(profile);
     console.log(`\nSelf time by package for ${name} (${N} requests, the profiler's overhead included):`);
     for (const line of summary.packages) console.log(line);
