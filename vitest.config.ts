@@ -83,11 +83,11 @@ export default defineConfig({
           // Each file still starts in a process of its own: the forks pool reads `poolOptions.forks.isolate` from the
           // root config, not from a project's, and this setting only spares resetting the modules inside a worker.
           // Shared worker processes (that option on the root) collected the files in 14 s instead of 101 s and ran
-          // the suite 80 s faster, but tinypool then retires workers between groups of files and at the end, and a
-          // retired worker could spin instead of answering its teardown: the run ended on an unhandled "Terminating
-          // worker thread", leaving that worker running (seen with 2 and 3 workers, vitest 3.2.7). A CPU profile of
-          // such a worker: vitest's own listener for unhandled errors reports each through its IPC channel, already
-          // closed, whose ERR_IPC_CHANNEL_CLOSED error that listener catches and reports again, without end.
+          // the suite 80 s faster, but tinypool then retires workers between groups of files and at the end without
+          // awaiting their teardown, and the pool's close kills a worker whose teardown is still pending: runs ended
+          // on an unhandled "Terminating worker thread" (seen with 2 and 3 workers, vitest 3.2.7, tinypool 1.x),
+          // sometimes leaving that worker spinning (a CPU profile: vitest's listener for unhandled errors reporting
+          // through the closed IPC channel, catching its own ERR_IPC_CHANNEL_CLOSED, without end).
           isolate: false,
           include: ['test/**/*.test.ts'],
           exclude: [...configDefaults.exclude, ...ALONE],
