@@ -3,8 +3,8 @@
 // loses none). The dispatcher (src/jobs/events.ts) claims the rows, feeds the subscriptions and queues webhook
 // deliveries. A module records its events with its transaction client:
 //
-//   await prisma.$transaction(async (tx) => { const c = await tx.comment.create(…); await recordEvent(tx, 'comment.posted', c.id, c.downloadId); });
-import type { Prisma } from '../generated/prisma/client.js';
+//   await db.transaction(async (tx) => { const [c] = await tx.query(INSERT_COMMENT, …); await recordEvent(tx, 'comment.posted', c.id, c.downloadId); });
+import { sqlRows, type Sql } from './sql.js';
 
 /** Every event type, in the order the API lists them. */
 export const EVENT_TYPES = [
@@ -22,21 +22,26 @@ export const EVENT_TYPES = [
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
-/** What writes the outbox row: a transaction client (or the client itself, for a write that is one statement). */
-type Writer = Pick<Prisma.TransactionClient, 'eventOutbox'>;
-
 /**
- * Records one event of the change being written through `tx`. `objectId` is the id of the object the type names
- * (the download, version, file, comment or review); `downloadId` the download it belongs to.
+ * Records one event of the change being written through `tx` (a driver or a Prisma transaction, src/db/sql.ts).
+ * `objectId` is the id of the object the type names (the download, version, file, comment or review); `downloadId`
+ * the download it belongs to.
  */
-export async function recordEvent(tx: Writer, type: EventType, objectId: number, downloadId: number): Promise<void> {
-  await tx.eventOutbox.create({ data: { type, objectId, downloadId }, select: { id: true } });
+export async function recordEvent(tx: Sql, type: EventType, objectId: number, downloadId: number): Promise<void> {
+  await recordEvents(tx, [{ type, objectId, downloadId }]);
 }
 
 /** Several events of one change, in one statement. */
 export async function recordEvents(
-  tx: Writer,
+  tx: Sql,
   events: readonly { type: EventType; objectId: number; downloadId: number }[],
 ): Promise<void> {
-  if (events.length > 0) await tx.eventOutbox.createMany({ data: [...events] });
+  if (events.length === 0) return;
+  await sqlRows(
+    tx,
+    // In the order given (the rows' ids keep it): a download's creation before its first release.
+    `INSERT INTO event_outbox ("type", "objectId", "downloadId")
+     SELECT t, o, d FROM unnest($1::text[], $2::int[], $3::int[]) WITH ORDINALITY AS e(t, o, d, n) ORDER BY n`,
+    [events.map((e) => e.type), events.map((e) => e.objectId), events.map((e) => e.downloadId)],
+  );
 }

@@ -13,10 +13,10 @@ import type { CursorSeal } from '../db/keyset.js';
 export interface Services {
   prisma: PrismaClient;
   /**
-   * The database's driver, for the hand-written SQL reads: each module's store.ts takes it (one statement outside
-   * Prisma, src/db/database.ts `query`).
+   * The database's driver, for the hand-written SQL reads (each module's store.ts: one statement outside Prisma,
+   * src/db/database.ts `query`) and the hot writes' transactions (`transaction`).
    */
-  db: Pick<Database, 'query' | 'kind'>;
+  db: Pick<Database, 'query' | 'kind' | 'transaction'>;
   config: Config;
   groups: BuiltInGroupIds;
   storage: Storage;

@@ -4,6 +4,7 @@
 import type { OutputRef } from '@pothos/core';
 import { builder } from './builder.js';
 import { toGlobalId } from './node.js';
+import type { Context } from './context.js';
 
 export function payloadOf<T>(name: string, key: string, type: OutputRef<T>, description?: string) {
   const mutation = name.replace(/Payload$/, '').replace(/^./, (c) => c.toLowerCase());
@@ -15,6 +16,36 @@ export function payloadOf<T>(name: string, key: string, type: OutputRef<T>, desc
         description: 'The object as it is after the change.',
         // biome-ignore lint/suspicious/noExplicitAny: Pothos cannot resolve a field's shape from a generic ref (OutputRef<T>) inside this helper
         resolve: (p: Record<string, T>) => p[key] as any,
+      }),
+    }),
+  });
+}
+
+/**
+ * A payload whose object is a row of a Prisma model, read as the selection needs it. A row a write returned holds its
+ * columns only: the relations the selection asks for (`with=full`: the category, the current version, the tags; a
+ * comment's author) would each be loaded by Prisma, field by field. When the selection asks for any, the object is read
+ * again with them (`reread`: the module's one hand-written statement, after the write committed, without the view
+ * check the write already made); when it asks for columns only, the write's row answers.
+ */
+export function modelPayloadOf<M extends 'Download' | 'Comment'>(
+  name: string,
+  key: string,
+  model: M,
+  reread: (ctx: Context, id: number, query: object) => Promise<{ id: number }>,
+) {
+  const mutation = name.replace(/Payload$/, '').replace(/^./, (c) => c.toLowerCase());
+  return builder.objectRef<Record<string, { id: number }>>(name).implement({
+    description: `What \`${mutation}\` returns: the ${key}, as it is after the change.`,
+    fields: (t) => ({
+      [key]: t.prismaField({
+        type: model,
+        description: 'The object as it is after the change.',
+        resolve: (query, p, _args, ctx) => {
+          const row = p[key]!;
+          // biome-ignore lint/suspicious/noExplicitAny: the row is the model's (the write's, or the read's)
+          return (Object.keys(query).length === 0 ? row : reread(ctx, row.id, query)) as any;
+        },
       }),
     }),
   });

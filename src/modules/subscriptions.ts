@@ -109,7 +109,7 @@ builder.subscriptionFields((t) => ({
     args: { downloadId: t.arg.int({ required: true, description: 'The download whose comments to watch.' }) },
     subscribe: async (_r, { downloadId }, ctx, info) => {
       requireScopes(ctx.visitor, READ);
-      await comments.viewableParent(ctx.prisma, await ctx.access(), downloadId);
+      await comments.viewableParent(ctx.db, await ctx.access(), downloadId);
       const query = selection(ctx, info, 'Comment');
       return live<Comment>(ctx, [
         map(

@@ -9,6 +9,7 @@ import { hardDeleteDownloads } from '../../db/purge.js';
 import { isWholeNumberIn, wholeNumberRange } from '../../input/numbers.js';
 import type { KeysetSpec } from '../../db/keyset.js';
 import type { Database } from '../../db/database.js';
+import { sqlRows, type Sql } from '../../db/sql.js';
 import { categoryById, categoryPage, type CategoryRead } from './store.js';
 
 type Db = PrismaClient | Prisma.TransactionClient;
@@ -277,15 +278,20 @@ export async function deleteCategory(
   });
 }
 
-/** download_count of a category = its downloads in the visible state. */
-export async function refreshCategoryCounts(tx: Db, categoryIds: number[]): Promise<void> {
+/** download_count of a category = its downloads in the visible state. `tx`: a driver or Prisma transaction. */
+export async function refreshCategoryCounts(tx: Sql, categoryIds: number[]): Promise<void> {
   for (const id of [...new Set(categoryIds)].sort((a, b) => a - b)) {
     // Lock the category row first (in id order, so transactions cannot deadlock): the count then runs after any
     // concurrent writer of this category committed and sees its rows, so two creates cannot both write a stale count.
     // NO KEY UPDATE, the lock the count's UPDATE takes anyway, does not conflict with the KEY SHARE lock a download
-    // insert holds on its category through the foreign key.
-    await tx.$queryRaw`SELECT 1 FROM "category" WHERE "id" = ${id} FOR NO KEY UPDATE`;
-    const n = await tx.download.count({ where: { categoryId: id, state: 'visible' } });
-    await tx.category.update({ where: { id }, data: { downloadCount: n } });
+    // insert holds on its category through the foreign key. The count is the next statement's, so its snapshot is
+    // taken once the lock is held.
+    await sqlRows(tx, 'SELECT 1 FROM category WHERE id = $1::int FOR NO KEY UPDATE', [id]);
+    await sqlRows(
+      tx,
+      `UPDATE category SET "downloadCount" = (SELECT count(*) FROM download WHERE "categoryId" = $1::int AND state = 'visible')
+       WHERE id = $1::int`,
+      [id],
+    );
   }
 }

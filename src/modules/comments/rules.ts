@@ -10,6 +10,8 @@ import { pageWindow, paginationOf, type Direction, type Page, type PageRequest }
 import { prismaAfter, prismaOrderBy, type KeysetSpec } from '../../db/keyset.js';
 import type { Database } from '../../db/database.js';
 import { filterWhere } from '../../db/filters.js';
+import { jsonOf, revive, type JsonRow } from '../../db/rows.js';
+import { downloadById } from '../downloads/index.js';
 import type { Slice } from '../../db/slices.js';
 import {
   COMMENT_FILTER,
@@ -38,17 +40,14 @@ export interface CommentListArgs extends PageRequest {
 type WithDownload = Comment & { download: Download };
 type Reading = { prisma: PrismaClient; db: Pick<Database, 'query'> };
 
-/** A download whose comments the visitor may read: 404 when it does not exist, 403 when they may not. */
+/** A download whose comments the visitor may read, with its category: 404 when it does not exist, 403 when they may not. */
 export async function viewableParent(
-  prisma: PrismaClient,
+  db: Pick<Database, 'query'>,
   access: Access,
   downloadId: number,
 ): Promise<Download & { category: Category }> {
-  return mayViewComments(
-    access,
-    downloadId,
-    await prisma.download.findUnique({ where: { id: downloadId }, include: { category: true } }),
-  );
+  const d = await downloadById(db, downloadId, { category: true, currentVersion: false });
+  return mayViewComments(access, downloadId, d as (Download & { category: Category }) | null);
 }
 
 function mayViewComments<T extends Download>(access: Access, downloadId: number, d: T | null): T {
@@ -96,7 +95,7 @@ export async function commentSlice(
     if (args.downloadId != null) mayViewComments(access, args.downloadId, page.parent ?? null);
     return page;
   }
-  const where = await commentListWhere(deps.prisma, access, args);
+  const where = await commentListWhere(deps.db, access, args);
   const w = slice.window ?? { size: slice.take, backward: false, cursor: null };
   const withDownload = (query as { select?: object }).select
     ? query
@@ -119,14 +118,14 @@ export async function commentSlice(
  * must show its comments to the visitor (else 403), and only super-user keys list comments in every state.
  */
 export async function commentListWhere(
-  prisma: PrismaClient,
+  db: Pick<Database, 'query'>,
   access: Access,
   args: Pick<CommentListArgs, 'downloadId' | 'since'>,
 ): Promise<Prisma.CommentWhereInput> {
   if (args.downloadId == null && !access.isSuper) throw requiredMissing(['download_id']);
   const filter: CommentFilter = {};
   if (args.downloadId != null) {
-    await viewableParent(prisma, access, args.downloadId);
+    await viewableParent(db, access, args.downloadId);
     filter.downloadId = args.downloadId;
   }
   if (!access.isSuper) filter.state = 'visible';
@@ -178,6 +177,24 @@ export async function readComment(
     : viewableComment(deps.prisma, access, id, query);
 }
 
+/** A comment as `query` asks for it, with no view check (a write's payload, read after the write made its checks). */
+export async function commentWith(
+  deps: Reading,
+  id: number,
+  query: Omit<Prisma.CommentFindUniqueArgs, 'where'>,
+): Promise<WithDownload> {
+  const rel = commentRelationsOf(query as never);
+  const c = rel
+    ? await commentById(deps.db, id, rel.user)
+    : ((await deps.prisma.comment.findUnique({
+        ...query,
+        where: { id },
+        include: { ...(query as { include?: object }).include, download: true },
+      })) as unknown as WithDownload | null);
+  if (!c) throw notFound('comment', id);
+  return c;
+}
+
 function mayViewComment<T extends WithDownload>(access: Access, id: number, c: T | null): T {
   if (!c) throw notFound('comment', id);
   if (!access.canViewComment(c, c.download)) throw noPermission('view this comment');
@@ -197,13 +214,17 @@ export interface CreateCommentInput {
   message: string;
 }
 
+/**
+ * Posts a comment. The checks read first; the flood check, the row and its outbox row are one driver transaction
+ * (posting is a frequent write, and Prisma's model queries cost several times its statements' own time).
+ */
 export async function createComment(
-  prisma: PrismaClient,
+  db: Pick<Database, 'query' | 'transaction'>,
   access: Access,
   floodSeconds: number,
   input: CreateCommentInput,
 ): Promise<Comment> {
-  const d = await viewableParent(prisma, access, input.downloadId);
+  const d = await viewableParent(db, access, input.downloadId);
   if (!access.isSuper && !access.has('comment', d.categoryId)) throw noPermission('comment on this download');
   const userId = access.visitor.userId;
   if (userId === 0)
@@ -215,32 +236,39 @@ export async function createComment(
   const state =
     d.category.requireCommentApproval && !access.bypassesCommentApproval(d.categoryId) ? 'moderated' : 'visible';
   const exempt = access.isModerator || floodSeconds === 0;
-  return prisma.$transaction(async (tx) => {
+  const posted = await db.transaction(async (tx) => {
     if (!exempt) {
       // One writer per user at a time, so two simultaneous posts cannot both pass the flood check.
-      await tx.$executeRaw`SELECT pg_advisory_xact_lock(72640333, ${userId}::int)`;
-      const last = await tx.comment.findFirst({
-        where: { userId },
-        orderBy: { commentDate: 'desc' },
-        select: { commentDate: true },
-      });
-      const wait = last ? Math.ceil((last.commentDate.getTime() + floodSeconds * 1000 - Date.now()) / 1000) : 0;
-      if (wait > 0) {
-        throw new ApiError(
-          'mc_dm_api_error.rate_limited',
-          `You are posting too fast: wait ${wait} second(s) before commenting again.`,
-          { retry_after: wait },
-          { 'Retry-After': String(wait) },
-        );
-      }
+      await tx.query('SELECT pg_advisory_xact_lock(72640333, $1::int)', [userId]);
+      // The column holds UTC without a zone: its epoch is read as UTC.
+      const [last] = await tx.query<{ at: number | null }>(
+        'SELECT (extract(epoch FROM max("commentDate")) * 1000)::float8 AS at FROM comment WHERE "userId" = $1::int',
+        [userId],
+      );
+      const wait = last?.at != null ? Math.ceil((last.at + floodSeconds * 1000 - Date.now()) / 1000) : 0;
+      // Answered after the transaction ends (it wrote nothing): an error inside would close its connection.
+      if (wait > 0) return { wait };
     }
-    const c = await tx.comment.create({
-      data: { downloadId: d.id, userId, message: text, state },
-      include: { download: true },
-    });
-    await recordEvent(tx, 'comment.posted', c.id, d.id);
-    return c;
+    const [row] = await tx.query<{ c: JsonRow }>(
+      `INSERT INTO comment AS c ("downloadId", "userId", message, state, "commentDate")
+       VALUES ($1::int, $2::int, $3::text, $4::"CommentState", $5::timestamp(3)) RETURNING ${jsonOf('Comment', 'c')} AS c`,
+      // The moment as UTC text: the column holds UTC without a zone (as Prisma writes it), and the zone is ignored.
+      [d.id, userId, text, state, new Date().toISOString()],
+    );
+    await recordEvent(tx, 'comment.posted', row!.c.id, d.id);
+    return { comment: row!.c };
   });
+  if ('wait' in posted) {
+    throw new ApiError(
+      'mc_dm_api_error.rate_limited',
+      `You are posting too fast: wait ${posted.wait} second(s) before commenting again.`,
+      { retry_after: posted.wait },
+      { 'Retry-After': String(posted.wait) },
+    );
+  }
+  const c = revive<Comment & { download: Download }>('Comment', posted.comment);
+  c.download = d;
+  return c;
 }
 
 export interface UpdateCommentInput {

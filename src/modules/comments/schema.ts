@@ -4,7 +4,7 @@ import { queryFromInfo } from '@pothos/plugin-prisma';
 import type { Comment } from '../../generated/prisma/client.js';
 import { builder, unix } from '../../graphql/builder.js';
 import { firstArg, firstOf, listOf, orderEnum, pageArgs } from '../../graphql/pagination.js';
-import { deletePayloadOf, payloadOf } from '../../graphql/payloads.js';
+import { deletePayloadOf, modelPayloadOf } from '../../graphql/payloads.js';
 import { NodeRef, registerNode, unlessUnseen } from '../../graphql/node.js';
 import { noPermission } from '../../errors.js';
 import * as comments from './rules.js';
@@ -197,8 +197,8 @@ const DeleteCommentInput = builder.inputType('DeleteCommentInput', {
   }),
 });
 
-const CreateCommentPayload = payloadOf<Comment>('CreateCommentPayload', 'comment', CommentRef);
-const UpdateCommentPayload = payloadOf<Comment>('UpdateCommentPayload', 'comment', CommentRef);
+const CreateCommentPayload = modelPayloadOf('CreateCommentPayload', 'comment', 'Comment', comments.commentWith);
+const UpdateCommentPayload = modelPayloadOf('UpdateCommentPayload', 'comment', 'Comment', comments.commentWith);
 const DeleteCommentPayload = deletePayloadOf<Comment>('DeleteCommentPayload', 'comment', CommentRef);
 
 builder.mutationFields((t) => ({
@@ -211,7 +211,7 @@ builder.mutationFields((t) => ({
     args: { input: t.arg({ type: CreateCommentInput, required: true, description: 'The download and the message.' }) },
     resolve: async (_r, { input }, ctx) => ({
       comment: ctx.events.commentPosted(
-        await comments.createComment(ctx.prisma, await ctx.access(), ctx.config.commentFloodSeconds, input),
+        await comments.createComment(ctx.db, await ctx.access(), ctx.config.commentFloodSeconds, input),
       ),
     }),
   }),

@@ -5,7 +5,7 @@ import { queryFromInfo } from '@pothos/plugin-prisma';
 import type { Download } from '../../generated/prisma/client.js';
 import { builder, unix } from '../../graphql/builder.js';
 import { firstArg, firstOf, listOf, orderEnum, pageArgs } from '../../graphql/pagination.js';
-import { deletePayloadOf, okPayloadOf, payloadOf } from '../../graphql/payloads.js';
+import { deletePayloadOf, modelPayloadOf, okPayloadOf } from '../../graphql/payloads.js';
 import { NodeRef, registerNode, unlessUnseen } from '../../graphql/node.js';
 import { selectedFields } from '../../graphql/selected-fields.js';
 import { UserRef } from '../accounts/index.js';
@@ -318,9 +318,9 @@ const TeamMemberInput = (name: string) =>
 const AddTeamMemberInput = TeamMemberInput('AddTeamMemberInput');
 const RemoveTeamMemberInput = TeamMemberInput('RemoveTeamMemberInput');
 
-const CreateDownloadPayload = payloadOf<Download>('CreateDownloadPayload', 'download', DownloadRef);
-const UpdateDownloadPayload = payloadOf<Download>('UpdateDownloadPayload', 'download', DownloadRef);
-const RestoreDownloadPayload = payloadOf<Download>('RestoreDownloadPayload', 'download', DownloadRef);
+const CreateDownloadPayload = modelPayloadOf('CreateDownloadPayload', 'download', 'Download', downloads.downloadWith);
+const UpdateDownloadPayload = modelPayloadOf('UpdateDownloadPayload', 'download', 'Download', downloads.downloadWith);
+const RestoreDownloadPayload = modelPayloadOf('RestoreDownloadPayload', 'download', 'Download', downloads.downloadWith);
 const DeleteDownloadPayload = deletePayloadOf<Download>('DeleteDownloadPayload', 'download', DownloadRef);
 const teamPayload = (name: string) =>
   okPayloadOf(name, {
@@ -357,7 +357,7 @@ builder.mutationFields((t) => ({
     resolve: async (_r, { input }, ctx) => ({
       download: await ctx.events.downloadUpdated(
         Date.now(),
-        downloads.updateDownload(ctx.prisma, await ctx.access(), ctx.team, input),
+        downloads.updateDownload(ctx, await ctx.access(), ctx.team, input),
       ),
     }),
   }),

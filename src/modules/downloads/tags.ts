@@ -1,6 +1,7 @@
 // Tag strings: trimmed, lower-cased, inner whitespace collapsed, duplicates and empties dropped.
 import { LIMITS } from '../../config.js';
-import type { Prisma } from '../../generated/prisma/client.js';
+import type { Database } from '../../db/database.js';
+import { sqlRows, type Sql } from '../../db/sql.js';
 import { invalidInput } from '../../errors.js';
 
 export const MAX_TAGS = LIMITS.maxTags;
@@ -19,11 +20,23 @@ export function normalizeTags(raw: readonly string[]): string[] {
   return tags;
 }
 
-/** Replaces the download's tags with `tags` (already normalised). */
-export async function setTags(tx: Prisma.TransactionClient, downloadId: number, tags: string[]): Promise<void> {
-  await tx.downloadTag.deleteMany({ where: { downloadId } });
+/** Replaces the download's tags with `tags` (already normalised). `tx`: a driver or Prisma transaction. */
+export async function setTags(tx: Sql, downloadId: number, tags: string[]): Promise<void> {
+  await sqlRows(tx, 'DELETE FROM download_tag WHERE "downloadId" = $1::int', [downloadId]);
   if (tags.length === 0) return;
-  await tx.tag.createMany({ data: tags.map((name) => ({ name })), skipDuplicates: true });
-  const rows = await tx.tag.findMany({ where: { name: { in: tags } }, select: { id: true } });
-  await tx.downloadTag.createMany({ data: rows.map((r) => ({ downloadId, tagId: r.id })) });
+  await sqlRows(tx, 'INSERT INTO tag (name) SELECT unnest($1::text[]) ON CONFLICT (name) DO NOTHING', [tags]);
+  await sqlRows(
+    tx,
+    'INSERT INTO download_tag ("downloadId", "tagId") SELECT $1::int, id FROM tag WHERE name = ANY($2::text[])',
+    [downloadId, tags],
+  );
+}
+
+/** The download's tag names, sorted (as `normalizeTags` would give them). */
+export async function tagsOf(db: Pick<Database, 'query'>, downloadId: number): Promise<string[]> {
+  const rows = await db.query<{ name: string }>(
+    'SELECT t.name FROM download_tag dt JOIN tag t ON t.id = dt."tagId" WHERE dt."downloadId" = $1::int',
+    [downloadId],
+  );
+  return rows.map((r) => r.name).sort();
 }
