@@ -1,9 +1,12 @@
 // `npm run bench:profile`: where a request's time goes. Seeds a small catalogue into an in-memory database, then
-// for each route prints milliseconds and SQL statements per request (sequential, one client), for two writes (a
-// download edited, a comment posted) milliseconds and this process's CPU per request, and for the route
+// for each route prints milliseconds and SQL statements per request (sequential, one client), for three writes (a
+// download edited, a comment posted, a file downloaded and counted) milliseconds and this process's CPU per request, and for the route
 // given with --route a CPU profile's top functions by self time (with --profile-writes, each write's too). `--database-url postgres://…` runs on a fresh
 // database of that server (dropped at the end) instead. In --route, `:download`, `:version`, `:commentDownload` and
 // `:category` stand for the seeded ids the route table uses.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { print, type DocumentNode } from 'graphql';
 import { routes as restRoutes } from '../rest-adapter/routes.js';
@@ -45,12 +48,14 @@ if (server) {
   url.pathname = `/${dbName}`;
   dbUrl = url.toString();
 }
+// Files' bytes go to a directory of this run's (removed at the end).
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-profile-'));
 const db = await openDatabase(dbUrl ? { url: dbUrl } : { memory: true });
 const s = await seed(db, KEY, { users: 100, downloads: 5000, filesPerDownload: 2, commentsPerDownload: 4 });
 // The read cache off: every request here repeats one read, which it would answer without computing anything.
 // Comment flood control off: the writes below post one comment after another as a few users.
 const app = await startApp(
-  loadConfig({}, { port: 0, logLevel: 'silent', bootstrapKey: KEY, readCacheMb: 0, commentFloodSeconds: 0 }),
+  loadConfig({}, { port: 0, logLevel: 'silent', bootstrapKey: KEY, readCacheMb: 0, commentFloodSeconds: 0, dataDir }),
   {
     db,
     log: createLogger('silent'),
@@ -149,6 +154,27 @@ const send = async (method: string, path: string, form: Record<string, string>, 
   const text = await res.text();
   if (res.status !== 200) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 200)}`);
 };
+/** A counted download: the file's bytes, or its redirect for an external link, as user `user`. */
+const download = async (fileId: number, user: number) => {
+  const res = await fetch(`${app.url}/api/mc-dm-files/${fileId}/data/`, {
+    headers: { 'Forum-Api-Key': KEY, 'Forum-Api-User': String(user) },
+    redirect: 'manual',
+  });
+  const text = await res.text();
+  if (res.status !== 200 && res.status !== 302) throw new Error(`file ${fileId}: ${res.status} ${text.slice(0, 200)}`);
+};
+// Files of the seed's downloads, one after another (a counted download of the same file by the same user in a row is
+// still counted: each request counts).
+// Their bytes (64) are put in storage, where the seed leaves none, and their size set to match.
+const files: number[] = [];
+for (const f of await db.query<{ id: number; key: string }>(
+  'UPDATE file SET "fileSize" = 64 WHERE id IN (SELECT id FROM file ORDER BY id LIMIT 1000) RETURNING id, "storageKey" AS key',
+)) {
+  const p = path.join(dataDir, 'files', f.key);
+  fs.mkdirSync(path.dirname(p), { recursive: true });
+  fs.writeFileSync(p, Buffer.alloc(64, 7));
+  files.push(f.id);
+}
 const writes: [string, (i: number) => Promise<void>][] = [
   [
     'PUT /api/mc-dm-downloads/:download/ (tag_line)',
@@ -164,6 +190,7 @@ const writes: [string, (i: number) => Promise<void>][] = [
         1 + (i % 50),
       ),
   ],
+  ['GET /api/mc-dm-files/:file/data/ (counted)', (i) => download(files[i % files.length]!, 1 + (i % 50))],
 ];
 console.log('\n#  ', 'write'.padEnd(60), 'ms/req', 'CPU ms/req');
 for (const [name, write] of writes) {
@@ -217,3 +244,4 @@ if (opts.route) {
 }
 await app.close(); // closes the database too
 if (server) await onServer(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`);
+fs.rmSync(dataDir, { recursive: true, force: true });
