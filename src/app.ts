@@ -55,6 +55,11 @@ export interface App {
   /** The outbox dispatcher of this instance: subscriptions and webhook deliveries (src/jobs/events.ts). */
   dispatcher: EventDispatcher;
   /**
+   * Answers a request in this process, without a socket: the same plugins and routes as over HTTP, except multipart
+   * bodies (uploads are streamed from the connection itself, so they need HTTP).
+   */
+  fetch(request: Request): Promise<Response>;
+  /**
    * Stops accepting connections, lets requests in flight finish for up to `graceMs` (uploads included), then closes
    * what is left, the jobs, the database (releasing the embedded database's lock) and the other connections. The
    * grace bounds the whole: database connections still in use when it ends are closed under their holders.
@@ -272,6 +277,8 @@ export async function startApp(
       readCache,
       flushViews: flushNow,
       dispatcher,
+      fetch: (request) =>
+        Promise.resolve((handler as unknown as { fetch(r: Request): Response | Promise<Response> }).fetch(request)),
       async close({ graceMs = 0 } = {}) {
         const deadline = Date.now() + graceMs;
         stopPurge();

@@ -315,7 +315,7 @@ forEachDatabase((kind) => {
           fc.asyncProperty(arb, async ({ variables, who }) => {
             const { key, headers } = keys[who]!;
             const before = isMutation ? await settledChecksum(t) : '';
-            const res = await fetch(new URL('/graphql', t.url), {
+            const res = await t.send(new URL('/graphql', t.url), {
               method: 'POST',
               headers: { 'content-type': 'application/json', 'Forum-Api-Key': key, ...headers },
               body: JSON.stringify({ query: doc, variables }),

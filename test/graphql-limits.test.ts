@@ -396,6 +396,8 @@ forEachDatabase((kind) => {
 
   it('answers a trivial query from another client within 100 ms while refused attacks arrive', async () => {
     const reader = await t.key('GUEST', ['mc_dm_category:read']);
+    // Clients competing over connections: in this process, refusals that need no I/O would starve the timers.
+    t.overHttp = true;
     const trivial = async () => {
       const started = performance.now();
       const r = await t.gql('{ viewer { userId } }', {}, reader);
@@ -431,6 +433,7 @@ forEachDatabase((kind) => {
     } finally {
       running = false;
       await Promise.all(attackers);
+      t.overHttp = false;
     }
     const figures = (ms: number[]) => {
       const sorted = [...ms].sort((a, b) => a - b);

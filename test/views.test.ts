@@ -136,6 +136,8 @@ forEachDatabase((kind) => {
   /** Every visitor reads every download on both faces, ROUNDS times, the visitors at once. */
   const load = async (ids: number[]) => {
     await t.app.flushViews();
+    // The outbox rounds the downloads' creation woke (the embedded database reports the jobs' statements too).
+    await t.app.dispatcher.idle();
     writes.length = 0;
     const { hit, miss } = t.app.readCache.counts;
     counting = true;

@@ -197,6 +197,11 @@ export class EventDispatcher {
     });
   }
 
+  /** Resolves when no round is running (one woken meanwhile is waited for too). */
+  async idle(): Promise<void> {
+    while (this.running) await this.running;
+  }
+
   private async loop(): Promise<void> {
     do {
       this.again = false;

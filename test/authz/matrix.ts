@@ -357,7 +357,7 @@ async function runRest(
     init.body = params.toString();
     (init.headers as Record<string, string>)['content-type'] = 'application/x-www-form-urlencoded';
   }
-  const res = await fetch(url, init);
+  const res = await t.send(url, init);
   const text = await res.text();
   let body: any = null;
   try {
