@@ -167,8 +167,12 @@ forEachDatabase((kind) => {
     // A tampered body does not verify.
     const g = mine()[0]!;
     expect(() => hook.verify(`${g.body} `, g.headers as Record<string, string>)).toThrow();
-    // The log lists them, delivered, one attempt each.
-    const log = (await t.gqlOk(DELIVERIES, { w: webhook.webhookId })).webhookDeliveries;
+    // The log lists them, delivered, one attempt each. The receiver answered before the service recorded it: the
+    // outcome is written once the answer reaches the service.
+    const log = await until('the deliveries recorded', async () => {
+      const l = (await t.gqlOk(DELIVERIES, { w: webhook.webhookId })).webhookDeliveries;
+      return l.totalCount >= 2 && l.nodes.every((n: { status: string }) => n.status !== 'PENDING') ? l : null;
+    });
     expect(log.totalCount).toBeGreaterThanOrEqual(2);
     expect(log.nodes[0]).toMatchObject({ status: 'DELIVERED', attemptCount: 1, lastError: null });
     expect(log.nodes[0].attempts[0]).toMatchObject({ httpStatus: 204, error: null });
@@ -341,7 +345,11 @@ forEachDatabase((kind) => {
     await t.rest('PUT', `/api/mc-dm-webhooks/${webhook.webhookId}/`, { form: { active: 1, url: `${r.base}/ok/back` } });
     await t.rest('PUT', `/api/mc-dm-downloads/${d.download_id}/`, { form: { title: 'Works again' } });
     await until('the delivery', () => r.got.some((g) => g.path === '/ok/back'));
-    const hook = await t.prisma.webhook.findUniqueOrThrow({ where: { id: webhook.webhookId } });
+    // Its outcome is written once the receiver's answer reaches the service.
+    const hook = await until('the run of failures ended', async () => {
+      const h = await t.prisma.webhook.findUniqueOrThrow({ where: { id: webhook.webhookId } });
+      return h.failingSince === null ? h : null;
+    });
     expect(hook).toMatchObject({ active: true, failingSince: null });
   });
 
