@@ -8,9 +8,9 @@ import pg from 'pg';
 import { describe, inject } from 'vitest';
 import { loadConfig, type Config } from '../../src/config.js';
 import { openDatabase, type Database, type DatabaseTarget } from '../../src/db/client.js';
-import { readTemplate } from '../../src/db/template.js';
 import { startApp, type App } from '../../src/app.js';
 import { createLogger } from '../../src/log.js';
+import { leaseLite, pgliteTemplate } from './lite-pool.js';
 
 export type DbKind = 'pglite' | 'postgres';
 export const SUPER_KEY = 'dm_test_super_key_with_every_scope_000000000';
@@ -51,16 +51,6 @@ export async function freshPostgres(
       await c.end();
     },
   };
-}
-
-/**
- * The build's migrated embedded database (src/db/template.ts), read once per worker: an in-memory PGlite loaded from it
- * starts in about a second, where initdb and the migrations take several.
- */
-let liteTemplate: Blob | undefined | null = null;
-function pgliteTemplate(): Blob | undefined {
-  if (liteTemplate === null) liteTemplate = readTemplate();
-  return liteTemplate;
 }
 
 /**
@@ -237,7 +227,8 @@ export async function startTestApp(
     // while other files write). Nothing is connected to it once the service has closed.
     if (!inject('testDatabasePrefix')) dropDb = fresh.drop;
   } else {
-    db = await openDatabase({ memory: true, loadDataDir: pgliteTemplate() });
+    // One of the worker's embedded databases, emptied back to the template (test/helpers/lite-pool.ts).
+    db = await leaseLite();
   }
   const config = loadConfig(
     {},

@@ -1,0 +1,125 @@
+// Embedded databases for the test apps of one worker, used again from file to file. Opening one (PGlite loading the
+// build's migrated template) costs about half a second of CPU; a test app gives its database back when it closes, and
+// the next test app gets it emptied back to the template: every table the migrations left empty is truncated, its
+// sequences restarted, the session's settings and locks reset. A database whose schema no longer matches the template
+// (a test that altered it) is closed instead of reused, as is one whose reset fails.
+import type { Database } from '../../src/db/client.js';
+import { openDatabase } from '../../src/db/client.js';
+import { readTemplate } from '../../src/db/template.js';
+
+/** Idle databases kept per worker: the most test apps one file has open at once, in practice. */
+const KEEP = 4;
+
+interface Pooled {
+  db: Database;
+  /** The current holder's statement observers (the database's own list only grows). */
+  observers: ((sql: string | undefined) => void)[];
+  /** The template's fingerprint and the rows of the tables the migrations filled, taken when it was opened. */
+  fingerprint: string;
+  seeded: { table: string; rows: unknown[] }[];
+}
+
+const idle: Pooled[] = [];
+let template: Blob | undefined | null = null;
+
+/** The build's migrated embedded database, read once per worker. */
+export function pgliteTemplate(): Blob | undefined {
+  if (template === null) template = readTemplate();
+  return template;
+}
+
+/** What a test could change in the schema: tables, columns, indexes, functions, triggers and applied migrations. */
+const FINGERPRINT = `SELECT md5(concat_ws('|',
+  (SELECT string_agg(c.relname || ':' || c.relkind::text || ':' || a.attname || ':' || format_type(a.atttypid, a.atttypmod)
+     || ':' || a.attnotnull, ',' ORDER BY c.relname, a.attnum)
+   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+   LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+   WHERE n.nspname = 'public'),
+  (SELECT string_agg(p.proname || md5(p.prosrc), ',' ORDER BY p.proname, p.prosrc)
+   FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public'),
+  (SELECT string_agg(t.tgname || ':' || t.tgenabled::text, ',' ORDER BY t.tgname)
+   FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+   WHERE n.nspname = 'public'),
+  (SELECT string_agg(cfgname, ',' ORDER BY cfgname) FROM pg_ts_config),
+  (SELECT string_agg(n.nspname, ',' ORDER BY n.nspname) FROM pg_namespace n),
+  (SELECT string_agg(rolname, ',' ORDER BY rolname) FROM pg_roles),
+  (SELECT string_agg(migration_name || checksum, ',' ORDER BY migration_name) FROM _prisma_migrations)
+)) AS f`;
+
+const TABLES = `SELECT quote_ident(tablename) AS t FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename`;
+
+async function open(): Promise<Pooled> {
+  const db = await openDatabase({ memory: true, loadDataDir: pgliteTemplate() });
+  const pooled: Pooled = { db, observers: [], fingerprint: '', seeded: [] };
+  db.onStatement((sql) => {
+    for (const fn of pooled.observers) fn(sql);
+  });
+  pooled.fingerprint = (await db.query<{ f: string }>(FINGERPRINT))[0]!.f;
+  for (const { t } of await db.query<{ t: string }>(TABLES)) {
+    const rows = (await db.query<{ r: unknown }>(`SELECT to_jsonb(x) AS r FROM ${t} x`)).map((r) => r.r);
+    if (rows.length) pooled.seeded.push({ table: t, rows });
+  }
+  return pooled;
+}
+
+/** Empties a database a test app gave back; false when it cannot be used again. */
+async function reset(p: Pooled): Promise<boolean> {
+  try {
+    await p.db.session(async (s) => {
+      // A transaction a test left open (a statement cut off by a stop) would hold the rest: rolled back first.
+      await s.exec('ROLLBACK');
+      await s.exec('RESET ALL; SELECT pg_advisory_unlock_all()');
+    });
+    if ((await p.db.query<{ f: string }>(FINGERPRINT))[0]!.f !== p.fingerprint) return false;
+    const tables = (await p.db.query<{ t: string }>(TABLES)).map((r) => r.t);
+    await p.db.transaction(async (s) => {
+      await s.exec(`TRUNCATE ${tables.filter((t) => t !== '_prisma_migrations').join(', ')} RESTART IDENTITY CASCADE`);
+      for (const { table, rows } of p.seeded) {
+        if (table === '_prisma_migrations') continue;
+        await s.query(`INSERT INTO ${table} SELECT * FROM jsonb_populate_recordset(NULL::${table}, $1::jsonb)`, [
+          JSON.stringify(rows),
+        ]);
+      }
+      // Sequences no column owns are not restarted by TRUNCATE.
+      await s.exec(`DO $$ DECLARE r record; BEGIN
+        FOR r IN SELECT quote_ident(sequencename) AS s FROM pg_sequences WHERE schemaname = 'public' LOOP
+          EXECUTE 'ALTER SEQUENCE ' || r.s || ' RESTART';
+        END LOOP; END $$`);
+    });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * An embedded database as the template left it, for one test app: its `close()` gives it back (emptied for the next
+ * one) instead of closing it.
+ */
+export async function leaseLite(): Promise<Database> {
+  let p: Pooled | undefined;
+  while (!p) {
+    const candidate = idle.pop();
+    if (!candidate) p = await open();
+    else if (await reset(candidate)) p = candidate;
+    else await candidate.db.close().catch(() => {});
+  }
+  const pooled = p;
+  pooled.observers = [];
+  const base = pooled.db.statements();
+  let returned = false;
+  return {
+    ...pooled.db,
+    onStatement: (fn) => {
+      pooled.observers.push(fn);
+    },
+    statements: () => pooled.db.statements() - base,
+    close: async () => {
+      if (returned) return;
+      returned = true;
+      pooled.observers = [];
+      if (idle.length < KEEP) idle.push(pooled);
+      else await pooled.db.close();
+    },
+  };
+}
