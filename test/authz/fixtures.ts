@@ -36,6 +36,8 @@ export class World {
   /** An open report that no case resolves (only refused cases use it; a resolve expected to pass gets a fresh one). */
   reportId!: number;
   private keys = new Map<string, Promise<string>>();
+  /** Fresh objects made ahead of the write cases (stock()), by kind and state, or by version for files. */
+  private stocked = new Map<string, unknown[]>();
   private seq = 0;
   aliceKey!: string;
   bobKey!: string;
@@ -135,6 +137,8 @@ export class World {
 
   /** A download of alice's (or bob's, for *Other) in `state`, with one link-only file on its first version. */
   async freshDownload(state: State, withFile = false): Promise<DownloadIds> {
+    const made = withFile ? undefined : this.take<DownloadIds>(`download ${state}`);
+    if (made) return made;
     const own = state !== 'visibleOther' && state !== 'moderatedOther';
     const owner = own ? this.users.alice : this.users.bob;
     const moderated = state.startsWith('moderated');
@@ -190,6 +194,8 @@ export class World {
   }
 
   async freshFile(d: { versionId: number }): Promise<number> {
+    const made = this.take<number>(`file ${d.versionId}`);
+    if (made !== undefined) return made;
     const { createFile } = await this.gql(
       `mutation($i: CreateFileInput!) { createFile(input: $i) { file { fileId } } }`,
       { i: { versionId: d.versionId, externalUrl: LINK, linkOnly: true } },
@@ -203,6 +209,8 @@ export class World {
    * super-user key acting as the author, moderated ones with the author's own key.
    */
   async freshComment(state: State): Promise<CommentIds> {
+    const made = this.take<CommentIds>(`comment ${state}`);
+    if (made) return made;
     const downloadId = this.downloads[state === 'hidden' ? 'hidden' : 'visibleOwn'].downloadId;
     const own = state !== 'visibleOther' && state !== 'moderatedOther';
     const author = own ? this.users.alice : this.users.bob;
@@ -226,6 +234,8 @@ export class World {
    * her own hidden download, nor put a review straight into a state.
    */
   async freshReview(state: State): Promise<ReviewIds> {
+    const made = this.take<ReviewIds>(`review ${state}`);
+    if (made) return made;
     const downloadId = (await this.freshDownload(state === 'hidden' ? 'hidden' : 'visibleOther')).downloadId;
     const own = state !== 'visibleOther' && state !== 'moderatedOther';
     const userId = own ? this.users.alice : this.users.carol;
@@ -266,6 +276,119 @@ export class World {
       { i: { type: 'USER', userId: this.users.alice, scopes: ['mc_dm_download:read'] } },
     );
     return createApiKey.apiKey.apiKeyId;
+  }
+
+  /** Objects made by stock() that no case took: none, when stock() was told exactly what the cases take. */
+  leftInStock(): number {
+    return [...this.stocked.values()].reduce((n, list) => n + list.length, 0);
+  }
+
+  private take<T>(what: string): T | undefined {
+    return this.stocked.get(what)?.pop() as T | undefined;
+  }
+
+  /**
+   * Makes ahead, in bulk, the fresh objects the write cases will ask for: `needs` counts them by kind and state. Each
+   * is a copy, row for row, of the object of that state the world already holds, which the API made: a download with
+   * its first version, a comment on the same download, a file on the same version, a review with a download copied
+   * for it. The copies pass through the same triggers (totals, search words, cache versions) as the API's rows. About
+   * 800 objects in a few statements, where the API took a request or three each.
+   */
+  async stock(needs: Partial<Record<'download' | 'comment' | 'file' | 'review', Partial<Record<State, number>>>>) {
+    for (const [state, n] of Object.entries(needs.download ?? {}) as [State, number][]) {
+      const made = await this.copyDownloads(this.downloads[state], n);
+      this.stocked.set(
+        `download ${state}`,
+        made.map((d) => ({ ...d, categoryId: this.downloads[state].categoryId })),
+      );
+    }
+    for (const [state, n] of Object.entries(needs.comment ?? {}) as [State, number][]) {
+      const { commentId, downloadId } = this.comments[state];
+      const ids = await this.copies('comment', commentId, n);
+      this.stocked.set(
+        `comment ${state}`,
+        ids.map((id) => ({ commentId: id, downloadId })),
+      );
+    }
+    for (const [state, n] of Object.entries(needs.file ?? {}) as [State, number][]) {
+      const d = this.downloads[state];
+      // A version's second file is not its primary one (one primary per version).
+      this.stocked.set(
+        `file ${d.versionId}`,
+        await this.copies('file', d.fileId, n, undefined, undefined, { isPrimary: 'false' }),
+      );
+    }
+    for (const [state, n] of Object.entries(needs.review ?? {}) as [State, number][]) {
+      const exemplar = this.reviews[state];
+      const [version] = await this.t.app.db.query<{ id: number }>(
+        `SELECT "currentVersionId" AS id FROM download WHERE id = $1`,
+        [exemplar.downloadId],
+      );
+      const downloads = await this.copyDownloads({ downloadId: exemplar.downloadId, versionId: version!.id }, n);
+      const ids = await this.copies(
+        'review',
+        exemplar.reviewId,
+        n,
+        'downloadId',
+        downloads.map((d) => d.downloadId),
+      );
+      this.stocked.set(
+        `review ${state}`,
+        ids.map((id, i) => ({ reviewId: id, downloadId: downloads[i]!.downloadId })),
+      );
+    }
+  }
+
+  /** `n` copies of a download and of its current version (the copy's current version), in two statements. */
+  private async copyDownloads(d: { downloadId: number; versionId: number }, n: number): Promise<DownloadIds[]> {
+    const downloads = await this.copies('download', d.downloadId, n, 'currentVersionId', Array(n).fill(null));
+    const versions = await this.copies('version', d.versionId, n, 'downloadId', downloads);
+    await this.t.app.db.query(
+      `UPDATE download SET "currentVersionId" = c.v FROM unnest($1::int[], $2::int[]) AS c(d, v) WHERE download.id = c.d`,
+      [downloads, versions],
+    );
+    return downloads.map((downloadId, i) => ({ downloadId, versionId: versions[i]!, categoryId: 0, fileId: 0 }));
+  }
+
+  /**
+   * `n` copies of the row `id` of `table` (every column but the id; `column`, when given, takes one value per copy;
+   * `fixed` gives columns an SQL value of their own). The new ids, in the order of `values`.
+   */
+  private async copies(
+    table: string,
+    id: number,
+    n: number,
+    column?: string,
+    values?: unknown[],
+    fixed: Record<string, string> = {},
+  ): Promise<number[]> {
+    const db = this.t.app.db;
+    const columns = (
+      await db.query<{ c: string }>(
+        `SELECT column_name AS c FROM information_schema.columns
+         WHERE table_schema = current_schema() AND table_name = $1 AND is_generated = 'NEVER' AND column_name <> 'id'
+         ORDER BY ordinal_position`,
+        [table],
+      )
+    ).map((r) => r.c);
+    const kept = columns.filter((c) => c !== column && !(c in fixed));
+    const set = Object.keys(fixed);
+    const q = (c: string) => `"${c}"`;
+    const rows = await db.query<{ id: number; v: number | null }>(
+      `WITH made AS (
+         INSERT INTO "${table}" (${[...kept, ...set, ...(column ? [column] : [])].map(q).join(', ')})
+         SELECT ${[...kept.map((c) => `src.${q(c)}`), ...set.map((c) => fixed[c]), ...(column ? ['x.v'] : [])].join(', ')}
+         FROM "${table}" src, unnest($2::int[]) WITH ORDINALITY AS x(v, ord)
+         WHERE src.id = $1
+         RETURNING id${column ? `, ${q(column)} AS v` : ''})
+       SELECT * FROM made`,
+      [id, values ?? Array.from({ length: n }, (_, i) => i)],
+    );
+    if (rows.length !== n) throw new Error(`fixture: ${rows.length} copies of ${table} ${id}, wanted ${n}`);
+    if (!column || values?.every((v) => v === null)) return rows.map((r) => r.id);
+    // Matched back to the values they were given (RETURNING promises no order).
+    const byValue = new Map(rows.map((r) => [r.v, r.id]));
+    return (values as number[]).map((v) => byValue.get(v)!);
   }
 
   /** The key (and Forum-Api-User header) an actor uses with the given scopes; minted once per actor and scope list. */
