@@ -108,8 +108,21 @@ export async function leaseLite(): Promise<Database> {
   pooled.observers = [];
   const base = pooled.db.statements();
   let returned = false;
+  // After close() the test app's handle refuses statements, as a closed database would: a job of the closed app still
+  // running cannot write into the next app's database through them (its Prisma client is the one thing shared as is).
+  const live =
+    <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
+    (...args: A): Promise<R> =>
+      returned ? Promise.reject(new Error('database closed (given back to the pool)')) : fn(...args);
+  const db = pooled.db;
   return {
-    ...pooled.db,
+    ...db,
+    query: live(db.query) as Database['query'],
+    session: live(db.session) as Database['session'],
+    transaction: live(db.transaction) as Database['transaction'],
+    cacheVersions: live(db.cacheVersions) as Database['cacheVersions'],
+    compactCacheVersions: live(db.compactCacheVersions) as Database['compactCacheVersions'],
+    ping: live(db.ping) as Database['ping'],
     onStatement: (fn) => {
       pooled.observers.push(fn);
     },
