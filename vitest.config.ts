@@ -9,7 +9,8 @@ const require = createRequire(import.meta.url);
 // Test files run in parallel in worker processes (pool "forks"): TEST_WORKERS at once, by default one per core (at
 // least two). The files are mostly busy on the CPU (the embedded database runs in the test's own process): with a
 // process per file, three workers on two cores were slower than two; with shared workers, one run of three took 400 s
-// against 423–440 s for two, but two stay the default, so that the files timing against bounds keep a core each. Each
+// against 423–440 s for two; once the embedded databases were used again (test/helpers/lite-pool.ts), three took 381 s
+// against 346 s for two, the two cores busy throughout: two stay the default. Each
 // file has its own databases, data directories and ports (test/helpers/app.ts). Most files share their worker's process
 // and modules ('parallel' below): loading the service's modules once per worker instead of once per file took the suite
 // from 548 s to 440 s (vitest 4; vitest 3 retired shared workers without awaiting their teardown, and runs ended on an
