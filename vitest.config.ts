@@ -71,7 +71,8 @@ const shared = {
   test: { pool: 'forks' as const, testTimeout: 30_000, hookTimeout: 60_000 },
 };
 
-// Files that replace modules (vi.mock): they run first, each in a fresh module graph of its own.
+// Files that replace modules (vi.mock): each in a fresh worker and module graph of its own, beside the shared workers
+// (same group; run first on their own, they kept the second core idle for a few seconds).
 const ISOLATED = ['test/list-columns.test.ts'];
 
 export default defineConfig({
@@ -84,7 +85,7 @@ export default defineConfig({
     projects: [
       {
         ...shared,
-        test: { ...shared.test, name: 'isolated', include: ISOLATED, sequence: { groupOrder: 0 } },
+        test: { ...shared.test, name: 'isolated', include: ISOLATED, sequence: { groupOrder: 1 } },
       },
       {
         ...shared,
