@@ -71,8 +71,7 @@ const shared = {
   test: { pool: 'forks' as const, testTimeout: 30_000, hookTimeout: 60_000 },
 };
 
-// Files that replace modules (vi.mock): each in a fresh worker and module graph of its own, beside the shared workers
-// (same group; run first on their own, they kept the second core idle for a few seconds).
+// Files that replace modules (vi.mock): they run first, each in a fresh module graph of its own.
 const ISOLATED = ['test/list-columns.test.ts'];
 
 export default defineConfig({
@@ -85,7 +84,7 @@ export default defineConfig({
     projects: [
       {
         ...shared,
-        test: { ...shared.test, name: 'isolated', include: ISOLATED, sequence: { groupOrder: 1 } },
+        test: { ...shared.test, name: 'isolated', include: ISOLATED, sequence: { groupOrder: 0 } },
       },
       {
         ...shared,
