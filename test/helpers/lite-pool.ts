@@ -1,7 +1,7 @@
 // Embedded databases for the test apps of one worker, used again from file to file. Opening one (PGlite loading the
 // build's migrated template) costs about half a second of CPU; a test app gives its database back when it closes, and
-// the next test app gets it emptied back to the template: every table the migrations left empty is truncated, its
-// sequences restarted, the session's settings and locks reset. A database whose schema no longer matches the template
+// the next test app gets it emptied back to the template: every table but the migrations' own is truncated and the
+// rows the migrations seeded are put back, the sequences restarted, the session's settings and locks reset. A database whose schema no longer matches the template
 // (a test that altered it) is closed instead of reused, as is one whose reset fails.
 import type { Database } from '../../src/db/client.js';
 import { openDatabase } from '../../src/db/client.js';
