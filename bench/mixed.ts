@@ -6,7 +6,9 @@
 // peer, and the table prints req/s ÷ the peer's, p50/p99 and the read cache's hit rate (from /metrics).
 // Options: --downloads N (default 50000), --clients N (32), --seconds N per cell (10), --rates 0,10,50,
 // --database-url postgres://… (a server: a fresh database is made on it, then dropped), --read-cache-mb N (the
-// service's READ_CACHE_MB; 0 turns the cache off), --only <regex> (scenarios), --no-peer.
+// service's READ_CACHE_MB; 0 turns the cache off), --only <regex> (scenarios), --no-peer, --floor (also the floor,
+// bench/floor.ts: the least work any server can do for the same reads, one statement building the peer's JSON; what
+// it reaches against the peer bounds what any implementation can reach on this machine).
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -34,6 +36,7 @@ const { values: opts } = parseArgs({
     'read-cache-mb': { type: 'string' },
     only: { type: 'string' },
     'no-peer': { type: 'boolean', default: false },
+    floor: { type: 'boolean', default: false },
     /** Node's flags for the service process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" (space-separated). */
     /** A file the service's log (its standard output, LOG_LEVEL warn) is appended to; by default it is dropped. */
     'service-log': { type: 'string' },
@@ -58,6 +61,7 @@ const READ_CACHE_MB = opts['read-cache-mb'];
 if (READ_CACHE_MB !== undefined && !/^\d+$/.test(READ_CACHE_MB)) fail('--read-cache-mb takes a whole number.');
 const ONLY = opts.only ? new RegExp(opts.only) : null;
 const PEER = !opts['no-peer'];
+const FLOOR = opts.floor!;
 const KEY = 'dm_bench_super_key_0000000000000000000000000000';
 const WARMUP_SECONDS = 1;
 
@@ -70,6 +74,7 @@ async function freePort(): Promise<number> {
 }
 const BASE = `http://127.0.0.1:${await freePort()}`;
 const PEER_BASE = `http://127.0.0.1:${await freePort()}`;
+const FLOOR_BASE = `http://127.0.0.1:${await freePort()}`;
 
 // ───────────── the catalogue and the rows requests pick from
 
@@ -136,6 +141,8 @@ interface MixedScenario {
   rest(p: Record<string, number>): Face;
   graphql(p: Record<string, number>): Face;
   peer(p: Record<string, number>): Face;
+  /** The same read from the floor (bench/floor.ts), which answers as the peer does. */
+  floor(p: Record<string, number>): Face;
 }
 
 /** The document a REST route runs, posted to /graphql with the variables of one request. */
@@ -180,6 +187,7 @@ function mixedScenarios(pools: Pools): MixedScenario[] {
       rest: (p) => ({ method: 'GET', path: `/api/mc-dm-downloads/${p.id}/?with=full` }),
       graphql: (p) => getDownloadGql({ downloadId: p.id, full: true }),
       peer: (p) => peerGet({ id: p.id }),
+      floor: (p) => ({ method: 'GET', path: `/get?id=${p.id}` }),
     },
     {
       name: 'list by category, 20',
@@ -188,6 +196,7 @@ function mixedScenarios(pools: Pools): MixedScenario[] {
       rest: (p) => ({ method: 'GET', path: `/api/mc-dm-downloads/?category_id=${p.c}&per_page=20` }),
       graphql: (p) => listDownloadsGql({ categoryId: p.c, perPage: 20, full: false }),
       peer: (p) => peerListByCategory({ c: p.c, first: 20, offset: 0 }),
+      floor: (p) => ({ method: 'GET', path: `/list?first=20&offset=0&c=${p.c}` }),
     },
     {
       name: 'list, 20, no filter',
@@ -196,6 +205,7 @@ function mixedScenarios(pools: Pools): MixedScenario[] {
       rest: (p) => ({ method: 'GET', path: `/api/mc-dm-downloads/?per_page=20&page=${p.page}` }),
       graphql: (p) => listDownloadsGql({ page: p.page, perPage: 20, full: false }),
       peer: (p) => peerList20({ first: 20, offset: (p.page! - 1) * 20 }),
+      floor: (p) => ({ method: 'GET', path: `/list?first=20&offset=${(p.page! - 1) * 20}` }),
     },
     {
       name: 'list, 100, full',
@@ -204,6 +214,7 @@ function mixedScenarios(pools: Pools): MixedScenario[] {
       rest: (p) => ({ method: 'GET', path: `/api/mc-dm-downloads/?per_page=100&page=${p.page}&with=full` }),
       graphql: (p) => listDownloadsGql({ page: p.page, perPage: 100, full: true }),
       peer: (p) => peerList100Full({ first: 100, offset: (p.page! - 1) * 100 }),
+      floor: (p) => ({ method: 'GET', path: `/list?first=100&offset=${(p.page! - 1) * 100}&full=1` }),
     },
     {
       name: 'comments of one download',
@@ -212,6 +223,7 @@ function mixedScenarios(pools: Pools): MixedScenario[] {
       rest: (p) => ({ method: 'GET', path: `/api/mc-dm-comments/?download_id=${p.d}` }),
       graphql: (p) => listCommentsGql({ downloadId: p.d, full: false }),
       peer: (p) => peerComments({ d: p.d }),
+      floor: (p) => ({ method: 'GET', path: `/comments?d=${p.d}` }),
     },
     {
       name: 'repeated: list, 20, page 1',
@@ -220,6 +232,7 @@ function mixedScenarios(pools: Pools): MixedScenario[] {
       rest: () => ({ method: 'GET', path: '/api/mc-dm-downloads/?per_page=20&page=1' }),
       graphql: () => listDownloadsGql({ page: 1, perPage: 20, full: false }),
       peer: () => peerList20({ first: 20, offset: 0 }),
+      floor: () => ({ method: 'GET', path: '/list?first=20&offset=0' }),
     },
     // One download asked again and again while the writer edits, comments on and counts others: its answers are
     // evicted only by writes about it (a per-download answer), where the list above goes with any edit.
@@ -230,6 +243,7 @@ function mixedScenarios(pools: Pools): MixedScenario[] {
       rest: (p) => ({ method: 'GET', path: `/api/mc-dm-downloads/${p.id}/?with=full` }),
       graphql: (p) => getDownloadGql({ downloadId: p.id, full: true }),
       peer: (p) => peerGet({ id: p.id }),
+      floor: (p) => ({ method: 'GET', path: `/get?id=${p.id}` }),
     },
     {
       name: 'repeated: comments of one download',
@@ -238,12 +252,13 @@ function mixedScenarios(pools: Pools): MixedScenario[] {
       rest: (p) => ({ method: 'GET', path: `/api/mc-dm-comments/?download_id=${p.d}` }),
       graphql: (p) => listCommentsGql({ downloadId: p.d, full: false }),
       peer: (p) => peerComments({ d: p.d }),
+      floor: (p) => ({ method: 'GET', path: `/comments?d=${p.d}` }),
     },
   ];
   return all.filter((sc) => !ONLY || ONLY.test(sc.name));
 }
 
-type FaceName = 'rest' | 'graphql' | 'peer';
+type FaceName = 'rest' | 'graphql' | 'peer' | 'floor';
 const JSON_HEADERS = { 'content-type': 'application/json' };
 /** An autocannon request that asks for a fresh random row each time it is sent. */
 function varied(sc: MixedScenario, face: FaceName): autocannon.Request {
@@ -283,6 +298,7 @@ async function checkSameRows(list: MixedScenario[], seeded: SeedResult): Promise
         ['REST', r.restRows(await ask(BASE, sc.rest(p)))],
         ['GraphQL', r.graphqlRows(await ask(BASE, sc.graphql(p)))],
         ...(PEER ? [['the peer', r.peerRows(await ask(PEER_BASE, sc.peer(p)))] as [string, Rows]] : []),
+        ...(FLOOR ? [['the floor', r.peerRows(await ask(FLOOR_BASE, sc.floor(p)))] as [string, Rows]] : []),
       ];
       for (const [face, rows] of faces.slice(1)) {
         if (JSON.stringify(rows) !== JSON.stringify(faces[0]![1]))
@@ -398,7 +414,7 @@ async function readCacheCounts(): Promise<{ hit: number; miss: number } | null> 
 }
 
 async function measure(sc: MixedScenario, face: FaceName, rate: number, warm: boolean): Promise<Cell> {
-  const url = face === 'peer' ? PEER_BASE : BASE;
+  const url = face === 'peer' ? PEER_BASE : face === 'floor' ? FLOOR_BASE : BASE;
   const request = varied(sc, face);
   if (warm)
     await autocannon({
@@ -408,8 +424,8 @@ async function measure(sc: MixedScenario, face: FaceName, rate: number, warm: bo
       requests: [request],
       headers: { 'forum-api-key': KEY },
     });
-  const cache0 = face === 'peer' ? null : await readCacheCounts();
-  const pid = (face === 'peer' ? peer : service)?.pid;
+  const cache0 = face === 'peer' || face === 'floor' ? null : await readCacheCounts();
+  const pid = (face === 'peer' ? peer : face === 'floor' ? floor : service)?.pid;
   const cpu0 = cpuMs(pid);
   const result = await autocannon({
     url,
@@ -481,9 +497,9 @@ function report(cells: Cell[], list: MixedScenario[], rate: number, writes: Writ
   const ratio = (a?: Cell, b?: Cell) => (a && b && b.rps > 0 ? (a.rps / b.rps).toFixed(2) : 'n/a');
   const lat = (c?: Cell) => (c ? `${c.p50} / ${c.p99}` : 'n/a');
   const rows = list.map((sc) => {
-    const [r, g, p] = [at(sc.name, 'rest'), at(sc.name, 'graphql'), at(sc.name, 'peer')];
+    const [r, g, p, f] = [at(sc.name, 'rest'), at(sc.name, 'graphql'), at(sc.name, 'peer'), at(sc.name, 'floor')];
     const hit = (c?: Cell) => (c?.cacheHitPct == null ? '-' : `${c.cacheHitPct}%`);
-    const errors = [r, g, p].reduce((n, c) => n + (c?.errors ?? 0), 0);
+    const errors = [r, g, p, f].reduce((n, c) => n + (c?.errors ?? 0), 0);
     const cpu = (c?: Cell) => (c?.cpuMsPerRequest == null ? 'n/a' : c.cpuMsPerRequest.toFixed(2));
     return [
       sc.name,
@@ -494,6 +510,7 @@ function report(cells: Cell[], list: MixedScenario[], rate: number, writes: Writ
       lat(p),
       `${hit(r)} / ${hit(g)}`,
       `${cpu(r)} / ${cpu(g)} / ${cpu(p)}`,
+      ...(FLOOR ? [`${f?.rps ?? 'n/a'}`, ratio(f, p), cpu(f)] : []),
       String(errors),
     ];
   });
@@ -510,6 +527,7 @@ function report(cells: Cell[], list: MixedScenario[], rate: number, writes: Writ
         'peer p50/p99',
         'cache hits REST / GraphQL',
         'CPU ms/req REST / GraphQL / peer',
+        ...(FLOOR ? ['floor req/s', 'floor ÷ peer', 'floor CPU ms/req'] : []),
         'errors',
       ],
       rows,
@@ -530,6 +548,7 @@ const databaseUrl = dbUrl.toString();
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-mixed-'));
 let service: ChildProcess | null = null;
 let peer: ChildProcess | null = null;
+let floor: ChildProcess | null = null;
 const began = Date.now();
 try {
   const t0 = performance.now();
@@ -574,9 +593,17 @@ try {
     });
     await waitReady(peer, `${PEER_BASE}/graphql`);
   }
+  if (FLOOR) {
+    floor = start(['--import', 'tsx', 'bench/floor.ts'], {
+      DATABASE_URL: databaseUrl,
+      PORT: new URL(FLOOR_BASE).port,
+      DATABASE_POOL_SIZE: '10',
+    });
+    await waitReady(floor, `${FLOOR_BASE}/`);
+  }
   await checkSameRows(list, seeded);
   console.log(
-    `(REST, GraphQL${PEER ? ' and the peer' : ''} answer the same rows and totals on 5 random requests of each scenario; read cache ${READ_CACHE_MB === '0' ? 'off' : 'on'})`,
+    `(REST, GraphQL${PEER ? ' and the peer' : ''}${FLOOR ? ' and the floor' : ''} answer the same rows and totals on 5 random requests of each scenario; read cache ${READ_CACHE_MB === '0' ? 'off' : 'on'})`,
   );
   const cells: Cell[] = [];
   const reports: string[] = [];
@@ -585,7 +612,7 @@ try {
     const writer = startWriter(rate, pools);
     const w0 = performance.now();
     for (const sc of list) {
-      for (const face of ['rest', 'graphql', ...(PEER ? ['peer'] : [])] as FaceName[]) {
+      for (const face of ['rest', 'graphql', ...(PEER ? ['peer'] : []), ...(FLOOR ? ['floor'] : [])] as FaceName[]) {
         const cell = await measure(sc, face, rate, warm);
         cells.push(cell);
         console.log(
@@ -616,7 +643,7 @@ try {
     ),
   );
 } finally {
-  await Promise.all([stop(service), stop(peer)]);
+  await Promise.all([stop(service), stop(peer), stop(floor)]);
   fs.rmSync(dataDir, { recursive: true, force: true });
   const c = new pg.Client({ connectionString: opts['database-url'] });
   await c.connect();

@@ -1,6 +1,6 @@
 // `npm run bench:profile`: where a request's time goes. Seeds a small catalogue into an in-memory database, then
 // for each route prints milliseconds and SQL statements per request (sequential, one client), for three writes (a
-// download edited, a comment posted, a file downloaded and counted) milliseconds and this process's CPU per request, and for the route
+// download edited, a comment posted, a file downloaded and counted) milliseconds, this process's CPU and the SQL statements per request (outside transactions), and for the route
 // given with --route a CPU profile's top functions by self time (with --profile-writes, each write's too). `--database-url postgres://…` runs on a fresh
 // database of that server (dropped at the end) instead. In --route, `:download`, `:version`, `:commentDownload` and
 // `:category` stand for the seeded ids the route table uses.
@@ -192,7 +192,7 @@ const writes: [string, (i: number) => Promise<void>][] = [
   ],
   ['GET /api/mc-dm-files/:file/data/ (counted)', (i) => download(files[i % files.length]!, 1 + (i % 50))],
 ];
-console.log('\n#  ', 'write'.padEnd(60), 'ms/req', 'CPU ms/req');
+console.log('\n#  ', 'write'.padEnd(60), 'ms/req', 'CPU ms/req', ' SQL/req');
 for (const [name, write] of writes) {
   for (let i = 0; i < 20; i++) await write(i);
   const session = opts['profile-writes'] ? new Session() : null;
@@ -201,6 +201,7 @@ for (const [name, write] of writes) {
     await session.post('Profiler.enable');
     await session.post('Profiler.start');
   }
+  const st0 = db.statements();
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   for (let i = 0; i < N; i++) await write(i);
@@ -210,6 +211,7 @@ for (const [name, write] of writes) {
     name.padEnd(60),
     ((performance.now() - t0) / N).toFixed(2).padStart(6),
     ((cpu.user + cpu.system) / 1000 / N).toFixed(2).padStart(10),
+    ((db.statements() - st0) / N).toFixed(1).padStart(8),
   );
   if (session) {
     const { profile } = (await session.post('Profiler.stop')) as { profile: CpuProfile };
