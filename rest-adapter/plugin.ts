@@ -193,7 +193,7 @@ function streamMultipart(
     const fail = (err: unknown) => {
       if (failed) return;
       failed = true;
-      source.unpipe(bb); // the rest of the body is the caller's to drain or drop (see linger)
+      source.unpipe(bb); // the rest of the body is the caller's to drain or drop (see dropBehind, linger)
       receiving?.destroy(err instanceof Error ? err : new Error(String(err)));
       reject(err);
     };
@@ -318,6 +318,39 @@ function linger(request: Request): Promise<boolean> {
     source.once('error', () => done(false));
     source.resume();
   });
+}
+
+/**
+ * Drops the rest of a body refused while it was being read, behind its answer: up to `limit` bytes are read and
+ * dropped (nothing is kept), then `close` is called if the body goes on. Meanwhile the sender, still sending, reads
+ * the answer: closing at once, with its bytes unread, made the kernel answer with a reset that could overtake the
+ * answer (the sender then saw no answer at all).
+ */
+function dropBehind(request: Request, limit: number, close: () => void): void {
+  let source: Readable;
+  try {
+    source = bodySource(request);
+  } catch {
+    close();
+    return;
+  }
+  if (source.readableEnded) return;
+  if (source.destroyed) {
+    close();
+    return;
+  }
+  let read = 0;
+  const onData = (chunk: Uint8Array) => {
+    read += chunk.byteLength;
+    if (read <= limit) return;
+    source.off('data', onData);
+    source.pause();
+    close();
+  };
+  source.on('data', onData);
+  source.once('end', () => source.off('data', onData));
+  source.once('error', () => source.off('data', onData));
+  source.resume();
 }
 
 /** The body types a REST route reads. */
@@ -558,11 +591,19 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
       return jsonText(200, bytes);
     } catch (err) {
       // A body refused before any of it was read is dropped after the answer, up to REFUSED_BODY_DRAIN_BYTES
-      // (src/input/drain.ts); one refused while it was being read is drained a little first, else closed.
+      // (src/input/drain.ts).
       if (!bodyRead && nodeRequest && !sources.has(request)) {
         setImmediate(() => drainRefusedBody(nodeRequest, options.drainBytes ?? LINGER_BYTES));
         return fail([itemOf(err)], headersOf(err));
       }
+      // One refused while it was being read (an upload refused after its first fields) is answered at once too, and
+      // the rest dropped behind the answer, up to the same limit.
+      if (!bodyRead && nodeRequest) {
+        const socket = nodeRequest.socket;
+        setImmediate(() => dropBehind(request, options.drainBytes ?? LINGER_BYTES, () => socket?.destroy()));
+        return fail([itemOf(err)], headersOf(err));
+      }
+      // Without a socket (a request handed to the app's fetch handler): drained a little first, else closed.
       const close: Record<string, string> = bodyRead || (await linger(request)) ? {} : { connection: 'close' };
       return fail([itemOf(err)], { ...headersOf(err), ...close });
     } finally {

@@ -267,6 +267,41 @@ forEachDatabase((kind) => {
       expect(tmpFiles(t)).toEqual([]);
       expect(await t.prisma.file.count({ where: { versionId } })).toBe(0);
     });
+    it('an upload refused while it is read is answered at once, the rest dropped behind the answer: the connection stays usable', async () => {
+      // Before, the service read at most 1 MiB more, then answered with Connection: close and closed the socket with
+      // the rest unread: the reset could overtake the answer, and a client still sending saw no answer at all.
+      const stranger = await t.user('stranger-keepalive');
+      const chunks: Buffer[] = [];
+      // 4 MiB after the refusal: more than the old 1 MiB, well within REFUSED_BODY_DRAIN_BYTES (16 MiB).
+      for await (const c of withFile(fieldPart('version_id', String(versionId)), 4 * MiB)) chunks.push(c);
+      const body = Buffer.concat(chunks);
+      const { port } = new URL(t.url);
+      const socket = net.connect(Number(port), '127.0.0.1');
+      let received = '';
+      socket.setEncoding('latin1');
+      socket.on('data', (d: string) => {
+        received += d;
+      });
+      const until = async (test: () => boolean) => {
+        for (let i = 0; i < 500 && !test(); i++) await new Promise((r) => setTimeout(r, 10));
+        return test();
+      };
+      try {
+        socket.write(
+          `POST /api/mc-dm-files/ HTTP/1.1\r\nHost: x\r\nForum-Api-Key: ${stranger.key}\r\nContent-Type: ${CT}\r\nContent-Length: ${body.length}\r\n\r\n`,
+        );
+        socket.write(body);
+        expect(await until(() => /\r\n\r\n\{.*do_not_have_permission.*\}$/s.test(received))).toBe(true);
+        expect(received).toMatch(/^HTTP\/1\.1 403 /);
+        expect(received.toLowerCase()).not.toContain('connection: close');
+        // The same connection answers the next request once the refused body has been read and dropped.
+        socket.write(`GET /api/mc-dm-categories/ HTTP/1.1\r\nHost: x\r\nForum-Api-Key: ${stranger.key}\r\n\r\n`);
+        expect(await until(() => /HTTP\/1\.1 200 .*"categories"/s.test(received))).toBe(true);
+        expect(tmpFiles(t)).toEqual([]);
+      } finally {
+        socket.destroy();
+      }
+    });
   });
 
   describe('uploads in progress are capped (MAX_CONCURRENT_UPLOADS)', () => {
