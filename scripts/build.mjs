@@ -5,19 +5,19 @@
 //
 // The bundles: each entry is one file with our code and the pure-JavaScript packages it imports (Yoga, envelop,
 // Pothos, the fetch ponyfills …): Node then reads and links one module in place of about 1,070 (173 of ours, 894
-// from packages); what app.ts imports loaded in 0.84–0.95 s instead of 1.50–1.67 s (side by side, 2-core machine). Left outside, loaded
-// from node_modules as before (BUNDLE_EXTERNAL): graphql, which must stay one instance with the parser class
-// src/graphql/limits.ts requires; packages that read files beside their own code or start worker threads (PGlite and
-// its adapter, Prisma and the generated client in src/generated/prisma, pino, Swagger UI, GraphiQL); pg; the ones
-// loaded only when configured (the S3 SDK, ioredis); and the build tools. The other compiled files stay beside the
+// from packages); what app.ts imports loaded in 0.84–0.95 s instead of 1.50–1.67 s (side by side, 2-core machine).
+// Left outside, loaded from node_modules as before (BUNDLE_EXTERNAL): graphql, which must stay one instance with the
+// parser class src/graphql/limits.ts requires; packages that read files beside their own code or start worker
+// threads (PGlite and its adapter, Prisma and the generated client in src/generated/prisma, pino, Swagger UI,
+// GraphiQL); pg; the ones loaded only when configured (the S3 SDK, ioredis); and the build tools. The other compiled files stay beside the
 // bundles for the scripts and tests that import them one by one. A stack trace from the service names the bundle's
 // lines; each part of the bundle starts with a comment naming its source file.
 //
 // `npm ci` runs it (postinstall) and `npm start` runs it before the service, so an edited source is never served
 // from an older build. When nothing changed since the last build it writes nothing (a read-only install, such as
 // the systemd unit in docs/deploy.md, starts as well): the names, sizes and modification times of the sources, the
-// migrations, package-lock.json and this script are compared with the list the last build saved in dist/.sources.json, which
-// is written last, once everything is built. Builds started at once (tests, two `npm start`s) take turns through
+// migrations, package-lock.json and this script are compared with the list the last build saved in
+// dist/.sources.json, which is written last, once everything is built. Builds started at once (tests, two `npm start`s) take turns through
 // a lock directory (dist/.build-lock). `--force` rebuilds anyway.
 import fs from 'node:fs';
 import path from 'node:path';
