@@ -575,6 +575,7 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
           limit.signal,
           () => hit.r.run(variableValues, contextValue, limit.signal),
           clientOf(contextValue),
+          contextValue,
         ).finally(() => admitted?.());
         result = await beforeDeadline(work, limit);
       } finally {

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import { limitStatementsPerKey, openPool } from '../src/db/pool.js';
 import { freshPostgres } from './helpers/app.js';
-import { bindStatementsToOperations, boundTo, operationSignal } from '../src/db/operation-scope.js';
+import { bindStatementsToOperations, boundTo, operationOf } from '../src/db/operation-scope.js';
 import { loadConfig } from '../src/config.js';
 
 /** A pool whose statements run until the test ends them, recording which are running. */
@@ -16,7 +16,7 @@ function fakePool() {
       new Promise<{ rows: [] }>((resolve) => {
         const entry = {
           sql,
-          signal: operationSignal(),
+          signal: operationOf(sql)?.signal,
           end: () => {
             running.splice(running.indexOf(entry), 1);
             resolve({ rows: [] });
@@ -113,7 +113,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL server', () => {
     const { pool, end } = openPool(fresh.url, 1, (client) => {
       const query = client.query.bind(client) as (...a: unknown[]) => unknown;
       client.query = ((...args: unknown[]) => {
-        if (typeof args[0] === 'string') seen.push({ sql: args[0], signal: operationSignal() });
+        if (typeof args[0] === 'string') seen.push({ sql: args[0], signal: operationOf(args[0], client)?.signal });
         return query(...args);
       }) as typeof client.query;
     });

@@ -11,10 +11,10 @@ import { PrismaClient } from '../generated/prisma/client.js';
 import type { Config } from '../config.js';
 import { readTemplate } from './template.js';
 import { openPool } from './pool.js';
-import { operationSignal } from './operation-scope.js';
+import { OPERATION, operationOf, type Carrier } from './operation-scope.js';
 import { withReleasedTransactions } from './transactions.js';
 import { statementName } from './statement-names.js';
-import type { Database, Session } from './database.js';
+import type { Database, Session, StatementOptions } from './database.js';
 import { LiteStatements } from './lite-statements.js';
 import { PGLITE_EXTENSIONS } from './pglite-extensions.js';
 import { COMPACT_SQL, PRUNE_SQL, VERSIONS_SQL, versionsOf } from './cache-versions.js';
@@ -105,7 +105,7 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
     // The embedded database is one connection inside this process, open for its whole life.
     connections: () => ({ total: 1, idle: 0, waiting: 0 }),
     prisma,
-    query: async <R>(sql: string, params?: unknown[], opts?: { prepared?: boolean }) => {
+    query: async <R>(sql: string, params?: unknown[], opts?: StatementOptions) => {
       statements++;
       seen(sql);
       // Unprepared: planned for its values every time, as an unnamed statement is, yet parsed once (a named statement
@@ -205,7 +205,7 @@ async function openPostgres(url: string, poolSize: number, statementsPerKey: num
           // Only an operation's statements: a job's (the outbox dispatcher, retries) belong to no answer. Named ones
           // come from query() below, which reports them itself: pg-pool may send a statement from the context of the
           // connection's previous holder, where the operation is not known.
-          if (observers.length > 0 && !(typeof first === 'object' && first?.name) && operationSignal()) {
+          if (observers.length > 0 && !(typeof first === 'object' && first?.name) && operationOf(first, client)) {
             const sql = typeof first === 'string' ? first : first?.text;
             seen(typeof sql === 'string' ? sql : undefined);
           }
@@ -223,13 +223,20 @@ async function openPostgres(url: string, poolSize: number, statementsPerKey: num
     connections: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     url,
     prisma,
-    query: async <R>(sql: string, params?: unknown[], opts?: { prepared?: boolean }) => {
-      if (observers.length > 0 && operationSignal()) seen(sql);
-      const text = opts?.prepared === false ? { text: sql } : { name: statementName(sql), text: sql };
-      return (await pool.query({ ...text, values: params })).rows as R[];
+    query: async <R>(sql: string, params?: unknown[], opts?: StatementOptions) => {
+      const operation = opts?.operation;
+      if (observers.length > 0 && (operation ?? operationOf())) seen(sql);
+      const config: pg.QueryConfig & Carrier =
+        opts?.prepared === false
+          ? { text: sql, values: params }
+          : { name: statementName(sql), text: sql, values: params };
+      if (operation) config[OPERATION] = operation;
+      return (await pool.query(config)).rows as R[];
     },
-    async session(fn) {
+    async session(fn, operation) {
       const client = await pool.connect();
+      // Every statement on it belongs to the operation (src/db/pool.ts reads it there).
+      if (operation) (client as Carrier)[OPERATION] = operation;
       try {
         return await fn({
           exec: async (sql) => {
@@ -238,11 +245,13 @@ async function openPostgres(url: string, poolSize: number, statementsPerKey: num
           query: async <R>(sql: string, params?: unknown[]) => (await client.query(sql, params)).rows as R[],
         });
       } finally {
+        delete (client as Carrier)[OPERATION];
         client.release();
       }
     },
-    async transaction(fn) {
+    async transaction(fn, operation) {
       const client = await pool.connect();
+      if (operation) (client as Carrier)[OPERATION] = operation;
       try {
         await client.query('BEGIN');
         const out = await fn({
@@ -254,9 +263,11 @@ async function openPostgres(url: string, poolSize: number, statementsPerKey: num
             (await client.query({ name: statementName(sql), text: sql, values: params })).rows as R[],
         });
         await client.query('COMMIT');
+        delete (client as Carrier)[OPERATION];
         client.release();
         return out;
       } catch (err) {
+        delete (client as Carrier)[OPERATION];
         // Closed rather than rolled back and reused: its state is unknown (a statement may still be running), and
         // the session's end rolls the transaction back.
         destroy(client, err instanceof Error ? err : new Error(String(err)));

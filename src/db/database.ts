@@ -2,11 +2,18 @@
 // src/db/client.ts opens one; the migrator and the read paths take it by this shape.
 import type { PrismaClient } from '../generated/prisma/client.js';
 import type { TableVersions } from './cache-versions.js';
+import type { Operation } from './operation-scope.js';
 
 /** One connection's worth of raw SQL, for work that must stay on a single session (advisory locks). */
 export interface Session {
   exec(sql: string): Promise<void>;
   query<R = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<R[]>;
+}
+
+export interface StatementOptions {
+  prepared?: boolean;
+  /** The operation the statement is sent for (src/db/operation-scope.ts): cancelled when its deadline passes. */
+  operation?: Operation;
 }
 
 export interface Database {
@@ -23,16 +30,16 @@ export interface Database {
    * one reads its few matches): on a server it is sent unnamed; the embedded database parses it once all the same
    * and runs it with plan_cache_mode force_custom_plan (src/db/lite-statements.ts).
    */
-  query<R = Record<string, unknown>>(sql: string, params?: unknown[], opts?: { prepared?: boolean }): Promise<R[]>;
-  /** Runs `fn` on one dedicated connection. */
-  session<T>(fn: (s: Session) => Promise<T>): Promise<T>;
+  query<R = Record<string, unknown>>(sql: string, params?: unknown[], opts?: StatementOptions): Promise<R[]>;
+  /** Runs `fn` on one dedicated connection (its statements bound to `operation`, when given). */
+  session<T>(fn: (s: Session) => Promise<T>, operation?: Operation): Promise<T>;
   /**
    * Runs `fn` in a transaction of raw SQL on one connection, outside Prisma: committed when `fn` returns, rolled back
    * when it throws (on a server, the connection is then closed, which rolls back whatever state it was in). The
    * embedded database runs nothing else meanwhile. For a job's short transactions, where Prisma's per-statement
    * cost would dominate (the outbox dispatcher).
    */
-  transaction<T>(fn: (s: Session) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (s: Session) => Promise<T>, operation?: Operation): Promise<T>;
   /** Cheap round trip, for /readyz. */
   ping(): Promise<void>;
   /** Connections to the database: the pool's (PostgreSQL server), or the one in-process connection (embedded). */

@@ -3,7 +3,7 @@
 // is still checked out (the service's shutdown grace period bounds it).
 import net from 'node:net';
 import pg from 'pg';
-import { bindStatementsToOperations, inCallersOperation, operationClient, operationSignal } from './operation-scope.js';
+import { bindStatementsToOperations, inCallersOperation, operationOf } from './operation-scope.js';
 
 /**
  * The server ends a session left idle inside a transaction for this long (ms). Prisma ends every transaction of ours
@@ -167,8 +167,8 @@ function statementOf(signal: AbortSignal, client: pg.PoolClient, close: Close): 
 function bindToOperations(client: pg.PoolClient, destroy: (client: pg.PoolClient, reason: Error) => void): void {
   const query = client.query as (...args: unknown[]) => unknown;
   client.query = function boundQuery(this: pg.PoolClient, ...args: unknown[]) {
-    const signal = operationSignal();
     const first = args[0] as { submit?: unknown } | undefined;
+    const signal = operationOf(first, this)?.signal;
     if (!signal || typeof first?.submit === 'function') return query.apply(this, args);
     const last = args.length - 1;
     const callback = typeof args[last] === 'function' ? (args[last] as (...r: unknown[]) => void) : undefined;
@@ -203,7 +203,7 @@ export function limitStatementsPerKey(pool: pg.Pool, perKey: number): void {
   const query = pool.query.bind(pool) as (...args: unknown[]) => Promise<unknown>;
   const keys = new Map<string, { running: number; waiting: (() => void)[] }>();
   pool.query = function limitedQuery(...args: unknown[]) {
-    const key = typeof args[args.length - 1] === 'function' ? undefined : operationClient();
+    const key = typeof args[args.length - 1] === 'function' ? undefined : operationOf(args[0])?.client;
     if (key === undefined) return query(...args);
     let state = keys.get(key);
     if (!state) {

@@ -9,6 +9,8 @@ import type { Storage } from '../files/storage/index.js';
 import type { Database } from '../db/database.js';
 import type { Events } from '../events.js';
 import type { CursorSeal } from '../db/keyset.js';
+import { OPERATION_SLOT, type Carrier } from '../db/operation-scope.js';
+import { operationDatabase, operationPrisma } from '../db/operation-bound.js';
 
 export interface Services {
   prisma: PrismaClient;
@@ -32,6 +34,8 @@ export interface Services {
 }
 
 export interface Context extends Services {
+  /** The operation the context runs, once boundTo set it: its database's and Prisma's statements are bound to it. */
+  [OPERATION_SLOT]: Carrier;
   visitor: Visitor;
   /** The visitor's permission checks, loaded once per request on first use. */
   access(): Promise<Access>;
@@ -47,6 +51,10 @@ export interface Context extends Services {
 }
 
 export function createContext(services: Services, visitor: Visitor): Context {
+  // The operation this context runs (boundTo, src/db/operation-scope.ts): what its database and its Prisma client send
+  // is bound to it, so that its deadline cancels it.
+  const slot: Carrier = {};
+  const db = operationDatabase(services.db, slot);
   let access: Promise<Access> | undefined;
   let loaded: Access | undefined;
   const load = () =>
@@ -60,7 +68,7 @@ export function createContext(services: Services, visitor: Visitor): Context {
     async isTeamMember(downloadId: number) {
       if (visitor.userId === 0) return false;
       // Through the driver, not Prisma: a user key's every answer with a canEdit in it asks this once.
-      teams ??= services.db
+      teams ??= db
         .query<{ downloadId: number }>('SELECT "downloadId" FROM team_member WHERE "userId" = $1::int', [
           visitor.userId,
         ])
@@ -70,6 +78,9 @@ export function createContext(services: Services, visitor: Visitor): Context {
   };
   return {
     ...services,
+    [OPERATION_SLOT]: slot,
+    db,
+    prisma: operationPrisma(services.prisma, slot),
     visitor,
     team,
     removeBlobs: (keys) => (keys.length ? services.storage.remove(keys) : Promise.resolve()),

@@ -281,6 +281,7 @@ export function operationLimitsPlugin(limits: GraphqlLimits): Plugin {
               limit.signal,
               () => executeFn({ ...execArgs, signal: limit.signal } as typeof execArgs),
               clientOf(execArgs.contextValue),
+              execArgs.contextValue,
             ),
           );
         } catch (err) {
