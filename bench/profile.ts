@@ -238,6 +238,7 @@ if (opts.route) {
   const route = withIds(/^#\d+$/.test(opts.route) ? routes[Number(opts.route.slice(1))]! : opts.route);
   for (let i = 0; i < N; i++) await get(route);
   const { profile } = (await session.post('Profiler.stop')) as { profile: CpuProfile };
+  if (process.env.PROFILE_OUT) fs.writeFileSync(`${process.env.PROFILE_OUT}-route.cpuprofile`, JSON.stringify(profile));
   const summary = summarize(profile);
   console.log(`\nSelf time by package for ${opts.route}:`);
   for (const line of summary.packages) console.log(line);
