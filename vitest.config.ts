@@ -10,7 +10,7 @@ const require = createRequire(import.meta.url);
 // least two). The files are mostly busy on the CPU (the embedded database runs in the test's own process): with a
 // process per file, three workers on two cores were slower than two; with shared workers, one run of three took 400 s
 // against 423–440 s for two; once the embedded databases were used again (test/helpers/lite-pool.ts), three took 381 s
-// against 346 s for two, the two cores busy throughout: two stay the default. Each
+// against 346 s for two, the two cores busy throughout; on a faster day, 301 s against 270 s: two stay the default. Each
 // file has its own databases, data directories and ports (test/helpers/app.ts). Most files share their worker's process
 // and modules ('parallel' below): loading the service's modules once per worker instead of once per file took the suite
 // from 548 s to 440 s (vitest 4; vitest 3 retired shared workers without awaiting their teardown, and runs ended on an
@@ -71,7 +71,7 @@ const shared = {
   test: { pool: 'forks' as const, testTimeout: 30_000, hookTimeout: 60_000 },
 };
 
-// Files that replace modules (vi.mock): they run first, each in a fresh module graph of its own.
+// Files that replace modules (vi.mock): each runs in a fresh module graph of its own, beside the others.
 const ISOLATED = ['test/list-columns.test.ts'];
 
 export default defineConfig({
@@ -84,7 +84,7 @@ export default defineConfig({
     projects: [
       {
         ...shared,
-        test: { ...shared.test, name: 'isolated', include: ISOLATED, sequence: { groupOrder: 0 } },
+        test: { ...shared.test, name: 'isolated', include: ISOLATED, sequence: { groupOrder: 1 } },
       },
       {
         ...shared,

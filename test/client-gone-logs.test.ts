@@ -11,11 +11,11 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/client.js';
 import { startApp, type App } from '../src/app.js';
-import { SUPER_KEY, forEachDatabase, migratedDatabase } from './helpers/app.js';
+import { SUPER_KEY, forEachDatabaseSideBySide, migratedDatabase } from './helpers/app.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-forEachDatabase((kind) => {
+forEachDatabaseSideBySide((kind) => {
   let app: App;
   let drop = async () => {};
   let url = '';

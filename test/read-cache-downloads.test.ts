@@ -9,11 +9,11 @@ import { CacheScopes } from '../src/http/cache-scope.js';
 import { DOWNLOAD_VERSIONS_KEPT, DOWNLOAD_VERSIONS_MAX, PRUNED } from '../src/db/cache-versions.js';
 import { LIMITS } from '../src/config.js';
 import { routes } from '../rest-adapter/routes.js';
-import { forEachDatabase, startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';
+import { forEachDatabaseSideBySide, startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';
 
 type Read = () => Promise<string>;
 
-forEachDatabase((kind) => {
+forEachDatabaseSideBySide((kind) => {
   describe('answers about one download', () => {
     let t: TestApp;
     let category: number;

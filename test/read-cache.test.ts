@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReadCache } from '../src/http/read-cache.js';
 import { COUNTER_COLUMNS, DOWNLOAD_TABLES, StatementReader, type TableVersions } from '../src/db/cache-versions.js';
 import { LIMITS } from '../src/config.js';
-import { forEachDatabase, startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';
+import { forEachDatabaseSideBySide, startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';
 
 /** Versions as the database would give them, from a plain object. */
 const versions = (of: Record<string, number> = {}, pending = 0): TableVersions => ({
@@ -252,7 +252,7 @@ describe('ReadCache', () => {
   });
 });
 
-forEachDatabase((kind) => {
+forEachDatabaseSideBySide((kind) => {
   describe('answers kept while the tables they read are unchanged', () => {
     let t: TestApp;
     let category: number;

@@ -6,7 +6,7 @@
 import http from 'node:http';
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { forEachDatabase, startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';
+import { forEachDatabaseSideBySide, startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';
 import { loadConfig } from '../src/config.js';
 import type { LocalStorage } from '../src/files/storage/local.js';
 
@@ -85,7 +85,7 @@ function upload(
   });
 }
 
-forEachDatabase((kind) => {
+forEachDatabaseSideBySide((kind) => {
   let t: TestApp;
   let versionId: number;
   const parts = () =>

@@ -5,7 +5,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
+import { forEachDatabaseSideBySide, startTestApp, type TestApp } from './helpers/app.js';
 import { recordEvent } from '../src/db/outbox.js';
 import { checkEvents, checkUrl } from '../src/modules/webhooks/index.js';
 import type { ApiError } from '../src/errors.js';
@@ -118,7 +118,7 @@ describe('webhook rules (no database)', () => {
   });
 });
 
-forEachDatabase((kind) => {
+forEachDatabaseSideBySide((kind) => {
   let t: TestApp;
   let r: Awaited<ReturnType<typeof receiver>>;
   beforeAll(async () => {

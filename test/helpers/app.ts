@@ -22,6 +22,21 @@ export function forEachDatabase(body: (kind: DbKind) => void): void {
 }
 
 /**
+ * forEachDatabase with the two databases' blocks run side by side; the tests of each block still run one after
+ * another ("in order"), with its own app. For files whose tests mostly wait (slow senders, timeouts, retries, lags):
+ * one block's waits overlap the other's, and the worker's core is not left idle meanwhile. Only for files whose
+ * blocks share nothing but their code: no module-level state, spies or settings that a test of one block changes.
+ */
+export function forEachDatabaseSideBySide(body: (kind: DbKind) => void): void {
+  describe.concurrent('embedded PGlite', () => {
+    describe.sequential('in order', () => body('pglite'));
+  });
+  (process.env.TEST_DATABASE_URL ? describe.concurrent : describe.skip)('PostgreSQL server', () => {
+    describe.sequential('in order', () => body('postgres'));
+  });
+}
+
+/**
  * A fresh database on the TEST_DATABASE_URL server; dropped by the returned function. Empty by default; with
  * `migrated`, a copy of the run's migrated template database (test/global-setup.ts) when there is one, which spares
  * running every migration again for each database (the migrator then finds nothing to do). Its name starts with
