@@ -4,11 +4,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { printSchema } from 'graphql';
 import { schema } from '../modules/index.js';
+import { schemaSdl } from '../graphql/sdl.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const out = path.resolve(root, process.argv[2] ?? 'rest-adapter/generated/schema.graphql');
 fs.mkdirSync(path.dirname(out), { recursive: true });
-fs.writeFileSync(out, `${printSchema(schema)}\n`);
+fs.writeFileSync(out, schemaSdl(schema));
 console.log(`schema written to ${path.relative(process.cwd(), out)}`);
