@@ -5,6 +5,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { PGlite } from '@electric-sql/pglite';
 import { openDatabase, type Database } from '../src/db/client.js';
 import { LiteStatements } from '../src/db/lite-statements.js';
+import { pgliteTemplate } from './helpers/lite-pool.js';
 
 let lite: PGlite;
 let st: LiteStatements;
@@ -172,6 +173,118 @@ describe('named prepared statements on the embedded database', () => {
     expect(st.prepares).toBe(4);
     expect(await st.query(q(2))).toEqual([{ n: 2 }]);
     expect(st.prepares).toBe(5);
+  });
+});
+
+describe("other clients' statements (results(): Prisma's, through the adapter)", () => {
+  it('runs a text unprepared the first time, prepared from the second on, answering what query() answers', async () => {
+    const opts = { rowMode: 'array' as const, parsers: { 23: (v: string) => `int:${v}` } };
+    const sql = 'SELECT id, name FROM t WHERE id >= $1 ORDER BY id';
+    const direct = await lite.query(sql, [1], opts);
+    expect(direct.rows).toEqual([
+      ['int:1', 'one'],
+      ['int:2', 'two'],
+    ]);
+    let unprepared = 0;
+    const run = () =>
+      st.results(sql, [1], opts, false, () => {
+        unprepared++;
+        return lite.query(sql, [1], opts);
+      });
+    const answers = [await run(), await run(), await run()];
+    expect(unprepared).toBe(1);
+    expect(st.prepares).toBe(1);
+    expect((await ours()).map((p) => p.statement)).toEqual([sql]);
+    for (const a of answers) {
+      expect(a.rows).toEqual(direct.rows);
+      expect(a.fields).toEqual(direct.fields);
+      expect(a.affectedRows).toBe(direct.affectedRows);
+      expect(a.command).toBe(direct.command);
+      expect(a.rowCount).toBe(direct.rowCount);
+    }
+    // Objects, PGlite's own parsers, without options.
+    await st.results('SELECT name FROM t WHERE id = $1', [2], {}, false, () =>
+      lite.query('SELECT name FROM t WHERE id = $1', [2]),
+    );
+    expect(
+      (
+        await st.results('SELECT name FROM t WHERE id = $1', [2], {}, false, () =>
+          Promise.reject(new Error('prepared expected')),
+        )
+      ).rows,
+    ).toEqual([{ name: 'two' }]);
+  });
+
+  it('counts the rows a write changed as query() does, and reports errors with their SQLSTATE', async () => {
+    const twice = async (sql: string, params: unknown[]) => {
+      await st.results(sql, params, {}, false, () => lite.query(sql, params));
+      return st.results(sql, params, {}, false, () => Promise.reject(new Error('prepared expected')));
+    };
+    expect((await twice('UPDATE t SET name = $1 WHERE id <= $2', ['x', 2])).affectedRows).toBe(2);
+    expect((await twice('DELETE FROM t WHERE id > $1', [99])).affectedRows).toBe(0);
+    const insert = await twice('INSERT INTO t VALUES ($1, $2) ON CONFLICT (id) DO NOTHING RETURNING id', [3, 'three']);
+    expect(insert).toMatchObject({ rows: [], affectedRows: 0 }); // the first run inserted it
+    expect((await lite.query('SELECT count(*)::int AS n FROM t')).rows).toEqual([{ n: 3 }]);
+    const dup = 'INSERT INTO t VALUES ($1, $2)';
+    await expect(st.results(dup, [1, 'again'], {}, false, () => lite.query(dup, [1, 'again']))).rejects.toMatchObject({
+      code: '23505',
+    });
+    await expect(
+      st.results(dup, [1, 'again'], {}, false, () => Promise.reject(new Error('prepared expected'))),
+    ).rejects.toMatchObject({ code: '23505' });
+    expect(
+      (await st.results(dup, [4, 'four'], {}, false, () => Promise.reject(new Error('prepared expected'))))
+        .affectedRows,
+    ).toBe(1);
+  });
+});
+
+describe("Prisma's statements on the embedded database", () => {
+  let db: Database;
+  beforeAll(async () => {
+    db = await openDatabase({ memory: true, loadDataDir: pgliteTemplate() });
+  });
+  afterAll(async () => {
+    await db.close();
+  });
+  const preparedLike = (pattern: string) =>
+    db.session((s) =>
+      s.query<{ statement: string }>('SELECT statement FROM pg_prepared_statements WHERE statement LIKE $1', [pattern]),
+    );
+
+  it('are prepared once a text comes again, with the same answers and the same errors (a unique name)', async () => {
+    const before = db.statements();
+    for (let i = 0; i < 3; i++)
+      expect(await db.prisma.group.findMany({ where: { name: 'nobody' }, select: { id: true } })).toEqual([]);
+    expect(db.statements() - before).toBe(3);
+    expect(await preparedLike('%FROM "public"."user_group"%')).toHaveLength(1);
+    const made = await db.prisma.group.create({ data: { name: 'prepared_a' } });
+    expect(made).toMatchObject({ name: 'prepared_a', title: '', isBuiltIn: false });
+    for (let i = 0; i < 2; i++)
+      // What the adapter makes of a unique violation either way (unprepared, then prepared): its SQLSTATE kept.
+      await expect(db.prisma.group.create({ data: { name: 'prepared_a' } })).rejects.toMatchObject({
+        name: 'DriverAdapterError',
+        cause: { code: '23505' },
+      });
+    expect(await db.prisma.group.count({ where: { name: 'prepared_a' } })).toBe(1);
+  });
+
+  it("run in Prisma's transactions, which commit or roll back what they ran", async () => {
+    const create = (tx: typeof db.prisma, name: string) => tx.group.create({ data: { name }, select: { name: true } });
+    await db.prisma.$transaction(async (tx) => {
+      for (const name of ['tx_1', 'tx_2', 'tx_3']) await create(tx as typeof db.prisma, name);
+    });
+    await expect(
+      db.prisma.$transaction(async (tx) => {
+        for (const name of ['tx_4', 'tx_5', 'tx_6']) await create(tx as typeof db.prisma, name);
+        throw new Error('roll back');
+      }),
+    ).rejects.toThrow('roll back');
+    const names = (
+      await db.prisma.group.findMany({ where: { name: { startsWith: 'tx_' } }, orderBy: { name: 'asc' } })
+    ).map((g) => g.name);
+    expect(names).toEqual(['tx_1', 'tx_2', 'tx_3']);
+    expect((await preparedLike('INSERT INTO "public"."user_group"%')).length).toBeGreaterThan(0);
   });
 });
 

@@ -15,7 +15,7 @@ import { OPERATION, operationOf, type Carrier } from './operation-scope.js';
 import { withReleasedTransactions } from './transactions.js';
 import { statementName } from './statement-names.js';
 import type { Database, Session, StatementOptions } from './database.js';
-import { LiteStatements } from './lite-statements.js';
+import { LiteStatements, type ResultOptions, type Results } from './lite-statements.js';
 import { PGLITE_EXTENSIONS } from './pglite-extensions.js';
 import { COMPACT_SQL, PRUNE_SQL, VERSIONS_SQL, versionsOf } from './cache-versions.js';
 
@@ -90,10 +90,53 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
       }) as typeof tx.exec;
       return fn(tx);
     })) as typeof lite.transaction;
-  // pglite-prisma-adapter pins an older @prisma/driver-adapter-utils: the runtime contract matches, the types differ.
-  const prisma = new PrismaClient({ adapter: new PrismaPGlite(lite) as unknown as PrismaPg });
   // The hand-written reads as named prepared statements, parsed and planned once (src/db/lite-statements.ts).
   const prepared = new LiteStatements(lite);
+  // Prisma's statements too, from a text's second run on (its texts are few shapes, each run again and again): the
+  // adapter is given the database with its query() — and its transactions' — going through them.
+  type QueryOptions = Parameters<PGlite['query']>[2];
+  const preparable = (options: QueryOptions) =>
+    !options || Object.keys(options).every((k) => k === 'rowMode' || k === 'parsers');
+  const viaPrepared = <R>(
+    sql: string,
+    params: unknown[] | undefined,
+    options: QueryOptions,
+    inTransaction: boolean,
+    unprepared: () => Promise<Results<R>>,
+  ) =>
+    preparable(options)
+      ? prepared.results<R>(sql, params ?? [], (options ?? {}) as ResultOptions, inTransaction, unprepared)
+      : unprepared();
+  const forPrisma = {
+    query: <R>(sql: string, params?: unknown[], options?: QueryOptions) => {
+      statements++;
+      seen(sql);
+      return viaPrepared<R>(sql, params, options, false, () => query<R>(sql, params, options) as Promise<Results<R>>);
+    },
+    exec: lite.exec,
+    transaction: <T>(fn: (tx: Transaction) => Promise<T>) =>
+      transaction((tx) => {
+        const txQuery = tx.query.bind(tx);
+        const txExec = tx.exec.bind(tx);
+        tx.query = (<R>(sql: string, params?: unknown[], options?: QueryOptions) => {
+          seen(sql);
+          return viaPrepared<R>(
+            sql,
+            params,
+            options,
+            true,
+            () => txQuery<R>(sql, params, options) as Promise<Results<R>>,
+          );
+        }) as typeof tx.query;
+        tx.exec = ((...args: Parameters<typeof txExec>) => {
+          seen(args[0]);
+          return txExec(...args);
+        }) as typeof tx.exec;
+        return fn(tx);
+      }),
+  };
+  // pglite-prisma-adapter pins an older @prisma/driver-adapter-utils: the runtime contract matches, the types differ.
+  const prisma = new PrismaClient({ adapter: new PrismaPGlite(forPrisma as unknown as PGlite) as unknown as PrismaPg });
   const session: Session = {
     exec: async (sql) => {
       await lite.exec(sql);

@@ -3,7 +3,14 @@
 // plans the same hand-written read again on every request. Here each statement text is parsed once under a name and
 // its parameter and result types remembered; a request is then one Bind/Execute/Sync message. The rows come back
 // exactly as query() returns them (same type parsers, same serializers for the parameters).
-import { protocol, types, type PGlite, type messages as wire } from '@electric-sql/pglite';
+import {
+  protocol,
+  types,
+  type ParserOptions,
+  type PGlite,
+  type Results,
+  type messages as wire,
+} from '@electric-sql/pglite';
 import { statementName } from './statement-names.js';
 
 const { serialize } = protocol;
@@ -18,6 +25,18 @@ interface Prepared {
 
 /** How many statements stay prepared at most: the least recently used one is closed to make room. */
 export const PREPARED_LIMIT = 256;
+
+/** How many texts run once are remembered, to be prepared if they come again (results()). */
+const SEEN_ONCE_LIMIT = 1024;
+
+/** query()'s row options that results() follows. */
+export interface ResultOptions {
+  rowMode?: 'object' | 'array';
+  parsers?: ParserOptions;
+}
+
+/** query()'s answer (rows, fields, the command and the rows it wrote), as results() gives it. */
+export type { Results };
 
 /**
  * SQLSTATEs after which a prepared statement is worth preparing again: its result type changed under it (a migration
@@ -40,6 +59,8 @@ export class LiteStatements {
   readonly #limit: number;
   /** Statement text → its prepared form, least recently used first (a Map keeps insertion order). */
   readonly #prepared = new Map<string, Prepared>();
+  /** Texts results() ran once, unprepared, oldest first. */
+  readonly #seenOnce = new Set<string>();
   /** Parse messages sent so far: for tests that check a statement is prepared once. */
   prepares = 0;
 
@@ -63,19 +84,53 @@ export class LiteStatements {
   }
 
   /**
+   * PGlite's query() for another client's statements (Prisma's, through pglite-prisma-adapter), with query()'s row
+   * options and its whole answer (rows, fields, affectedRows). A text is prepared from its second run on: a text run
+   * once (a one-off shape) costs what query() costs, not a prepare and, later, a close. `inTransaction`: called from
+   * inside a PGlite transaction's callback, as `tx.query` is.
+   */
+  async results<R>(
+    sql: string,
+    params: unknown[],
+    options: ResultOptions,
+    inTransaction: boolean,
+    unprepared: () => Promise<Results<R>>,
+  ): Promise<Results<R>> {
+    if (!this.#statement(sql)) {
+      if (!this.#seenOnce.delete(sql)) {
+        if (this.#seenOnce.size >= SEEN_ONCE_LIMIT) this.#seenOnce.delete(this.#seenOnce.values().next().value!);
+        this.#seenOnce.add(sql);
+        return unprepared();
+      }
+    }
+    if (inTransaction) return this.#answer<R>(sql, params, {}, options);
+    await this.#lite._checkReady();
+    return this.#lite._runExclusiveTransaction(() => this.#answer<R>(sql, params, {}, options));
+  }
+
+  /**
    * query() from inside a PGlite transaction's callback (lite.transaction), which holds what query() would wait for:
    * the statement runs in that transaction.
    */
-  inTransaction<R>(sql: string, params: unknown[] = [], opts: { customPlan?: boolean } = {}): Promise<R[]> {
+  async inTransaction<R>(sql: string, params: unknown[] = [], opts: { customPlan?: boolean } = {}): Promise<R[]> {
+    return (await this.#answer<R>(sql, params, opts)).rows;
+  }
+
+  #answer<R>(
+    sql: string,
+    params: unknown[],
+    opts: { customPlan?: boolean },
+    shape: ResultOptions = {},
+  ): Promise<Results<R>> {
     const lite = this.#lite;
     return lite._runExclusiveQuery(async () => {
-      let rows: R[];
+      let rows: Results<R>;
       // customPlan: planned for the parameters' values every time, as an unnamed statement is (PostgreSQL would
       // otherwise come to run a prepared statement with a generic plan), but parsed and analysed once.
       let around = opts.customPlan ? await this.#around() : null;
       const cached = this.#statement(sql);
       try {
-        rows = await this.#run<R>(cached ?? (await this.#prepare(sql)), params, around);
+        rows = await this.#run<R>(cached ?? (await this.#prepare(sql)), params, around, shape);
       } catch (err) {
         // Only a statement prepared earlier can have gone stale; one prepared just now failed for its own reasons.
         if ((!cached && !around) || !STALE.has((err as wire.DatabaseError).code ?? ''))
@@ -87,7 +142,7 @@ export class LiteStatements {
         if (lite.isInTransaction()) throw withQuery(err, sql, params);
         try {
           if (around) around = await this.#around();
-          rows = await this.#run<R>(await this.#prepare(sql), params, around);
+          rows = await this.#run<R>(await this.#prepare(sql), params, around, shape);
         } catch (again) {
           throw withQuery(again, sql, params);
         }
@@ -149,8 +204,17 @@ export class LiteStatements {
     await this.#exec(serialize.close({ type: 'S', name }));
   }
 
-  /** Runs `p`; with `around`, between the first statement and the second (without parameters; their rows left out). */
-  async #run<R>(p: Prepared, params: unknown[], around: [Prepared, Prepared] | null = null): Promise<R[]> {
+  /**
+   * Runs `p`; with `around`, between the first statement and the second (without parameters; their rows left out).
+   * Its answer as query() gives it: rows as objects (or arrays with rowMode 'array'), parsed by PGlite's parsers and
+   * the options' own, and the rows the statement inserted, updated or deleted.
+   */
+  async #run<R>(
+    p: Prepared,
+    params: unknown[],
+    around: [Prepared, Prepared] | null = null,
+    shape: ResultOptions = {},
+  ): Promise<Results<R>> {
     const lite = this.#lite;
     // The serializer of the parameter's type, as query() picks it (a Date for a timestamp, an object for json).
     const values = params.map((v, i) => {
@@ -169,19 +233,30 @@ export class LiteStatements {
     );
     // The statement's rows: those after the first statement's CommandComplete, when there is one before it.
     let completed = 0;
+    let tag = '';
     const mine = around ? 1 : 0;
     const rows: R[] = [];
+    const parsers = shape.parsers ? { ...lite.parsers, ...shape.parsers } : lite.parsers;
+    const asArrays = shape.rowMode === 'array';
     for (const m of messages) {
-      if (m.name === 'commandComplete') completed++;
+      if (m.name === 'commandComplete') {
+        if (completed === mine) tag = (m as wire.CommandCompleteMessage).text;
+        completed++;
+      }
       if (m.name !== 'dataRow' || completed !== mine) continue;
+      const fields = (m as wire.DataRowMessage).fields;
+      if (asArrays) {
+        rows.push(fields.map((x, i) => types.parseType(x, p.fields[i]!.dataTypeID, parsers)) as R);
+        continue;
+      }
       const row: Record<string, unknown> = {};
-      (m as wire.DataRowMessage).fields.forEach((x, i) => {
+      fields.forEach((x, i) => {
         const f = p.fields[i]!;
-        row[f.name] = types.parseType(x, f.dataTypeID, lite.parsers);
+        row[f.name] = types.parseType(x, f.dataTypeID, parsers);
       });
       rows.push(row as R);
     }
-    return rows;
+    return { rows, fields: p.fields, ...written(tag) };
   }
 
   /**
@@ -193,6 +268,20 @@ export class LiteStatements {
     return this.#lite.execProtocolStream(concat([...messages, serialize.sync()]), { syncToFs: false });
   }
 }
+
+/** What a command tag says ("UPDATE 3", "INSERT 0 1", "SELECT 2"), as PGlite's query() reads it. */
+function written(tag: string): { command?: string; rowCount?: number; affectedRows: number } {
+  if (!tag) return { affectedRows: 0 };
+  const words = tag.split(' ');
+  const command = words[0]!;
+  const n = Number.parseInt(words[words.length - 1]!, 10);
+  return {
+    command,
+    ...(Number.isNaN(n) ? {} : { rowCount: n }),
+    affectedRows: WRITES.has(command) && !Number.isNaN(n) ? n : 0,
+  };
+}
+const WRITES = new Set(['INSERT', 'UPDATE', 'DELETE', 'COPY', 'MERGE']);
 
 function concat(parts: Uint8Array[]): Uint8Array {
   let n = 0;
