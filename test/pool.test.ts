@@ -93,6 +93,31 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL server: the pool', (
     await fresh.drop();
   });
 
+  it("names Prisma's statements from a text's second run on: parsed once per connection, the same answers and errors", async () => {
+    const db = await open(1); // one connection: what it prepared is what its session lists
+    const ours = () =>
+      db.session((s) =>
+        s.query<{ name: string; statement: string }>(
+          "SELECT name, statement FROM pg_prepared_statements WHERE statement LIKE 'SELECT $1::int%'",
+        ),
+      );
+    const sum = 'SELECT $1::int + 1 AS n';
+    expect(await db.prisma.$queryRawUnsafe(sum, 1)).toEqual([{ n: 2 }]);
+    expect(await ours()).toEqual([]); // run once: unnamed
+    expect(await db.prisma.$queryRawUnsafe(sum, 2)).toEqual([{ n: 3 }]);
+    expect(await db.prisma.$queryRawUnsafe(sum, 3)).toEqual([{ n: 4 }]);
+    expect(await ours()).toEqual([{ name: expect.stringMatching(/^dcs_[0-9a-f]{16}$/), statement: sum }]);
+    // An error is the same unnamed and named: its SQLSTATE (division by zero) comes through.
+    const divide = 'SELECT $1::int / $2::int AS n';
+    for (let i = 0; i < 3; i++)
+      await expect(db.prisma.$queryRawUnsafe(divide, 1, 0)).rejects.toMatchObject({
+        meta: { driverAdapterError: { cause: { originalCode: '22012' } } },
+      });
+    expect(await db.prisma.$queryRawUnsafe(divide, 6, 3)).toEqual([{ n: 2 }]);
+    // (pg-pool closes a connection whose statement failed: the one it opens next prepared the text again)
+    expect((await ours()).map((p) => p.statement)).toContain(divide);
+  });
+
   it('disconnect: transactions waiting for a connection leave none idle in a transaction, and close() ends at once', async () => {
     const db = await open(2);
     // Two transactions hold the pool, three wait for a connection; close() cancels them all.

@@ -4,6 +4,7 @@
 import net from 'node:net';
 import pg from 'pg';
 import { bindStatementsToOperations, inCallersOperation, operationOf } from './operation-scope.js';
+import { statementName } from './statement-names.js';
 
 /**
  * The server ends a session left idle inside a transaction for this long (ms). Prisma ends every transaction of ours
@@ -85,6 +86,7 @@ export function openPool(
     // The server ended the session (idle_in_transaction_session_timeout, an administrator, a restart): a
     // checked-out connection is dropped now rather than when, if ever, its holder releases it.
     client.on('end', () => destroy(client, new Error('The database server ended this connection.')));
+    nameRepeatedStatements(client);
     bindToOperations(client, destroy);
     onConnect(client);
   });
@@ -155,6 +157,47 @@ function statementOf(signal: AbortSignal, client: pg.PoolClient, close: Close): 
     ended = true;
     if (--entry.statements === 0 && running.get(client) === entry) running.delete(client);
   };
+}
+
+/** How many of Prisma's statement texts are named at most (each pool connection keeps those it prepared). */
+export const NAMED_PRISMA_TEXTS = 256;
+/** How many texts run once are remembered, to be named if they come again. */
+const SEEN_ONCE_LIMIT = 1024;
+const seenOnce = new Set<string>();
+const namedTexts = new Set<string>();
+
+/**
+ * Prisma's statements (@prisma/adapter-pg sends each unnamed, with its rows as arrays: the server parses and plans it on
+ * every run) are named from a text's second run on, as the hand-written reads are from their first: the server then
+ * parses each once per connection. A text run once stays unnamed; at most NAMED_PRISMA_TEXTS texts are named, the
+ * rest stay unnamed. Statements that carry a name of their own, or none of Prisma's shape, are left as they are.
+ */
+function nameRepeatedStatements(client: pg.PoolClient): void {
+  const query = client.query as (...args: unknown[]) => unknown;
+  client.query = function namedQuery(this: pg.PoolClient, ...args: unknown[]) {
+    const first = args[0] as { text?: unknown; name?: unknown; rowMode?: unknown; submit?: unknown } | undefined;
+    if (
+      first &&
+      typeof first === 'object' &&
+      typeof first.text === 'string' &&
+      first.name === undefined &&
+      first.rowMode === 'array' &&
+      typeof first.submit !== 'function'
+    ) {
+      const text = first.text;
+      if (namedTexts.has(text)) first.name = statementName(text);
+      else if (seenOnce.delete(text)) {
+        if (namedTexts.size < NAMED_PRISMA_TEXTS) {
+          namedTexts.add(text);
+          first.name = statementName(text);
+        }
+      } else {
+        if (seenOnce.size >= SEEN_ONCE_LIMIT) seenOnce.delete(seenOnce.values().next().value!);
+        seenOnce.add(text);
+      }
+    }
+    return query.apply(this, args);
+  } as typeof client.query;
 }
 
 /**
