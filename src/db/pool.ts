@@ -70,6 +70,7 @@ export function openPool(
   // pg-pool counts a checked-out connection until its holder releases it; a holder that never does (or whose
   // connection died under it) would keep that slot, and pool.end() would wait for it forever.
   const out = new Set<pg.PoolClient>();
+  const prismaTexts: PrismaTexts = { seenOnce: new Set(), named: new Set() };
   pool.on('acquire', (client) => out.add(client));
   pool.on('release', (_err: Error | undefined, client: pg.PoolClient) => out.delete(client));
   const destroy = (client: pg.PoolClient, reason: Error) => {
@@ -86,7 +87,7 @@ export function openPool(
     // The server ended the session (idle_in_transaction_session_timeout, an administrator, a restart): a
     // checked-out connection is dropped now rather than when, if ever, its holder releases it.
     client.on('end', () => destroy(client, new Error('The database server ended this connection.')));
-    nameRepeatedStatements(client);
+    nameRepeatedStatements(client, prismaTexts);
     bindToOperations(client, destroy);
     onConnect(client);
   });
@@ -159,12 +160,16 @@ function statementOf(signal: AbortSignal, client: pg.PoolClient, close: Close): 
   };
 }
 
-/** How many of Prisma's statement texts are named at most (each pool connection keeps those it prepared). */
+/** How many of Prisma's statement texts a pool names at most (each of its connections keeps those it prepared). */
 export const NAMED_PRISMA_TEXTS = 256;
 /** How many texts run once are remembered, to be named if they come again. */
 const SEEN_ONCE_LIMIT = 1024;
-const seenOnce = new Set<string>();
-const namedTexts = new Set<string>();
+
+/** One pool's Prisma texts: those run once (oldest first), and those named. */
+interface PrismaTexts {
+  seenOnce: Set<string>;
+  named: Set<string>;
+}
 
 /**
  * Prisma's statements (@prisma/adapter-pg sends each unnamed, with its rows as arrays: the server parses and plans it on
@@ -172,7 +177,8 @@ const namedTexts = new Set<string>();
  * parses each once per connection. A text run once stays unnamed; at most NAMED_PRISMA_TEXTS texts are named, the
  * rest stay unnamed. Statements that carry a name of their own, or none of Prisma's shape, are left as they are.
  */
-function nameRepeatedStatements(client: pg.PoolClient): void {
+function nameRepeatedStatements(client: pg.PoolClient, texts: PrismaTexts): void {
+  const { seenOnce, named } = texts;
   const query = client.query as (...args: unknown[]) => unknown;
   client.query = function namedQuery(this: pg.PoolClient, ...args: unknown[]) {
     const first = args[0] as { text?: unknown; name?: unknown; rowMode?: unknown; submit?: unknown } | undefined;
@@ -185,10 +191,10 @@ function nameRepeatedStatements(client: pg.PoolClient): void {
       typeof first.submit !== 'function'
     ) {
       const text = first.text;
-      if (namedTexts.has(text)) first.name = statementName(text);
+      if (named.has(text)) first.name = statementName(text);
       else if (seenOnce.delete(text)) {
-        if (namedTexts.size < NAMED_PRISMA_TEXTS) {
-          namedTexts.add(text);
+        if (named.size < NAMED_PRISMA_TEXTS) {
+          named.add(text);
           first.name = statementName(text);
         }
       } else {
