@@ -3,9 +3,8 @@
 import { execFileSync } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import v8 from 'node:v8';
 import { afterEach, describe, expect, it } from 'vitest';
-import { memoryReducingCollector, releaseMemoryWhenIdle } from '../src/http/idle-memory.js';
+import { releaseMemoryWhenIdle } from '../src/http/idle-memory.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const MB = 1024 * 1024;
