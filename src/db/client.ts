@@ -74,20 +74,24 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
     seen(args[0]);
     return exec(...args);
   }) as typeof lite.exec;
+  /** A transaction's scripts, seen by the observers as the database's own are. */
+  const observeExec = (tx: Transaction) => {
+    const txExec = tx.exec.bind(tx);
+    tx.exec = ((...args: Parameters<typeof txExec>) => {
+      seen(args[0]);
+      return txExec(...args);
+    }) as typeof tx.exec;
+  };
   // Prisma's transactions run their statements on the transaction's own object.
   const transaction = lite.transaction.bind(lite);
   lite.transaction = (<T>(fn: (tx: Transaction) => Promise<T>) =>
     transaction((tx) => {
       const txQuery = tx.query.bind(tx);
-      const txExec = tx.exec.bind(tx);
       tx.query = ((...args: Parameters<typeof txQuery>) => {
         seen(args[0]);
         return txQuery(...args);
       }) as typeof tx.query;
-      tx.exec = ((...args: Parameters<typeof txExec>) => {
-        seen(args[0]);
-        return txExec(...args);
-      }) as typeof tx.exec;
+      observeExec(tx);
       return fn(tx);
     })) as typeof lite.transaction;
   // The hand-written reads as named prepared statements, parsed and planned once (src/db/lite-statements.ts).
@@ -117,7 +121,6 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
     transaction: <T>(fn: (tx: Transaction) => Promise<T>) =>
       transaction((tx) => {
         const txQuery = tx.query.bind(tx);
-        const txExec = tx.exec.bind(tx);
         tx.query = (<R>(sql: string, params?: unknown[], options?: QueryOptions) => {
           seen(sql);
           return viaPrepared<R>(
@@ -128,10 +131,7 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
             () => txQuery<R>(sql, params, options) as Promise<Results<R>>,
           );
         }) as typeof tx.query;
-        tx.exec = ((...args: Parameters<typeof txExec>) => {
-          seen(args[0]);
-          return txExec(...args);
-        }) as typeof tx.exec;
+        observeExec(tx);
         return fn(tx);
       }),
   };
