@@ -3,6 +3,7 @@
 // It works on the configured database (DATABASE_URL, or the embedded database under DATA_DIR, read as `npm start`
 // reads them), or, with --url and --key, through a running server's GraphQL admin API.
 // Exit status: 0 done, 1 refused or failed (one line on stderr), 2 usage error.
+import v8 from 'node:v8';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { loadConfig, ConfigError, type Config } from '../config.js';
 import { openRemote } from './remote.js';
@@ -42,6 +43,10 @@ async function operator(opts: GlobalOptions): Promise<Operator> {
     if (err instanceof ConfigError) throw new CliError(`Configuration error: ${err.message}`);
     throw err;
   }
+  // The embedded database is PostgreSQL compiled to WebAssembly. A command runs a few statements and exits, so V8's
+  // optimising tier would only compile code that never pays back: V8's baseline compiler alone takes a command on it
+  // from about 2.3 s of CPU to 1.3 s (1.45 s to 1.1 s of waiting). Set before the engine is compiled, on its first open.
+  if (!config.databaseUrl) v8.setFlagsFromString('--liftoff-only');
   // Loaded only here: the database client is most of the CLI's start-up time, and --url does not need it.
   const { openDirect } = await import('./direct.js');
   return openDirect(config);
