@@ -60,9 +60,17 @@ export class ApiError extends GraphQLError {
     headers?: Record<string, string>,
     status?: number,
   ) {
-    super(message, {
-      extensions: { code, params, http: { status: status ?? statusOf(code), ...(headers ? { headers } : {}) } },
-    });
+    // A refusal the contract names (a 404, a 403, an input to correct) is an answer, not a fault: it carries no stack
+    // trace, which V8 would collect here and format again where graphql-js wraps the error, on every refused request.
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    try {
+      super(message, {
+        extensions: { code, params, http: { status: status ?? statusOf(code), ...(headers ? { headers } : {}) } },
+      });
+    } finally {
+      Error.stackTraceLimit = limit;
+    }
     this.code = code;
     this.params = params;
   }

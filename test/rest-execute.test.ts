@@ -51,6 +51,10 @@ describe('compiled REST documents', () => {
     expect(refused!.path).toEqual(['refused']);
     expect(toErrorItem(broken).code).toBe('server_error');
     expect((broken!.originalError as Error).message).toBe('bug');
+    // A refusal is an answer and carries no stack trace (none collected, none formatted); a fault keeps its own.
+    expect(refused!.stack).toBe('GraphQLError: No.');
+    expect((broken!.originalError as Error).stack).toMatch(/\n\s+at /);
+    expect(new Error('after').stack).toMatch(/\n\s+at /); // the limit is put back
   });
 
   it('a document graphql-jit refuses runs on the interpreting executor, said once', async () => {
