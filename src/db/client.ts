@@ -16,6 +16,7 @@ import { withReleasedTransactions } from './transactions.js';
 import { statementName } from './statement-names.js';
 import type { Database, Session, StatementOptions } from './database.js';
 import { LiteStatements, type ResultOptions, type Results } from './lite-statements.js';
+import './prisma-plans.js';
 import { PGLITE_EXTENSIONS } from './pglite-extensions.js';
 import { COMPACT_SQL, PRUNE_SQL, VERSIONS_SQL, versionsOf } from './cache-versions.js';
 
