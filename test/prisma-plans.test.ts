@@ -1,6 +1,6 @@
 // Prisma's query plans are kept by text (src/db/prisma-plans.ts): a call whose query was compiled before runs its kept
 // plan, with the same answers and errors, on both databases; different values compile anew; a kept plan is handed
-// out as a copy; at most the limit is kept; a failure to compile is not kept.
+// out as a copy; at most the limit is kept; a failure to compile, or a plan that is not plain data, is not kept.
 import { QueryCompiler } from '@prisma/client/runtime/query_compiler_bg.postgresql.mjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keeping, planStats } from '../src/db/prisma-plans.js';
@@ -17,6 +17,7 @@ describe('keeping', () => {
     keeping(function (this: object, query: string) {
       log.push(query);
       if (query === 'bad') throw new Error('does not compile');
+      if (query === 'odd') return { at: new Date(0) }; // not plain data: cannot be copied, so never kept
       return { query, nodes: [{ args: [1, 2] }], map: new Map([['k', { v: 1 }]]) };
     }, 2);
 
@@ -41,6 +42,15 @@ describe('keeping', () => {
     for (const q of ['one', 'two', 'one', 'three', 'one', 'two']) compile.call(c, q);
     // 'two' was the least recently used when 'three' came: dropped, compiled again at the end.
     expect(log).toEqual(['one', 'two', 'three', 'two']);
+  });
+
+  it('a plan holding anything but plain data (objects, arrays, Maps, primitives) is not kept', () => {
+    const log: string[] = [];
+    const compile = compiler(log);
+    const c = {};
+    expect(compile.call(c, 'odd')).toEqual({ at: new Date(0) });
+    expect(compile.call(c, 'odd')).toEqual({ at: new Date(0) });
+    expect(log).toEqual(['odd', 'odd']);
   });
 
   it('a text that fails to compile is not kept: it fails each time', () => {
