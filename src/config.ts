@@ -2,6 +2,15 @@
 import path from 'node:path';
 
 /**
+ * The embedded database's page cache (EMBEDDED_BUFFERS_MB) unless set. Small, because PGlite zeroes all of it at every
+ * start (about 4.5 ms of CPU per MB) and keeps it resident; 16 MB holds a small catalogue's hot pages, and a larger
+ * catalogue's other pages come from the operating system's file cache (docs/deploy.md has the figures).
+ */
+export const EMBEDDED_BUFFERS_MB_DEFAULT = 16;
+/** The most EMBEDDED_BUFFERS_MB may ask: the embedded database lives in a 32-bit WebAssembly memory. */
+export const EMBEDDED_BUFFERS_MB_MAX = 1024;
+
+/**
  * The API's fixed limits and defaults: part of the contract with clients, so not configurable. Every module, the
  * cost analysis and the REST adapter read them from here; none is written down anywhere else.
  */
@@ -163,6 +172,11 @@ export interface Config {
    * PostgreSQL pool; its others wait their turn (src/db/pool.ts). 0: not limited.
    */
   databaseStatementsPerKey: number;
+  /**
+   * EMBEDDED_BUFFERS_MB: the embedded database's page cache (PostgreSQL's shared_buffers), in MB. Allocated and zeroed
+   * at every start and resident for the life of the process (src/db/client.ts); unused with DATABASE_URL.
+   */
+  embeddedBuffersMb: number;
   storage: StorageKind;
   /** S3-compatible storage settings, when storage is s3. */
   s3?: {
@@ -338,6 +352,16 @@ function flag(env: NodeJS.ProcessEnv, name: string): boolean {
   throw new ConfigError(`${name} must be 1 or 0, got "${env[name]}"`);
 }
 
+/** The embedded database's page cache in MB: at least 1, at most EMBEDDED_BUFFERS_MB_MAX (PGlite's memory is 32-bit). */
+function embeddedBuffersMb(env: NodeJS.ProcessEnv): number {
+  const mb = int(env, 'EMBEDDED_BUFFERS_MB', EMBEDDED_BUFFERS_MB_DEFAULT, 1);
+  if (mb > EMBEDDED_BUFFERS_MB_MAX)
+    throw new ConfigError(
+      `EMBEDDED_BUFFERS_MB must be at most ${EMBEDDED_BUFFERS_MB_MAX} (the embedded database runs in a 32-bit WebAssembly memory), got "${env.EMBEDDED_BUFFERS_MB}"`,
+    );
+  return mb;
+}
+
 /** METRICS: key (default), open or off; 1 and 0 are read as open and off. */
 function metricsAccess(env: NodeJS.ProcessEnv): MetricsAccess {
   const raw = (env.METRICS ?? '').trim().toLowerCase();
@@ -357,6 +381,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     databaseUrl: env.DATABASE_URL || undefined,
     databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 10, 1),
     databaseStatementsPerKey: int(env, 'DATABASE_STATEMENTS_PER_KEY', 3),
+    embeddedBuffersMb: embeddedBuffersMb(env),
     storage: oneOf(env, 'STORAGE', ['local', 's3'] as const, 'local'),
     bootstrapKey: env.DM_BOOTSTRAP_KEY || undefined,
     categoryDeletePolicy: oneOf(env, 'CATEGORY_DELETE_POLICY', ['reassign', 'cascade'] as const, 'reassign'),

@@ -92,6 +92,38 @@ describe('embedded database lock', () => {
   });
 });
 
+describe('embedded database page cache', () => {
+  const sharedBuffers = async (db: Awaited<ReturnType<typeof openDatabase>>) =>
+    (await db.query<{ shared_buffers: string }>('SHOW shared_buffers'))[0]!.shared_buffers;
+
+  it('is EMBEDDED_BUFFERS_MB for the service on DATA_DIR, 16 MB unless set, whatever the data directory says', async () => {
+    const dir = tmp();
+    const app = await startApp(config(dir, { EMBEDDED_BUFFERS_MB: '24' }), { log: silent });
+    try {
+      expect(await sharedBuffers(app.db)).toBe('24MB');
+    } finally {
+      await app.close();
+    }
+    // The data directory's postgresql.conf keeps PostgreSQL's 128MB: the start parameter decides.
+    expect(fs.readFileSync(path.join(dir, 'db', 'postgresql.conf'), 'utf8')).toMatch(/^shared_buffers = 128MB/m);
+    const again = await startApp(config(dir), { log: silent });
+    try {
+      expect(await sharedBuffers(again.db)).toBe('16MB');
+    } finally {
+      await again.close();
+    }
+  });
+
+  it('is the default for an in-memory embedded database too', async () => {
+    const db = await openDatabase((await migratedDatabase('pglite')).target);
+    try {
+      expect(await sharedBuffers(db)).toBe('16MB');
+    } finally {
+      await db.close();
+    }
+  });
+});
+
 describe('DM_BOOTSTRAP_KEY', () => {
   it('ensures a super-user key with that value and every scope, re-activating it if revoked', async () => {
     const db = await openDatabase((await migratedDatabase('pglite')).target);

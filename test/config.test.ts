@@ -16,6 +16,7 @@ describe('configuration', () => {
       maxUploadBytes: 2 * 1024 ** 3,
       externalUrlAllowPrivate: false,
       cacheSeconds: 5,
+      embeddedBuffersMb: 16,
     });
     expect(c.graphql).toEqual({
       maxCost: 10000,
@@ -46,6 +47,7 @@ describe('configuration', () => {
       MAX_BODY_BYTES: '2000',
       EXTERNAL_URL_ALLOW_PRIVATE: '1',
       CACHE_SECONDS: '0',
+      EMBEDDED_BUFFERS_MB: '64',
       DM_BOOTSTRAP_KEY: 'dm_x',
       STORAGE: 's3',
       S3_BUCKET: 'b',
@@ -66,6 +68,7 @@ describe('configuration', () => {
       maxBodyBytes: 2000,
       externalUrlAllowPrivate: true,
       cacheSeconds: 0,
+      embeddedBuffersMb: 64,
       bootstrapKey: 'dm_x',
       storage: 's3',
       s3: {
@@ -124,6 +127,9 @@ describe('configuration', () => {
       [{ SUBSCRIPTIONS_PER_KEY: '0' }, 'SUBSCRIPTIONS_PER_KEY'],
       [{ SUBSCRIPTIONS_MAX: 'many' }, 'SUBSCRIPTIONS_MAX'],
       [{ WEBHOOK_TIMEOUT_SECONDS: '0' }, 'WEBHOOK_TIMEOUT_SECONDS'],
+      [{ EMBEDDED_BUFFERS_MB: '0' }, 'EMBEDDED_BUFFERS_MB'],
+      [{ EMBEDDED_BUFFERS_MB: '1025' }, 'EMBEDDED_BUFFERS_MB'],
+      [{ EMBEDDED_BUFFERS_MB: '16MB' }, 'EMBEDDED_BUFFERS_MB'],
     ] as [Record<string, string>, string][]) {
       expect(() => loadConfig(env), name).toThrow(ConfigError);
       expect(() => loadConfig(env), name).toThrow(name);

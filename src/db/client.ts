@@ -9,6 +9,7 @@ import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient } from '../generated/prisma/client.js';
 import type { Config } from '../config.js';
+import { embeddedStartParams } from './embedded-start.js';
 import { readTemplate } from './template.js';
 import { openPool } from './pool.js';
 import { OPERATION, operationOf, type Carrier } from './operation-scope.js';
@@ -25,13 +26,17 @@ export type { Database, Session } from './database.js';
 export type DatabaseTarget =
   // `statementsPerKey`: DATABASE_STATEMENTS_PER_KEY (src/db/pool.ts); absent or 0, not limited.
   | { url: string; poolSize?: number; statementsPerKey?: number }
-  | { pgliteDir: string }
+  // `buffersMb`: the embedded database's page cache (EMBEDDED_BUFFERS_MB; src/db/embedded-start.ts).
+  | { pgliteDir: string; buffersMb?: number }
   // `loadDataDir`: a dumped data directory to start from (tests pass the build's migrated one, src/db/template.ts).
-  | { memory: true; loadDataDir?: Blob };
+  | { memory: true; loadDataDir?: Blob; buffersMb?: number };
 
 /** DATABASE_URL's server, or the embedded database under DATA_DIR/db. */
 export function targetOf(
-  config: Pick<Config, 'databaseUrl' | 'databasePoolSize' | 'dataDir'> & { databaseStatementsPerKey?: number },
+  config: Pick<Config, 'databaseUrl' | 'databasePoolSize' | 'dataDir'> & {
+    databaseStatementsPerKey?: number;
+    embeddedBuffersMb?: number;
+  },
 ): DatabaseTarget {
   return config.databaseUrl
     ? {
@@ -39,7 +44,7 @@ export function targetOf(
         poolSize: config.databasePoolSize,
         statementsPerKey: config.databaseStatementsPerKey,
       }
-    : { pgliteDir: path.join(config.dataDir, 'db') };
+    : { pgliteDir: path.join(config.dataDir, 'db'), buffersMb: config.embeddedBuffersMb };
 }
 
 export async function openDatabase(target: DatabaseTarget): Promise<Database> {
@@ -51,10 +56,15 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
     unlock = lockDirectory(target.pgliteDir);
     // A fresh directory starts from the build's ready-made database when there is one (src/db/template.ts).
     const loadDataDir = fs.existsSync(path.join(target.pgliteDir, 'PG_VERSION')) ? undefined : readTemplate();
-    lite = new PGlite(target.pgliteDir, { extensions: PGLITE_EXTENSIONS, ...(loadDataDir ? { loadDataDir } : {}) });
+    lite = new PGlite(target.pgliteDir, {
+      extensions: PGLITE_EXTENSIONS,
+      startParams: embeddedStartParams(target.buffersMb),
+      ...(loadDataDir ? { loadDataDir } : {}),
+    });
   } else {
     lite = new PGlite({
       extensions: PGLITE_EXTENSIONS,
+      startParams: embeddedStartParams(target.buffersMb),
       ...(target.loadDataDir ? { loadDataDir: target.loadDataDir } : {}),
     });
   }

@@ -60,7 +60,8 @@ export async function ensureTemplate(dir = TEMPLATE_DIR): Promise<{ file: string
   // Loaded here, not at the top: the build checks for the tarball on every `npm start` and needs no PGlite for that.
   const { PGlite } = await import('@electric-sql/pglite');
   const { PGLITE_EXTENSIONS } = await import('./pglite-extensions.js');
-  const lite = new PGlite({ extensions: PGLITE_EXTENSIONS });
+  const { embeddedStartParams } = await import('./embedded-start.js');
+  const lite = new PGlite({ extensions: PGLITE_EXTENSIONS, startParams: embeddedStartParams() });
   try {
     await lite.waitReady;
     // The migrator needs one session; an in-memory PGlite is one.
