@@ -37,8 +37,14 @@ describe.skipIf(!haveChromium)('pages in headless Chromium', () => {
     r.document.definitions.find((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION)?.name
       ?.value ?? '';
 
-  /** A fresh page (its own storage) that records console errors and CSP violations. */
-  async function open(path: string): Promise<{ page: Page; problems: string[]; requests: string[] }> {
+  /**
+   * A fresh page (its own storage) that records console errors and CSP violations, and, with `onPage`, whatever that
+   * sets up before the page is loaded (listeners that must see its first requests).
+   */
+  async function open(
+    path: string,
+    onPage: (page: Page) => void = () => {},
+  ): Promise<{ page: Page; problems: string[]; requests: string[] }> {
     const context = await browser.newContext();
     const page = await context.newPage();
     const problems: string[] = [];
@@ -48,6 +54,7 @@ describe.skipIf(!haveChromium)('pages in headless Chromium', () => {
     });
     page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
     page.on('request', (r) => requests.push(r.url()));
+    onPage(page);
     await page.goto(`${t.url}${path}`);
     return { page, problems, requests };
   }
@@ -225,14 +232,15 @@ describe.skipIf(!haveChromium)('pages in headless Chromium', () => {
       ['/graphql', '.graphiql-container'],
       ['/api/docs', '.opblock-summary-path'],
     ] as const) {
-      const { page, problems } = await open(path);
       const files: { url: string; status: number; headers: Record<string, string> }[] = [];
-      page.on('response', async (r) => {
-        const url = new URL(r.url());
-        if (url.origin === t.url && /\.(js|css|ico)$/.test(url.pathname))
-          files.push({ url: url.pathname + url.search, status: r.status(), headers: await r.allHeaders() });
-      });
-      await page.reload();
+      // Listening from the first request on: one load of each page, not a load and a reload.
+      const { page, problems } = await open(path, (page) =>
+        page.on('response', async (r) => {
+          const url = new URL(r.url());
+          if (url.origin === t.url && /\.(js|css|ico)$/.test(url.pathname))
+            files.push({ url: url.pathname + url.search, status: r.status(), headers: await r.allHeaders() });
+        }),
+      );
       await page.waitForSelector(ready, { timeout: 30_000 });
       if (path === '/graphql') {
         // Monaco's workers start with the editors: GraphiQL's largest files after its bundle
