@@ -36,6 +36,46 @@ describe('npm run build', () => {
   }, 120_000);
 });
 
+/**
+ * The packages a built file loads before it runs: its static imports, and theirs through our own files (chunks, the
+ * generated client), but not what it imports with `import()` when it needs it.
+ */
+function packagesLoadedAtStart(file: string): string[] {
+  const seen = new Set<string>();
+  const packages = new Set<string>();
+  const visit = (f: string) => {
+    if (seen.has(f)) return;
+    seen.add(f);
+    const text = fs.readFileSync(f, 'utf8');
+    for (const m of text.matchAll(
+      /^(?:import|export)\b[^;'"]*?\bfrom\s*["']([^"']+)["']|^import\s*["']([^"']+)["']/gm,
+    )) {
+      const spec = (m[1] ?? m[2])!;
+      if (spec.startsWith('.')) visit(path.resolve(path.dirname(f), spec));
+      else if (!spec.startsWith('node:'))
+        packages.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!);
+    }
+  };
+  visit(path.join(root, file));
+  return [...packages].sort();
+}
+
+describe('what the built entries load at start', () => {
+  it('the service loads the S3 SDK and ioredis only when configured to use them', () => {
+    build();
+    const loaded = packagesLoadedAtStart('dist/src/main.js');
+    expect(loaded).toEqual(expect.arrayContaining(['@electric-sql/pglite', '@prisma/client', 'graphql', 'pg']));
+    expect(loaded.filter((p) => p.startsWith('@aws-sdk/') || p === 'ioredis')).toEqual([]);
+  }, 120_000);
+
+  it('the admin CLI loads no database package for --help, a usage error or a command through --url', () => {
+    build();
+    expect(packagesLoadedAtStart('dist/src/cli/admin.js')).toEqual([]);
+    const help = execFileSync(process.execPath, ['dist/src/cli/admin.js', '--help'], { cwd: root, encoding: 'utf8' });
+    expect(help).toMatch(/Commands:[\s\S]*keys/);
+  }, 120_000);
+});
+
 describe('ready-made embedded database', () => {
   it('is named after the migrations: another set of migrations needs another one', () => {
     const all = readMigrations();
