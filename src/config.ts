@@ -174,7 +174,7 @@ export interface Config {
   databaseStatementsPerKey: number;
   /**
    * EMBEDDED_BUFFERS_MB: the embedded database's page cache (PostgreSQL's shared_buffers), in MB. Allocated and zeroed
-   * at every start and resident for the life of the process (src/db/client.ts); unused with DATABASE_URL.
+   * at every start and resident for the life of the process (src/db/embedded-start.ts); unused with DATABASE_URL.
    */
   embeddedBuffersMb: number;
   storage: StorageKind;
