@@ -386,12 +386,23 @@ interface Cell {
   cacheHitPct: number | null;
   /** CPU time (user + system) of the answering process per request, in ms; null where /proc is not there. */
   cpuMsPerRequest: number | null;
+  /**
+   * The share of the run the answering process's main thread (its event loop, where JavaScript runs) was on a core, in
+   * %: near 100, that thread is what bounds the process's throughput, whatever the other cores do.
+   */
+  mainThreadBusyPct: number | null;
 }
 
-/** CPU time (user + system) a process has used so far, in ms, from /proc (Linux; null elsewhere). */
-function cpuMs(pid: number | undefined): number | null {
+/**
+ * CPU time (user + system) a process has used so far, in ms, from /proc (Linux; null elsewhere); with `thread`, only
+ * that thread's (a process's main thread has the process's id).
+ */
+function cpuMs(pid: number | undefined, thread?: number): number | null {
   try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = fs.readFileSync(
+      thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`,
+      'utf8',
+    );
     // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th, in clock ticks.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
@@ -427,6 +438,7 @@ async function measure(sc: MixedScenario, face: FaceName, rate: number, warm: bo
   const cache0 = face === 'peer' || face === 'floor' ? null : await readCacheCounts();
   const pid = (face === 'peer' ? peer : face === 'floor' ? floor : service)?.pid;
   const cpu0 = cpuMs(pid);
+  const main0 = cpuMs(pid, pid);
   const result = await autocannon({
     url,
     connections: CLIENTS,
@@ -436,6 +448,7 @@ async function measure(sc: MixedScenario, face: FaceName, rate: number, warm: bo
     timeout: 30,
   });
   const cpu1 = cpuMs(pid);
+  const main1 = cpuMs(pid, pid);
   const cache1 = cache0 && (await readCacheCounts());
   const hits = cache0 && cache1 ? cache1.hit - cache0.hit : 0;
   const answered = cache0 && cache1 ? hits + cache1.miss - cache0.miss : 0;
@@ -452,6 +465,7 @@ async function measure(sc: MixedScenario, face: FaceName, rate: number, warm: bo
       cpu0 !== null && cpu1 !== null && result.requests.total > 0
         ? Math.round(((cpu1 - cpu0) / result.requests.total) * 1000) / 1000
         : null,
+    mainThreadBusyPct: main0 !== null && main1 !== null ? Math.round((main1 - main0) / (result.duration * 10)) : null,
   };
 }
 
@@ -616,7 +630,7 @@ try {
         const cell = await measure(sc, face, rate, warm);
         cells.push(cell);
         console.log(
-          `  ${rate} w/s  ${sc.name.padEnd(28)} ${face.padEnd(7)} ${String(cell.rps).padStart(8)} req/s  p50 ${cell.p50} ms  p99 ${cell.p99} ms${cell.cacheHitPct === null ? '' : `  cache hits ${cell.cacheHitPct}%`}${cell.cpuMsPerRequest === null ? '' : `  CPU ${cell.cpuMsPerRequest} ms/req`}${cell.errors ? `  (${cell.errors} errors)` : ''}`,
+          `  ${rate} w/s  ${sc.name.padEnd(28)} ${face.padEnd(7)} ${String(cell.rps).padStart(8)} req/s  p50 ${cell.p50} ms  p99 ${cell.p99} ms${cell.cacheHitPct === null ? '' : `  cache hits ${cell.cacheHitPct}%`}${cell.cpuMsPerRequest === null ? '' : `  CPU ${cell.cpuMsPerRequest} ms/req`}${cell.mainThreadBusyPct === null ? '' : ` (main thread ${cell.mainThreadBusyPct}% busy)`}${cell.errors ? `  (${cell.errors} errors)` : ''}`,
         );
       }
     }

@@ -26,6 +26,8 @@ const { values: opts } = parseArgs({
     'database-url': { type: 'string' },
     /** Also a CPU profile of each write's requests (top functions by self time). */
     'profile-writes': { type: 'boolean', default: false },
+    /** Reads through the service's own fetch handler, without a socket: the profile holds the service alone. */
+    'in-process': { type: 'boolean', default: false },
   },
 });
 const N = Number(opts.requests);
@@ -61,11 +63,12 @@ const app = await startApp(
     log: createLogger('silent'),
   },
 );
+const request = opts['in-process'] ? (url: string, init?: RequestInit) => app.fetch(new Request(url, init)) : fetch;
 const get = async (path: string) => {
-  if (!path.startsWith('{')) return (await fetch(app.url + path, { headers: { 'Forum-Api-Key': KEY } })).text();
+  if (!path.startsWith('{')) return (await request(app.url + path, { headers: { 'Forum-Api-Key': KEY } })).text();
   // A GraphQL operation, given as its JSON body.
   return (
-    await fetch(`${app.url}/graphql`, {
+    await request(`${app.url}/graphql`, {
       method: 'POST',
       headers: { 'Forum-Api-Key': KEY, 'content-type': 'application/json' },
       body: path,
@@ -242,8 +245,11 @@ if (opts.route) {
   const summary = summarize(profile);
   console.log(`\nSelf time by package for ${opts.route}:`);
   for (const line of summary.packages) console.log(line);
-  console.log(`\nTop self time for ${opts.route} (${N} requests; the client runs in the same process):`);
+  const client = opts['in-process'] ? 'in-process: no socket' : 'the client runs in the same process';
+  console.log(`\nTop self time for ${opts.route} (${N} requests; ${client}):`);
   for (const line of summary.functions) console.log(line);
+  console.log(`\nTop inclusive time for ${opts.route}:`);
+  for (const line of summary.inclusive) console.log(line);
 }
 await app.close(); // closes the database too
 if (server) await onServer(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`);
