@@ -169,7 +169,8 @@ export interface Config {
   databasePoolSize: number;
   /**
    * DATABASE_STATEMENTS_PER_KEY: plain statements (outside transactions) the operations of one key run at once on the
-   * PostgreSQL pool; its others wait their turn (src/db/pool.ts). 0: not limited.
+   * PostgreSQL pool while other keys could need the connections; its others wait their turn (src/db/pool.ts: a key
+   * alone may go past it while that many connections stay free). 0: not limited.
    */
   databaseStatementsPerKey: number;
   /**

@@ -75,6 +75,55 @@ describe('limitStatementsPerKey', () => {
     expect(done).toHaveLength(8);
   });
 
+  it('with the pool size, a key alone goes past its limit while the others keep N connections free, in order', async () => {
+    const { pool, running } = fakePool();
+    limitStatementsPerKey(pool, 3, 10); // 10 connections: a key alone may use 7, the others always find 3 free
+    const q = pool.query as unknown as (s: string) => Promise<unknown>;
+    const started: string[] = [];
+    /** Records the statements that started since last time; one started past its key's limit left 3 connections. */
+    const seen = () => {
+      for (const r of running) {
+        if (started.includes(r.sql)) continue;
+        started.push(r.sql);
+        const ofKey = running.filter((x) => x.sql[0] === r.sql[0]).length;
+        if (ofKey > 3) expect(running.length).toBeLessThanOrEqual(7);
+      }
+    };
+    const mine = boundTo(new AbortController().signal, () => Array.from({ length: 12 }, (_, i) => q(`a${i}`)), 'key-a');
+    await tick();
+    seen();
+    expect(running.map((r) => r.sql)).toEqual(['a0', 'a1', 'a2', 'a3', 'a4', 'a5', 'a6']);
+    // Another key finds its 3 connections at once; its fourth statement waits behind its own, in its queue.
+    const theirs = boundTo(
+      new AbortController().signal,
+      () => Array.from({ length: 4 }, (_, i) => q(`b${i}`)),
+      'key-b',
+    );
+    await tick();
+    seen();
+    expect(running.map((r) => r.sql).filter((x) => x.startsWith('b'))).toEqual(['b0', 'b1', 'b2']);
+    expect(running).toHaveLength(10);
+    // One of a's ends: a, past its limit, does not take the room back while b uses its share.
+    running.find((r) => r.sql === 'a0')!.end();
+    await tick();
+    seen();
+    expect(running).toHaveLength(9);
+    // One of b's ends: b's waiting statement goes (b is under its limit).
+    running.find((r) => r.sql === 'b0')!.end();
+    await tick();
+    seen();
+    expect(running.map((r) => r.sql).filter((x) => x.startsWith('b'))).toEqual(['b1', 'b2', 'b3']);
+    while (running.length) {
+      running[0]!.end();
+      await tick();
+      seen();
+    }
+    await Promise.all([...mine, ...theirs]);
+    // Each key's statements started in the order they were sent, and all of them ran.
+    expect(started.filter((x) => x.startsWith('a'))).toEqual(Array.from({ length: 12 }, (_, i) => `a${i}`));
+    expect(started.filter((x) => x.startsWith('b'))).toEqual(['b0', 'b1', 'b2', 'b3']);
+  });
+
   it("a waiting statement runs in its own operation, not in the one whose statement's end started it", async () => {
     const { pool, running } = fakePool();
     limitStatementsPerKey(pool, 1);
