@@ -18,9 +18,12 @@ const root = path.resolve(import.meta.dirname, '..');
 let s3: any;
 let s3Endpoint = '';
 let bucketNo = 0;
+/** Where the S3 stand-in keeps its buckets: removed with it. */
+let s3Dir = '';
 
 beforeAll(async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-reclaim-s3-'));
+  s3Dir = dir;
   s3 = new S3rver({
     port: 0,
     address: '127.0.0.1',
@@ -33,6 +36,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await s3?.close();
+  if (s3Dir) fs.rmSync(s3Dir, { recursive: true, force: true });
 });
 
 const s3Settings = (bucket: string) => ({

@@ -264,10 +264,20 @@ export async function startTestApp(
       ...overrides,
     },
   );
-  const app = await startApp(config, { db, log: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent') });
+  // The DATA_DIR made here is removed with the app (or when it fails to start); one the test gave is the test's.
+  const removeDataDir = () => {
+    if (!overrides.dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+  };
+  let app: App;
+  try {
+    app = await startApp(config, { db, log: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent') });
+  } catch (err) {
+    removeDataDir();
+    throw err;
+  }
   if (!overrides.baseUrl) config.baseUrl = app.url;
   return new TestApp(app, config, async () => {
     await dropDb();
-    if (!reopen && !overrides.dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+    removeDataDir();
   });
 }
