@@ -118,5 +118,54 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)(
         expect((await t.rest('GET', '/api/mc-dm-comments/', { query: { download_id: downloadId } })).status).toBe(200);
       },
     );
+
+    // A client that goes away (its connection closed) stops the operation as the deadline does, long before it: the
+    // deadline also listens on the request's signal, which the HTTP layer aborts when the connection closes.
+    it.each([
+      [
+        '/graphql',
+        (signal: AbortSignal) =>
+          fetch(`${t.url}/graphql`, {
+            method: 'POST',
+            signal,
+            headers: { 'content-type': 'application/json', 'Forum-Api-Key': ownerKey },
+            body: JSON.stringify({
+              query: 'query($d: Int!) { comments(downloadId: $d, perPage: 5) { nodes { commentId } } }',
+              variables: { d: downloadId },
+            }),
+          }),
+      ],
+      [
+        'REST',
+        (signal: AbortSignal) =>
+          fetch(`${t.url}/api/mc-dm-comments/?download_id=${downloadId}`, {
+            signal,
+            headers: { 'Forum-Api-Key': ownerKey },
+          }),
+      ],
+    ] as const)(
+      '%s: a client that goes away has its statement gone from the server within a second',
+      async (_face, send) => {
+        await t.gqlOk('{ viewer { userId } }');
+        t.config.graphql.timeoutMs = 60_000;
+        await holder.query('BEGIN');
+        await holder.query('LOCK TABLE comment IN ACCESS EXCLUSIVE MODE');
+        try {
+          const gone = new AbortController();
+          const sent = send(gone.signal);
+          // The statement waits for the lock in the server.
+          const end = Date.now() + 5000;
+          while ((await running()) === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 25));
+          expect(await running()).toBeGreaterThan(0);
+          gone.abort();
+          await expect(sent).rejects.toThrow();
+          // The lock is still held and the deadline a minute away: only the client's going can have cancelled it.
+          expect(await noneWithin(1000)).toBe(true);
+        } finally {
+          await holder.query('ROLLBACK');
+          t.config.graphql.timeoutMs = 500;
+        }
+      },
+    );
   },
 );
