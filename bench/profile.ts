@@ -28,6 +28,9 @@ const { values: opts } = parseArgs({
     'profile-writes': { type: 'boolean', default: false },
     /** Reads through the service's own fetch handler, without a socket: the profile holds the service alone. */
     'in-process': { type: 'boolean', default: false },
+    /** READ_CACHE_MB for the service (default 0: off). On, every request after the first repeats a kept answer: the
+     * figures are then those of the cache's hits. */
+    'read-cache-mb': { type: 'string', default: '0' },
   },
 });
 const N = Number(opts.requests);
@@ -54,10 +57,21 @@ if (server) {
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-profile-'));
 const db = await openDatabase(dbUrl ? { url: dbUrl } : { memory: true });
 const s = await seed(db, KEY, { users: 100, downloads: 5000, filesPerDownload: 2, commentsPerDownload: 4 });
-// The read cache off: every request here repeats one read, which it would answer without computing anything.
+// The read cache off unless --read-cache-mb: every request here repeats one read, which it would answer without
+// computing anything (with it on, what a hit costs is measured).
 // Comment flood control off: the writes below post one comment after another as a few users.
 const app = await startApp(
-  loadConfig({}, { port: 0, logLevel: 'silent', bootstrapKey: KEY, readCacheMb: 0, commentFloodSeconds: 0, dataDir }),
+  loadConfig(
+    {},
+    {
+      port: 0,
+      logLevel: 'silent',
+      bootstrapKey: KEY,
+      readCacheMb: Number(opts['read-cache-mb']),
+      commentFloodSeconds: 0,
+      dataDir,
+    },
+  ),
   {
     db,
     log: createLogger('silent'),
