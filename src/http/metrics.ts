@@ -186,6 +186,8 @@ export function metricsPlugin(opts: MetricsOptions): Plugin {
   const matchers = routeMatchers(opts.routes);
   const started = new WeakMap<Request, number>();
   const operations = new WeakMap<Request, string>();
+  /** The parameters a request gave, for the label of one refused before execution (read only then). */
+  const given = new WeakMap<Request, { query?: unknown; operationName?: string | null }>();
   const seenNames = new Set<string>();
   const operationLabel = (name: string | null | undefined): string => {
     if (!name) return 'anonymous';
@@ -195,6 +197,15 @@ export function metricsPlugin(opts: MetricsOptions): Plugin {
       seenNames.add(name);
     }
     return name;
+  };
+  /** The name the parameters give, else the first one their document declares (undefined: no parameters were read). */
+  const declaredLabel = (params: { query?: unknown; operationName?: string | null } | undefined) => {
+    if (!params) return undefined;
+    const declared =
+      typeof params.query === 'string'
+        ? FIRST_OPERATION_NAME.exec(params.query.replace(/#[^\n]*/g, ''))?.[1]
+        : undefined;
+    return operationLabel(params.operationName ?? declared);
   };
   // The matchers under each resource (the path segment after /api/), in their order: a request tries only its own.
   const segment = (path: string) => path.split('/', 3)[2] ?? '';
@@ -233,13 +244,9 @@ export function metricsPlugin(opts: MetricsOptions): Plugin {
       if (url.pathname === '/metrics' && opts.access !== 'off') endResponse(await serve(request, fetchAPI.Response));
     },
     onParams({ params, request }) {
-      // The name the request gives, else the first one its document declares; execution settles it (onExecute), and
-      // this one stays for requests refused before (no key, over a limit).
-      const declared =
-        typeof params.query === 'string'
-          ? FIRST_OPERATION_NAME.exec(params.query.replace(/#[^\n]*/g, ''))?.[1]
-          : undefined;
-      operations.set(request, operationLabel(params.operationName ?? declared));
+      // Kept as they are: the label is taken from the parsed document at execution (onExecute); only a request refused
+      // before it (no key, over a limit) is labelled from these, once its answer is counted (declaredLabel).
+      given.set(request, params);
     },
     onExecute({ args }) {
       const request = (args.contextValue as { request?: Request } | undefined)?.request;
@@ -288,7 +295,7 @@ export function metricsPlugin(opts: MetricsOptions): Plugin {
         }
       } else if (pathname === '/graphql' && !(response.headers.get('content-type') ?? '').startsWith('text/html')) {
         // A request refused before its parameters were read (a malformed body) has no operation: "unparsed".
-        const operation = operations.get(request) ?? 'unparsed';
+        const operation = operations.get(request) ?? declaredLabel(given.get(request)) ?? 'unparsed';
         gqlRequests.inc({ operation, status });
         gqlSeconds.observe({ operation }, seconds);
       } else {
