@@ -5,7 +5,13 @@
 // and a random run of reads and writes in which every answer given is compared with one computed afresh.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReadCache } from '../src/http/read-cache.js';
-import { COUNTER_COLUMNS, DOWNLOAD_TABLES, StatementReader, type TableVersions } from '../src/db/cache-versions.js';
+import {
+  CATEGORY_TABLES,
+  COUNTER_COLUMNS,
+  DOWNLOAD_TABLES,
+  StatementReader,
+  type TableVersions,
+} from '../src/db/cache-versions.js';
 import { LIMITS } from '../src/config.js';
 import { forEachDatabaseSideBySide, startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';
 
@@ -513,6 +519,22 @@ forEachDatabaseSideBySide((kind) => {
         ]);
       }
       expect(tables.filter((r) => DOWNLOAD_TABLES[r.t]).length).toBe(Object.keys(DOWNLOAD_TABLES).length);
+      // The tables that say which categories they touched: their own four triggers, naming the category's column.
+      const categories = await t.prisma.$queryRawUnsafe<{ t: string; n: number; args: string | null }[]>(`
+        SELECT c.relname::text AS t, count(*)::int AS n,
+          max(CASE WHEN g.tgname = 'cache_category_upd' THEN encode(g.tgargs, 'escape') END) AS args
+        FROM pg_trigger g JOIN pg_class c ON c.oid = g.tgrelid
+        WHERE g.tgname LIKE 'cache_category%' GROUP BY c.relname ORDER BY 1`);
+      expect(categories.map((r) => r.t)).toEqual(Object.keys(CATEGORY_TABLES).sort());
+      for (const row of categories) {
+        expect(row.n, row.t).toBe(4);
+        const counters = COUNTER_COLUMNS[row.t];
+        expect(row.args!.split('\\000').filter(Boolean), row.t).toEqual([
+          CATEGORY_TABLES[row.t]!.column,
+          'category',
+          ...(counters && counters[0] !== '*' ? counters : []),
+        ]);
+      }
       const functions = await t.prisma.$queryRawUnsafe<{ f: string }[]>(`
         SELECT p.proname::text AS f FROM pg_proc p JOIN pg_namespace s ON s.oid = p.pronamespace
         WHERE s.nspname = 'public' AND p.provolatile <> 'i' AND p.prorettype <> 'trigger'::regtype
@@ -526,6 +548,7 @@ forEachDatabaseSideBySide((kind) => {
       expect(functions.map((r) => r.f)).toEqual([
         'cache_downloads_of',
         'cache_track',
+        'cache_track_categories',
         'cache_track_downloads',
         'comment_total_add',
         'dcs_download_search_vector',

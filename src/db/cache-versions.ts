@@ -40,22 +40,38 @@ export const DOWNLOAD_TABLES: Readonly<Record<string, { column: string; via: 'do
   download_tag: { column: 'downloadId', via: 'download' },
 };
 
-/** Bumped when rows of cache_download_versions are deleted: every per-download answer depends on it. */
+/**
+ * Tables whose writes also say which categories they touched (migration 20270130000000_category_scoped_versions): the
+ * column that names the category. A category's versions are kept as those of download -id ("download@-12" for
+ * category 12), beside the downloads'; download 0 stands for rows whose category is unknown, and for statements
+ * touching many.
+ */
+export const CATEGORY_TABLES: Readonly<Record<string, { column: string }>> = {
+  download: { column: 'categoryId' },
+  download_total: { column: 'categoryId' },
+};
+
+/** Bumped when rows of cache_download_versions are deleted: every per-download (or per-category) answer depends on it. */
 export const PRUNED = '#pruned';
 
-/** The versions of one download that answers about it may read, by name ("comment@12", "download#counts@12"). */
+/**
+ * The versions of one download that answers about it may read, by name ("comment@12", "download#counts@12"); for a
+ * negative id, those of the category -id ("download@-3"); for 0, both sets.
+ */
 export function downloadKeys(id: number): string[] {
   const out: string[] = [];
-  for (const t of Object.keys(DOWNLOAD_TABLES)) out.push(`${t}@${id}`, `${t}${COUNTS}@${id}`);
+  if (id >= 0) for (const t of Object.keys(DOWNLOAD_TABLES)) out.push(`${t}@${id}`, `${t}${COUNTS}@${id}`);
+  if (id <= 0) for (const t of Object.keys(CATEGORY_TABLES)) out.push(`${t}@${id}`, `${t}${COUNTS}@${id}`);
   return out;
 }
 
-/** What an answer about one download (or one version's files) is scoped to. */
-export type Scope = { download: number } | { version: number };
+/** What an answer about one download (or one version's files), or one category's downloads, is scoped to. */
+export type Scope = { download: number } | { version: number } | { category: number };
 
 /**
  * The versions of the tables now: by name ("download", "download#counts"), and all of them as one text. Versions of
- * downloads ("comment@12") are there only for the downloads asked for (and download 0), every one of their names
+ * downloads ("comment@12") are there only for the downloads asked for (and download 0; a category asked for as its
+ * negated id), every one of their names
  * present; "=<version id>" gives the download of a version asked for.
  */
 export interface TableVersions {
@@ -71,7 +87,8 @@ export type StatementReads = readonly string[] | 'all';
 
 /**
  * One statement: the versions of the tables, the rows waiting in cache_bumps (table name ''), and those of the
- * downloads $1 and of the versions $2 (with "=<version id>": its download) and of download 0.
+ * downloads $1 (categories among them as negated ids) and of the versions $2 (with "=<version id>": its download) and
+ * of download 0.
  */
 export const VERSIONS_SQL = `WITH ids AS (SELECT unnest($1::int[] || 0 || ARRAY(SELECT "downloadId" FROM "version"
     WHERE "id" = ANY($2::int[]))) AS id)

@@ -12,6 +12,14 @@
 // tables kept by table. Anything else, or a value that is not a valid id, answers by table (no scope): when in doubt,
 // whole tables. Both faces use this rule (the REST routes run GraphQL documents), so the REST get of a download and
 // its comments, versions and files lists are scoped through their documents (a test checks it).
+//
+// A list of one category's downloads is scoped the same way: root `downloads` (without a search, `q`) or
+// `downloadsConnection` with categoryId C, and selections that follow the same fields from its downloads. Its rows
+// are C's only (the filter is the direct category, not subcategories), so its answer records C's versions of the
+// download rows and the list totals (CATEGORY_TABLES) and every other table whole.
+//
+// A selection that would leave the scope but is left out by a directive on a variable (the REST list's
+// `facets @include(if: $facets)`) makes the scope hold only for requests where that variable leaves it out.
 import {
   getNamedType,
   getOperationAST,
@@ -73,11 +81,25 @@ const ALLOWED = new Set([
   'DownloadTeamConnection.nodes',
   'DownloadTeamConnection.pageInfo',
   'DownloadTeamEdge.node',
+  // A category's list (roots `downloads` and `downloadsConnection` with categoryId): its rows are that category's.
+  'DownloadList.nodes',
+  'DownloadList.pagination',
+  'DownloadConnection.edges',
+  'DownloadConnection.nodes',
+  'DownloadConnection.pageInfo',
+  'DownloadEdge.node',
 ]);
 
-/** Root fields that may be about one download: the argument naming it, and arguments that must be absent. */
-const ROOTS: Record<string, { arg: string; kind: 'download' | 'version' | 'node'; without?: string[] }> = {
+type Kind_ = 'download' | 'version' | 'node' | 'category';
+
+/**
+ * Root fields that may be about one download (or list one category's downloads): the argument naming it, and
+ * arguments that must be absent (a search's page and facets read other categories' rows).
+ */
+const ROOTS: Record<string, { arg: string; kind: Kind_; without?: string[] }> = {
   download: { arg: 'downloadId', kind: 'download' },
+  downloads: { arg: 'categoryId', kind: 'category', without: ['q'] },
+  downloadsConnection: { arg: 'categoryId', kind: 'category' },
   node: { arg: 'id', kind: 'node' },
   comments: { arg: 'downloadId', kind: 'download' },
   commentsConnection: { arg: 'downloadId', kind: 'download' },
@@ -87,9 +109,24 @@ const ROOTS: Record<string, { arg: string; kind: 'download' | 'version' | 'node'
 };
 
 interface RootUse {
-  kind: 'download' | 'version' | 'node';
+  kind: Kind_;
   value: ValueNode;
   without: ValueNode[];
+}
+
+/**
+ * A selection that would read beyond the scope but is left out by a directive: the scope holds only when the variable
+ * leaves it out (`@include(if: $v)` with $v false, `@skip(if: $v)` with $v true; an absent variable is its default).
+ */
+interface Condition {
+  variable: string;
+  leftOutWhen: boolean;
+  default: unknown;
+}
+
+interface Analysis {
+  uses: RootUse[];
+  conditions: Condition[];
 }
 
 const INT32 = 2 ** 31 - 1;
@@ -99,7 +136,7 @@ const INT32 = 2 ** 31 - 1;
  * document and operation name; only the arguments' values are read per request.
  */
 export class CacheScopes {
-  private readonly memo = new WeakMap<DocumentNode, Map<string, RootUse[] | null>>();
+  private readonly memo = new WeakMap<DocumentNode, Map<string, Analysis | null>>();
 
   constructor(private readonly schema: GraphQLSchema) {}
 
@@ -114,14 +151,18 @@ export class CacheScopes {
       this.memo.set(document, byName);
     }
     const name = operationName ?? '';
-    let uses = byName.get(name);
-    if (uses === undefined) {
-      uses = analyse(this.schema, document, operationName);
-      byName.set(name, uses);
+    let analysis = byName.get(name);
+    if (analysis === undefined) {
+      analysis = analyse(this.schema, document, operationName);
+      byName.set(name, analysis);
     }
-    if (!uses || uses.length === 0) return undefined;
+    if (!analysis || analysis.uses.length === 0) return undefined;
+    for (const c of analysis.conditions) {
+      const v = variables?.[c.variable];
+      if ((v === undefined ? c.default : v) !== c.leftOutWhen) return undefined;
+    }
     let scope: Scope | undefined;
-    for (const use of uses) {
+    for (const use of analysis.uses) {
       if (use.without.some((v) => argValue(v, variables) != null)) return undefined;
       const s = scopeOfValue(use, argValue(use.value, variables));
       if (!s) return undefined;
@@ -143,6 +184,7 @@ function scopeOfValue(use: RootUse, value: unknown): Scope | undefined {
     }
   }
   if (!isId(value)) return undefined;
+  if (use.kind === 'category') return { category: value };
   return use.kind === 'download' ? { download: value } : { version: value };
 }
 
@@ -165,17 +207,24 @@ function argValue(node: ValueNode, variables: Record<string, unknown> | null | u
   }
 }
 
-/** The root fields' uses when every selection stays within one download; null when not. */
+/**
+ * The root fields' uses when every selection stays within one download (or one category's list), and the directives
+ * that must leave out the selections that would not; null when not.
+ */
 function analyse(
   schema: GraphQLSchema,
   document: DocumentNode,
   operationName: string | null | undefined,
-): RootUse[] | null {
+): Analysis | null {
   const op = getOperationAST(document, operationName);
   const query = schema.getQueryType();
   if (op?.operation !== 'query' || !query) return null;
   const fragments = new Map<string, FragmentDefinitionNode>();
   for (const d of document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d);
+  const defaults = new Map<string, unknown>();
+  for (const v of op.variableDefinitions ?? [])
+    defaults.set(v.variable.name.value, v.defaultValue?.kind === Kind.BOOLEAN ? v.defaultValue.value : undefined);
+  const walk: Walk = { schema, fragments, defaults, conditions: [] };
   const uses: RootUse[] = [];
   const fields = query.getFields();
   let ok = true;
@@ -196,7 +245,7 @@ function analyse(
           return a ? [a.value] : [];
         });
         uses.push({ kind: root.kind, value: arg.value, without });
-        if (!within(schema, getNamedType(def.type), sel.selectionSet, fragments, 0)) ok = false;
+        if (!within(walk, getNamedType(def.type), sel.selectionSet, 0)) ok = false;
       } else {
         const f = sel.kind === Kind.FRAGMENT_SPREAD ? fragments.get(sel.name.value) : sel;
         const on = f?.typeCondition?.name.value;
@@ -206,36 +255,75 @@ function analyse(
     }
   };
   roots(op.selectionSet, 0);
-  return ok ? uses : null;
+  return ok ? { uses, conditions: walk.conditions } : null;
 }
 
-/** Whether a selection on `type` follows only allowed fields (fragments on any type are checked as that type). */
-function within(
-  schema: GraphQLSchema,
-  type: GraphQLNamedType,
-  set: SelectionSetNode,
-  fragments: Map<string, FragmentDefinitionNode>,
-  depth: number,
-): boolean {
+interface Walk {
+  schema: GraphQLSchema;
+  fragments: Map<string, FragmentDefinitionNode>;
+  /** Each variable's default, when it is a literal true or false. */
+  defaults: Map<string, unknown>;
+  conditions: Condition[];
+}
+
+/**
+ * Whether a selection on `type` follows only allowed fields (fragments on any type are checked as that type). A
+ * selection that does not but carries @include or @skip on a variable adds the condition that it is left out.
+ */
+function within(walk: Walk, type: GraphQLNamedType, set: SelectionSetNode, depth: number): boolean {
   if (depth > 50) return false;
   if (!('getFields' in type)) return false;
   const fields = type.getFields();
   for (const sel of set.selections) {
-    if (sel.kind === Kind.FIELD) {
-      const name = sel.name.value;
-      if (name === '__typename') continue;
-      const def = fields[name];
-      if (!def) return false;
-      const target = getNamedType(def.type);
-      if (isLeafType(target)) continue;
-      if (!ALLOWED.has(`${type.name}.${name}`) || !sel.selectionSet) return false;
-      if (!within(schema, target, sel.selectionSet, fragments, depth + 1)) return false;
-    } else {
-      const f = sel.kind === Kind.FRAGMENT_SPREAD ? fragments.get(sel.name.value) : sel;
-      if (!f) return false;
-      const on = f.typeCondition ? schema.getType(f.typeCondition.name.value) : type;
-      if (!on || !within(schema, on, f.selectionSet, fragments, depth + 1)) return false;
-    }
+    if (allowed(walk, type, fields, sel, depth)) continue;
+    const condition = leftOutBy(walk, sel);
+    if (!condition) return false;
+    if (condition !== true) walk.conditions.push(condition);
   }
   return true;
+}
+
+function allowed(
+  walk: Walk,
+  type: GraphQLNamedType,
+  fields: Record<string, { type: Parameters<typeof getNamedType>[0] }>,
+  sel: SelectionSetNode['selections'][number],
+  depth: number,
+): boolean {
+  if (sel.kind === Kind.FIELD) {
+    const name = sel.name.value;
+    if (name === '__typename') return true;
+    const def = fields[name];
+    if (!def) return false;
+    const target = getNamedType(def.type);
+    if (!target) return false;
+    if (isLeafType(target)) return true;
+    if (!ALLOWED.has(`${type.name}.${name}`) || !sel.selectionSet) return false;
+    return within(walk, target, sel.selectionSet, depth + 1);
+  }
+  const f = sel.kind === Kind.FRAGMENT_SPREAD ? walk.fragments.get(sel.name.value) : sel;
+  if (!f) return false;
+  const on = f.typeCondition ? walk.schema.getType(f.typeCondition.name.value) : type;
+  return !!on && within(walk, on, f.selectionSet, depth + 1);
+}
+
+/**
+ * How a selection is left out by its directives: true when always (a literal `@include(if: false)`), a condition on
+ * a variable, or null when it is not. A fragment spread's directives are its own; those of its definition are not
+ * looked at (not left out).
+ */
+function leftOutBy(walk: Walk, sel: SelectionSetNode['selections'][number]): Condition | true | null {
+  for (const d of sel.directives ?? []) {
+    const name = d.name.value;
+    if (name !== 'include' && name !== 'skip') continue;
+    const arg = d.arguments?.find((a) => a.name.value === 'if')?.value;
+    const leftOutWhen = name === 'skip';
+    if (arg?.kind === Kind.BOOLEAN) {
+      if (arg.value === leftOutWhen) return true;
+    } else if (arg?.kind === Kind.VARIABLE) {
+      const variable = arg.name.value;
+      return { variable, leftOutWhen, default: walk.defaults.get(variable) };
+    }
+  }
+  return null;
 }

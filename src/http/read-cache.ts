@@ -18,11 +18,14 @@
 // - an answer about one download (src/http/cache-scope.ts decides: the download by id, its comments, versions or
 //   files, on both faces) records, for the tables that belong to downloads (DOWNLOAD_TABLES: download, version,
 //   file, comment, their totals, team and tags), that download's versions instead of the tables' ("comment@12"): the
-//   same triggers also bump a version per download touched. So a write about another download leaves it kept, while
-//   lists, which read whole tables, are evicted by any write to them. It also depends on download 0 (rows whose
-//   download the trigger cannot tell, statements touching over 100 downloads) and on "#pruned" (the per-download
-//   versions are bounded in the database: deleting old ones bumps it). Each lookup reads the versions of the
-//   downloads it asks about only;
+//   same triggers also bump a version per download touched. So a write about another download leaves it kept. It
+//   also depends on download 0 (rows whose download the trigger cannot tell, statements touching over 100 downloads)
+//   and on "#pruned" (the per-download versions are bounded in the database: deleting old ones bumps it). Each lookup
+//   reads the versions of the downloads it asks about only;
+// - a list of one category's downloads (cache-scope.ts again: categoryId given, no search) records, in the same way,
+//   that category's versions of the download rows and of the list totals (CATEGORY_TABLES; kept as download -id:
+//   "download@-3"), so an edit of a download in another category leaves it kept. Other lists read whole tables and
+//   are evicted by any write to them;
 // - counters (a download's, version's or file's downloadCount and viewCount, a key's lastUsedAt, the daily
 //   statistics) have a version of their own ("download#counts"): an update that changes only counters does not
 //   touch the table's version. An answer that did not read a counter column ignores them; one that did (it names the
@@ -51,6 +54,7 @@ import { ownUtf8 } from '../bytes.js';
 import { CacheScopes } from './cache-scope.js';
 import {
   COUNTS,
+  CATEGORY_TABLES,
   DOWNLOAD_TABLES,
   PRUNED,
   type Scope,
@@ -264,7 +268,8 @@ export class ReadCache {
 
   /**
    * The entry of an answer; `download`: the one download it is about (its scope), whose versions it records for the
-   * tables of DOWNLOAD_TABLES (with download 0's and PRUNED) instead of the tables' own.
+   * tables of DOWNLOAD_TABLES (with download 0's and PRUNED) instead of the tables' own; negative: the category -id whose
+   * list it is, for the tables of CATEGORY_TABLES.
    */
   private entryOf<V>(
     value: V,
@@ -274,13 +279,15 @@ export class ReadCache {
     download: number | null,
   ): Entry<V> {
     const keys = new Set<string>();
+    // A category's answer (a negative id) records that category's versions of CATEGORY_TABLES, the others by table.
+    const scoped = download === null ? null : download < 0 ? CATEGORY_TABLES : DOWNLOAD_TABLES;
     for (const t of c.tables) {
-      if (download !== null && DOWNLOAD_TABLES[t.endsWith(COUNTS) ? t.slice(0, -COUNTS.length) : t])
-        keys.add(`${t}@${download}`).add(`${t}@0`);
+      if (scoped?.[t.endsWith(COUNTS) ? t.slice(0, -COUNTS.length) : t]) keys.add(`${t}@${download}`).add(`${t}@0`);
       else keys.add(t);
     }
     // Its download's versions (a version's files: a version moved to another download is seen), and PRUNED.
-    if (download !== null) keys.add(`version@${download}`).add(`version@0`).add(PRUNED);
+    if (download !== null && download > 0) keys.add(`version@${download}`).add(`version@0`);
+    if (download !== null) keys.add(PRUNED);
     const tables: string[] = [];
     const counters: string[] = [];
     for (const k of keys) (k.includes(COUNTS) ? counters : tables).push(k);
@@ -352,14 +359,20 @@ function hash32(text: string): number {
 }
 
 function add(into: { downloads: Set<number>; versions: Set<number> }, scope: Scope | undefined): void {
-  if (scope && 'download' in scope) into.downloads.add(scope.download);
-  else if (scope) into.versions.add(scope.version);
+  if (!scope) return;
+  if ('download' in scope) into.downloads.add(scope.download);
+  else if ('category' in scope) into.downloads.add(-scope.category);
+  else into.versions.add(scope.version);
 }
 
-/** The download a scope names, once the versions say which a version belongs to (null: none, answers by table). */
+/**
+ * The download a scope names, once the versions say which a version belongs to; a category as its negated id (null:
+ * none, answers by table).
+ */
 function downloadOf(scope: Scope | undefined, versions: TableVersions): number | null {
   if (!scope) return null;
   if ('download' in scope) return scope.download;
+  if ('category' in scope) return -scope.category;
   const d = versions.of.get(`=${scope.version}`);
   return d === undefined ? null : Number(d);
 }
