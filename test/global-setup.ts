@@ -1,11 +1,14 @@
-// Once per test run: with TEST_DATABASE_URL, a PostgreSQL database with every migration applied, which the tests'
-// databases are then created from (CREATE DATABASE … TEMPLATE, test/helpers/app.ts) instead of each running the
-// migrations again. Dropped at the end of the run.
+// Once per test run: the embedded database's migrated template (src/db/template.ts), made now when the build's does
+// not match the migrations (one was added or edited since `npm run build`), which the tests' embedded databases are
+// opened from (test/helpers/lite-pool.ts); and, with TEST_DATABASE_URL, a PostgreSQL database with every migration
+// applied, which the tests' databases are then created from (CREATE DATABASE … TEMPLATE, test/helpers/app.ts)
+// instead of each running the migrations again. Dropped at the end of the run.
 import crypto from 'node:crypto';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { openDatabase } from '../src/db/client.js';
 import { migrate } from '../src/db/migrate.js';
+import { ensureTemplate } from '../src/db/template.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -20,6 +23,7 @@ declare module 'vitest' {
 }
 
 export default async function setup(project: TestProject): Promise<(() => Promise<void>) | void> {
+  await ensureTemplate();
   const base = process.env.TEST_DATABASE_URL;
   project.provide('postgresTemplate', '');
   project.provide('testDatabasePrefix', '');
