@@ -9,9 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CacheScopes } from '../src/http/cache-scope.js';
 import { LIMITS } from '../src/config.js';
 import { routes } from '../rest-adapter/routes.js';
-import { forEachDatabaseSideBySide, startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';
-
-type Read = () => Promise<string>;
+import { forEachDatabaseSideBySide, startTestApp, type TestApp } from './helpers/app.js';
+import { allKept, allMissed, gqlText, prime, type Read, restText } from './helpers/cache-reads.js';
 
 forEachDatabaseSideBySide((kind) => {
   describe("lists of one category's downloads", () => {
@@ -54,16 +53,8 @@ forEachDatabaseSideBySide((kind) => {
       await t?.close();
     });
 
-    const text = async (base: string, path: string) =>
-      (await fetch(new URL(path, base), { headers: { 'Forum-Api-Key': SUPER_KEY } })).text();
-    const gql = async (base: string, query: string, variables: Record<string, unknown>) =>
-      (
-        await fetch(new URL('/graphql', base), {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', 'Forum-Api-Key': SUPER_KEY },
-          body: JSON.stringify({ query, variables }),
-        })
-      ).text();
+    const text = restText;
+    const gql = gqlText;
     const LIST = `query($c: Int!) { downloads(categoryId: $c, perPage: 50) {
       nodes { title tagLine downloadCount category { title } owner { username } } pagination { total } } }`;
     const CONNECTION =
@@ -80,26 +71,6 @@ forEachDatabaseSideBySide((kind) => {
       'REST all downloads': () => text(base, '/api/mc-dm-downloads/?per_page=100'),
       'GraphQL all downloads': () => gql(base, '{ downloads(perPage: 100) { nodes { title tagLine } } }', {}),
     });
-
-    /** Reads each twice (the second is kept), then answers what each gave. */
-    const prime = async (app: TestApp, reads: Record<string, Read>) => {
-      const out: Record<string, string> = {};
-      for (const [name, read] of Object.entries(reads)) {
-        out[name] = await read();
-        const hits = app.app.readCache.counts.hit;
-        expect(await read(), name).toBe(out[name]);
-        expect(app.app.readCache.counts.hit, `${name} kept`).toBe(hits + 1);
-      }
-      return out;
-    };
-    /** Each read is a hit giving what it gave before. */
-    const allKept = async (app: TestApp, reads: Record<string, Read>, before: Record<string, string>) => {
-      for (const [name, read] of Object.entries(reads)) {
-        const hits = app.app.readCache.counts.hit;
-        expect(await read(), name).toBe(before[name]);
-        expect(app.app.readCache.counts.hit, `${name}: a hit`).toBe(hits + 1);
-      }
-    };
 
     /**
      * B's lists that a write in A keeps. A new download, a deletion or a move also rewrites A's row in the category
@@ -127,10 +98,7 @@ forEachDatabaseSideBySide((kind) => {
       const all = others(t.url);
       await prime(t, all);
       await write();
-      for (const [name, read] of Object.entries(a)) {
-        const misses = t.app.readCache.counts.miss;
-        const list = await read();
-        expect(t.app.readCache.counts.miss, `${name}: computed again`).toBe(misses + 1);
+      for (const [name, list] of Object.entries(await allMissed(t, a))) {
         try {
           show(list);
         } catch (err) {
@@ -138,11 +106,7 @@ forEachDatabaseSideBySide((kind) => {
         }
       }
       await allKept(t, b, keptB);
-      for (const [name, read] of Object.entries(all)) {
-        const misses = t.app.readCache.counts.miss;
-        await read();
-        expect(t.app.readCache.counts.miss, `${name}: evicted`).toBe(misses + 1);
-      }
+      await allMissed(t, all);
     };
 
     it('versions: a write bumps the versions of the categories of the rows it changed, both sides of a move', async () => {

@@ -9,9 +9,8 @@ import { CacheScopes } from '../src/http/cache-scope.js';
 import { DOWNLOAD_VERSIONS_KEPT, DOWNLOAD_VERSIONS_MAX, PRUNED } from '../src/db/cache-versions.js';
 import { LIMITS } from '../src/config.js';
 import { routes } from '../rest-adapter/routes.js';
-import { forEachDatabaseSideBySide, startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';
-
-type Read = () => Promise<string>;
+import { forEachDatabaseSideBySide, startTestApp, type TestApp } from './helpers/app.js';
+import { allKept, allMissed, gqlText, prime, type Read, restText } from './helpers/cache-reads.js';
 
 forEachDatabaseSideBySide((kind) => {
   describe('answers about one download', () => {
@@ -66,16 +65,8 @@ forEachDatabaseSideBySide((kind) => {
       await t?.close();
     });
 
-    const text = async (base: string, path: string) =>
-      (await fetch(new URL(path, base), { headers: { 'Forum-Api-Key': SUPER_KEY } })).text();
-    const gql = async (base: string, query: string, variables: Record<string, unknown>) =>
-      (
-        await fetch(new URL('/graphql', base), {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', 'Forum-Api-Key': SUPER_KEY },
-          body: JSON.stringify({ query, variables }),
-        })
-      ).text();
+    const text = restText;
+    const gql = gqlText;
     const DOWNLOAD = `query($id: Int!) { download(downloadId: $id) { title tagLine downloadCount
       comments(first: 5) { nodes { message } } versions { versionString fileList { displayName } } } }`;
     const NODE = 'query($id: ID!) { node(id: $id) { ... on Download { title tagLine } } }';
@@ -101,34 +92,6 @@ forEachDatabaseSideBySide((kind) => {
       'REST all files': () => text(base, '/api/mc-dm-files/'),
       'REST all versions': () => text(base, '/api/mc-dm-versions/'),
     });
-
-    /** Reads each twice (the second is kept), then answers what each gave. */
-    const prime = async (app: TestApp, reads: Record<string, Read>) => {
-      const out: Record<string, string> = {};
-      for (const [name, read] of Object.entries(reads)) {
-        out[name] = await read();
-        const hits = app.app.readCache.counts.hit;
-        expect(await read(), name).toBe(out[name]);
-        expect(app.app.readCache.counts.hit, `${name} kept`).toBe(hits + 1);
-      }
-      return out;
-    };
-    /** Each read is a hit giving what it gave before. */
-    const allKept = async (app: TestApp, reads: Record<string, Read>, before: Record<string, string>) => {
-      for (const [name, read] of Object.entries(reads)) {
-        const hits = app.app.readCache.counts.hit;
-        expect(await read(), name).toBe(before[name]);
-        expect(app.app.readCache.counts.hit, `${name}: a hit`).toBe(hits + 1);
-      }
-    };
-    /** Each read is a miss (recomputed). */
-    const allMissed = async (app: TestApp, reads: Record<string, Read>, names: string[]) => {
-      for (const name of names) {
-        const misses = app.app.readCache.counts.miss;
-        await reads[name]!();
-        expect(app.app.readCache.counts.miss, `${name}: evicted`).toBe(misses + 1);
-      }
-    };
 
     /**
      * One rule: `write` changes download A; `seen` names reads of A that must show `marker` at once; `evicted` names the
