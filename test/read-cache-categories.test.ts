@@ -10,7 +10,7 @@ import { CacheScopes } from '../src/http/cache-scope.js';
 import { LIMITS } from '../src/config.js';
 import { routes } from '../rest-adapter/routes.js';
 import { forEachDatabaseSideBySide, startTestApp, type TestApp } from './helpers/app.js';
-import { allKept, allMissed, gqlText, prime, type Read, restText } from './helpers/cache-reads.js';
+import { allKept, allMissed, gqlText, prime, type Read, restText, secondInstance } from './helpers/cache-reads.js';
 
 forEachDatabaseSideBySide((kind) => {
   describe("lists of one category's downloads", () => {
@@ -249,12 +249,7 @@ forEachDatabaseSideBySide((kind) => {
     it.skipIf(kind !== 'postgres')(
       "another instance on the same database sees writes in A within a second and keeps B's lists",
       async () => {
-        const second = await startTestApp(
-          'postgres',
-          { cacheSeconds: 300, dataDir: t.config.dataDir, readCacheAdmitWindow: 0 },
-          { url: t.app.db.url! },
-        );
-        second.app.services.views = undefined;
+        const second = await secondInstance(t);
         try {
           const a = listsOf(second.url, c.a);
           const b = listsOf(second.url, c.b);

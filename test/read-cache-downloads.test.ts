@@ -10,7 +10,7 @@ import { DOWNLOAD_VERSIONS_KEPT, DOWNLOAD_VERSIONS_MAX, PRUNED } from '../src/db
 import { LIMITS } from '../src/config.js';
 import { routes } from '../rest-adapter/routes.js';
 import { forEachDatabaseSideBySide, startTestApp, type TestApp } from './helpers/app.js';
-import { allKept, allMissed, gqlText, prime, type Read, restText } from './helpers/cache-reads.js';
+import { allKept, allMissed, gqlText, prime, type Read, restText, secondInstance } from './helpers/cache-reads.js';
 
 forEachDatabaseSideBySide((kind) => {
   describe('answers about one download', () => {
@@ -281,12 +281,7 @@ forEachDatabaseSideBySide((kind) => {
     it.skipIf(kind !== 'postgres')(
       'another instance on the same database sees writes of A within a second and keeps its answers about B',
       async () => {
-        const second = await startTestApp(
-          'postgres',
-          { cacheSeconds: 300, dataDir: t.config.dataDir, readCacheAdmitWindow: 0 },
-          { url: t.app.db.url! },
-        );
-        second.app.services.views = undefined;
+        const second = await secondInstance(t);
         try {
           const b = about(second.url, d.b);
           const a = about(second.url, d.a);

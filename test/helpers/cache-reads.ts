@@ -2,7 +2,7 @@
 // (test/read-cache-downloads.test.ts, test/read-cache-categories.test.ts). Each read is named and answers the body's
 // text, as a client sees it, on either face, with the super-user key.
 import { expect } from 'vitest';
-import { SUPER_KEY, type TestApp } from './app.js';
+import { startTestApp, SUPER_KEY, type TestApp } from './app.js';
 
 export type Read = () => Promise<string>;
 
@@ -60,4 +60,18 @@ export async function allMissed(
     expect(app.app.readCache.counts.miss, `${name}: computed again`).toBe(misses + 1);
   }
   return out;
+}
+
+/**
+ * Another instance on the PostgreSQL database of `t`, with the same files, the read cache on as in these tests and
+ * views not counted (a flush of view counts would be a write). The caller closes it.
+ */
+export async function secondInstance(t: TestApp): Promise<TestApp> {
+  const second = await startTestApp(
+    'postgres',
+    { cacheSeconds: 300, dataDir: t.config.dataDir, readCacheAdmitWindow: 0 },
+    { url: t.app.db.url! },
+  );
+  second.app.services.views = undefined;
+  return second;
 }
