@@ -4,13 +4,19 @@
 // tables. One test per rule, both databases, both faces: an edit, a new download, a move, a delete, a write in SQL and
 // counters in category A are seen by the next read of A's lists, on this instance and on another one, and leave the
 // kept lists of B given again (cache hits).
-import { parse } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CacheScopes } from '../src/http/cache-scope.js';
 import { LIMITS } from '../src/config.js';
-import { routes } from '../rest-adapter/routes.js';
 import { forEachDatabaseSideBySide, startTestApp, type TestApp } from './helpers/app.js';
-import { allKept, allMissed, gqlText, prime, type Read, restText, secondInstance } from './helpers/cache-reads.js';
+import {
+  allKept,
+  allMissed,
+  cacheScopes,
+  gqlText,
+  prime,
+  type Read,
+  restText,
+  secondInstance,
+} from './helpers/cache-reads.js';
 
 forEachDatabaseSideBySide((kind) => {
   describe("lists of one category's downloads", () => {
@@ -289,18 +295,14 @@ forEachDatabaseSideBySide((kind) => {
 });
 
 describe("which answers are lists of one category's downloads", () => {
-  let scopes: CacheScopes;
-  beforeAll(async () => {
-    const { buildSchema } = await import('graphql');
-    const fs = await import('node:fs');
-    scopes = new CacheScopes(buildSchema(fs.readFileSync('schema.graphql', 'utf8')));
+  let scopes: ReturnType<typeof cacheScopes>;
+  beforeAll(() => {
+    scopes = cacheScopes();
   });
-  const of = (query: string, variables: Record<string, unknown> = {}) =>
-    scopes.scopeOf(parse(query), undefined, variables);
+  const of = (query: string, variables: Record<string, unknown> = {}) => scopes.of(query, variables);
 
   it('the REST list with category_id is scoped through its document, unless it searches or asks for facets', () => {
-    const route = routes.find((r) => r.method === 'GET' && r.path === '/api/mc-dm-downloads/')!;
-    const scope = (variables: Record<string, unknown>) => scopes.scopeOf(route.document as never, undefined, variables);
+    const scope = (variables: Record<string, unknown>) => scopes.ofRoute('GET', '/api/mc-dm-downloads/', variables);
     expect(scope({ categoryId: 7, full: false })).toEqual({ category: 7 });
     expect(scope({ categoryId: 7, full: true, perPage: 5, page: 2, downloadState: 'VISIBLE' })).toEqual({
       category: 7,

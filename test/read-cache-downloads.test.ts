@@ -3,14 +3,20 @@
 // that download only, while lists keep being evicted by any write to their tables. One test per rule, both databases,
 // both faces: an edit, a comment, a version, a file (through the service and in SQL) of download A is seen by the next
 // read of A, on this instance and on another one, and leaves the kept answers about B given again (cache hits).
-import { parse } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CacheScopes } from '../src/http/cache-scope.js';
 import { DOWNLOAD_VERSIONS_KEPT, DOWNLOAD_VERSIONS_MAX, PRUNED } from '../src/db/cache-versions.js';
 import { LIMITS } from '../src/config.js';
-import { routes } from '../rest-adapter/routes.js';
 import { forEachDatabaseSideBySide, startTestApp, type TestApp } from './helpers/app.js';
-import { allKept, allMissed, gqlText, prime, type Read, restText, secondInstance } from './helpers/cache-reads.js';
+import {
+  allKept,
+  allMissed,
+  cacheScopes,
+  gqlText,
+  prime,
+  type Read,
+  restText,
+  secondInstance,
+} from './helpers/cache-reads.js';
 
 forEachDatabaseSideBySide((kind) => {
   describe('answers about one download', () => {
@@ -401,19 +407,15 @@ forEachDatabaseSideBySide((kind) => {
 });
 
 describe('which answers are about one download', () => {
-  let scopes: CacheScopes;
-  beforeAll(async () => {
-    const { buildSchema } = await import('graphql');
-    const fs = await import('node:fs');
-    scopes = new CacheScopes(buildSchema(fs.readFileSync('schema.graphql', 'utf8')));
+  let scopes: ReturnType<typeof cacheScopes>;
+  beforeAll(() => {
+    scopes = cacheScopes();
   });
-  const of = (query: string, variables: Record<string, unknown> = {}) =>
-    scopes.scopeOf(parse(query), undefined, variables);
+  const of = (query: string, variables: Record<string, unknown> = {}) => scopes.of(query, variables);
 
   it('the REST get of a download and its comments, versions and files lists are scoped through their documents', () => {
-    const route = (method: string, path: string) => routes.find((r) => r.method === method && r.path === path)!;
     const scope = (method: string, path: string, variables: Record<string, unknown>) =>
-      scopes.scopeOf(route(method, path).document as never, undefined, variables);
+      scopes.ofRoute(method, path, variables);
     expect(scope('GET', '/api/mc-dm-downloads/:download_id/', { downloadId: 7, full: true })).toEqual({ download: 7 });
     expect(scope('GET', '/api/mc-dm-comments/', { downloadId: 7, full: false })).toEqual({ download: 7 });
     expect(scope('GET', '/api/mc-dm-versions/', { downloadId: 7, full: true })).toEqual({ download: 7 });

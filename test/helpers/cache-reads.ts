@@ -1,7 +1,12 @@
 // Reads against a running test app, and what the read cache did with them: for the tests of what a write evicts
 // (test/read-cache-downloads.test.ts, test/read-cache-categories.test.ts). Each read is named and answers the body's
 // text, as a client sees it, on either face, with the super-user key.
+import fs from 'node:fs';
+import { buildSchema, type DocumentNode, parse } from 'graphql';
 import { expect } from 'vitest';
+import { routes } from '../../rest-adapter/routes.js';
+import type { Scope } from '../../src/db/cache-versions.js';
+import { CacheScopes } from '../../src/http/cache-scope.js';
 import { startTestApp, SUPER_KEY, type TestApp } from './app.js';
 
 export type Read = () => Promise<string>;
@@ -74,4 +79,23 @@ export async function secondInstance(t: TestApp): Promise<TestApp> {
   );
   second.app.services.views = undefined;
   return second;
+}
+
+/**
+ * What the read cache scopes a GraphQL query, or a REST route's document, to (src/http/cache-scope.ts), read on the
+ * printed schema: undefined when it answers by table.
+ */
+export function cacheScopes(): {
+  of(query: string, variables?: Record<string, unknown>): Scope | undefined;
+  ofRoute(method: string, path: string, variables: Record<string, unknown>): Scope | undefined;
+} {
+  const scopes = new CacheScopes(buildSchema(fs.readFileSync('schema.graphql', 'utf8')));
+  return {
+    of: (query, variables = {}) => scopes.scopeOf(parse(query), undefined, variables),
+    ofRoute: (method, path, variables) => {
+      const route = routes.find((r) => r.method === method && r.path === path);
+      if (!route) throw new Error(`No route ${method} ${path}`);
+      return scopes.scopeOf(route.document as DocumentNode, undefined, variables);
+    },
+  };
 }
