@@ -66,12 +66,16 @@ forEachDatabaseSideBySide((kind) => {
     const CONNECTION =
       'query($c: Int!) { downloadsConnection(categoryId: $c, first: 50) { totalCount nodes { title tagLine } } }';
 
+    const PAGE = `query($c: Int!) { category(categoryId: $c) { title downloadCount
+      downloads(first: 50) { totalCount nodes { title tagLine } } } }`;
+
     /** Every list of category `id`'s downloads, on both faces, against the instance at `base`. */
     const listsOf = (base: string, id: number): Record<string, Read> => ({
       'REST list': () => text(base, `/api/mc-dm-downloads/?category_id=${id}`),
       'REST list, full': () => text(base, `/api/mc-dm-downloads/?category_id=${id}&with=full`),
       'GraphQL list': () => gql(base, LIST, { c: id }),
       'GraphQL connection': () => gql(base, CONNECTION, { c: id }),
+      'GraphQL category page': () => gql(base, PAGE, { c: id }),
     });
     const others = (base: string): Record<string, Read> => ({
       'REST all downloads': () => text(base, '/api/mc-dm-downloads/?per_page=100'),
@@ -80,14 +84,15 @@ forEachDatabaseSideBySide((kind) => {
 
     /**
      * B's lists that a write in A keeps. A new download, a deletion or a move also rewrites A's row in the category
-     * table (its count of visible downloads), which the lists that embed each download's category (REST with=full,
-     * the GraphQL list here) read whole: those are computed again, the others stay.
+     * table (its count of visible downloads), which the lists that show categories (REST with=full, the GraphQL list
+     * and category page here) read whole: those are computed again, the others stay.
      */
     const keptOf = (lists: Record<string, Read>, countsChange: boolean) => {
       const out = { ...lists };
       if (countsChange) {
         delete out['REST list, full'];
         delete out['GraphQL list'];
+        delete out['GraphQL category page'];
       }
       return out;
     };
@@ -333,6 +338,15 @@ describe("which answers are lists of one category's downloads", () => {
     expect(
       of('query($w: Boolean = true) { downloads(categoryId: 3) { nodes { stats @skip(if: $w) { views } } } }'),
     ).toEqual({ category: 3 });
+    // A category's page: the category and its own downloads (in a fragment on the category too).
+    expect(
+      of('{ category(categoryId: 3) { title downloads(first: 5) { nodes { title owner { username } } } } }'),
+    ).toEqual({ category: 3 });
+    expect(
+      of(
+        '{ category(categoryId: 3) { ...P } } fragment P on Category { children { nodes { title } } downloads { totalCount } }',
+      ),
+    ).toEqual({ category: 3 });
   });
 
   it('GraphQL: anything that may read another category answers by table', () => {
@@ -347,6 +361,11 @@ describe("which answers are lists of one category's downloads", () => {
       '{ downloads { nodes { title } } }',
       '{ downloadsConnection { nodes { title } } }',
       'query($w: Boolean!) { downloads(categoryId: 3) { nodes { stats @include(if: $w) { views } } } }',
+      // Downloads of the category's parent or children, or of its downloads' categories.
+      '{ category(categoryId: 3) { parent { downloads { nodes { title } } } } }',
+      '{ category(categoryId: 3) { children { nodes { downloads { nodes { title } } } } } }',
+      '{ category(categoryId: 3) { downloads { nodes { category { downloads { nodes { title } } } } } } }',
+      '{ category(categoryId: 3) { title } downloads(categoryId: 4) { nodes { title } } }',
     ];
     for (const query of none) expect(of(query, {}), query).toBeUndefined();
   });

@@ -14,7 +14,8 @@
 // its comments, versions and files lists are scoped through their documents (a test checks it).
 //
 // A list of one category's downloads is scoped the same way: root `downloads` (without a search, `q`) or
-// `downloadsConnection` with categoryId C, and selections that follow the same fields from its downloads. Its rows
+// `downloadsConnection` with categoryId C, or root `category(categoryId: C)` with its own `downloads` (not its
+// parent's or children's), and selections that follow the same fields from its downloads. Its rows
 // are C's only (the filter is the direct category, not subcategories), so its answer records C's versions of the
 // download rows and the list totals (CATEGORY_TABLES) and every other table whole.
 //
@@ -96,10 +97,13 @@ type Kind_ = 'download' | 'version' | 'node' | 'category';
  * Root fields that may be about one download (or list one category's downloads): the argument naming it, and
  * arguments that must be absent (a search's page and facets read other categories' rows).
  */
-const ROOTS: Record<string, { arg: string; kind: Kind_; without?: string[] }> = {
+const ROOTS: Record<string, { arg: string; kind: Kind_; without?: string[]; below?: ReadonlySet<string> }> = {
   download: { arg: 'downloadId', kind: 'download' },
   downloads: { arg: 'categoryId', kind: 'category', without: ['q'] },
   downloadsConnection: { arg: 'categoryId', kind: 'category' },
+  // A category and its own downloads (a category's page): `downloads` is allowed on the root's category only, not on
+  // its parent's or children's.
+  category: { arg: 'categoryId', kind: 'category', below: new Set(['Category.downloads']) },
   node: { arg: 'id', kind: 'node' },
   comments: { arg: 'downloadId', kind: 'download' },
   commentsConnection: { arg: 'downloadId', kind: 'download' },
@@ -245,7 +249,7 @@ function analyse(
           return a ? [a.value] : [];
         });
         uses.push({ kind: root.kind, value: arg.value, without });
-        if (!within(walk, getNamedType(def.type), sel.selectionSet, 0)) ok = false;
+        if (!within(walk, getNamedType(def.type), sel.selectionSet, 0, root.below)) ok = false;
       } else {
         const f = sel.kind === Kind.FRAGMENT_SPREAD ? fragments.get(sel.name.value) : sel;
         const on = f?.typeCondition?.name.value;
@@ -270,12 +274,18 @@ interface Walk {
  * Whether a selection on `type` follows only allowed fields (fragments on any type are checked as that type). A
  * selection that does not but carries @include or @skip on a variable adds the condition that it is left out.
  */
-function within(walk: Walk, type: GraphQLNamedType, set: SelectionSetNode, depth: number): boolean {
+function within(
+  walk: Walk,
+  type: GraphQLNamedType,
+  set: SelectionSetNode,
+  depth: number,
+  here?: ReadonlySet<string>,
+): boolean {
   if (depth > 50) return false;
   if (!('getFields' in type)) return false;
   const fields = type.getFields();
   for (const sel of set.selections) {
-    if (allowed(walk, type, fields, sel, depth)) continue;
+    if (allowed(walk, type, fields, sel, depth, here)) continue;
     const condition = leftOutBy(walk, sel);
     if (!condition) return false;
     if (condition !== true) walk.conditions.push(condition);
@@ -289,6 +299,7 @@ function allowed(
   fields: Record<string, { type: Parameters<typeof getNamedType>[0] }>,
   sel: SelectionSetNode['selections'][number],
   depth: number,
+  here?: ReadonlySet<string>,
 ): boolean {
   if (sel.kind === Kind.FIELD) {
     const name = sel.name.value;
@@ -298,13 +309,15 @@ function allowed(
     const target = getNamedType(def.type);
     if (!target) return false;
     if (isLeafType(target)) return true;
-    if (!ALLOWED.has(`${type.name}.${name}`) || !sel.selectionSet) return false;
+    const key = `${type.name}.${name}`;
+    if (!(ALLOWED.has(key) || here?.has(key)) || !sel.selectionSet) return false;
     return within(walk, target, sel.selectionSet, depth + 1);
   }
+  // A fragment on the same object stays at its level (the fields allowed `here` are still allowed in it).
   const f = sel.kind === Kind.FRAGMENT_SPREAD ? walk.fragments.get(sel.name.value) : sel;
   if (!f) return false;
   const on = f.typeCondition ? walk.schema.getType(f.typeCondition.name.value) : type;
-  return !!on && within(walk, on, f.selectionSet, depth + 1);
+  return !!on && within(walk, on, f.selectionSet, depth + 1, on === type ? here : undefined);
 }
 
 /**
