@@ -201,7 +201,7 @@ export async function startApp(
       compactAt: LIMITS.cacheBumpsCompactAt,
       admitWindow: config.readCacheAdmitWindow,
     });
-    if (readCache.enabled) db.onStatement((sql) => readCache.observe(sql));
+    if (readCache.enabled) db.onStatement((sql, operation) => readCache.observe(sql, operation));
     feed.onChange(() => readCache.clear());
     // The version bumps are compacted when reads see many waiting, and at least this often (reads may be off).
     const compactTimer = setInterval(

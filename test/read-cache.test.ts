@@ -12,6 +12,7 @@ import {
   StatementReader,
   type TableVersions,
 } from '../src/db/cache-versions.js';
+import { OPERATION, type Carrier } from '../src/db/operation-scope.js';
 import { LIMITS } from '../src/config.js';
 import { forEachDatabaseSideBySide, startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';
 
@@ -116,6 +117,42 @@ describe('ReadCache', () => {
     if ('drop' in r) r.drop();
     return 'value' in r ? r.value : undefined;
   };
+
+  it("counts a statement that names its operation for that operation's answer only (a PostgreSQL server)", async () => {
+    let now = versions({ download: 1, comment: 1, category: 1 });
+    const cache = new ReadCache({ ...options, versions: async () => now });
+    const op = () => ({ signal: new AbortController().signal });
+    const a = op();
+    const b = op();
+    const slotA: Carrier = {};
+    const slotB: Carrier = {};
+    const unbound: Carrier = {};
+    const ra = await cache.lookup<string>('a', undefined, slotA);
+    const rb = await cache.lookup<string>('b', undefined, slotB);
+    const ru = await cache.lookup<string>('u', undefined, unbound);
+    if (!('store' in ra) || !('store' in rb) || !('store' in ru)) throw new Error('kept');
+    slotA[OPERATION] = a; // as boundTo does when the operation starts running
+    slotB[OPERATION] = b;
+    cache.observe('SELECT title FROM download', a);
+    cache.observe('SELECT message FROM comment', b);
+    cache.observe('SELECT title FROM category'); // no operation named (the embedded database): every answer's
+    ra.store('A', 1);
+    rb.store('B', 1);
+    ru.store('U', 1);
+    // A comment (B's statement) keeps A; a download (A's) keeps B; the statement of no operation counts for both;
+    // the answer whose operation is not known counts every statement.
+    now = versions({ download: 1, comment: 2, category: 1 });
+    expect(await kept(cache, 'a')).toBe('A');
+    expect(await kept(cache, 'b')).toBeUndefined();
+    expect(await kept(cache, 'u')).toBeUndefined();
+    await compute(cache, 'b', 'B', ['SELECT message FROM comment']);
+    now = versions({ download: 2, comment: 2, category: 1 });
+    expect(await kept(cache, 'a')).toBeUndefined();
+    expect(await kept(cache, 'b')).toBe('B');
+    await compute(cache, 'a', 'A', ['SELECT title FROM download', 'SELECT title FROM category']);
+    now = versions({ download: 2, comment: 2, category: 2 });
+    expect(await kept(cache, 'a')).toBeUndefined();
+  });
 
   it('gives an answer again while the tables it read keep their versions, within its time to live', async () => {
     let now = versions({ download: 1, comment: 1 });

@@ -12,7 +12,7 @@ import type { Config } from '../config.js';
 import { embeddedStartParams } from './embedded-start.js';
 import { readTemplate } from './template.js';
 import { openPool } from './pool.js';
-import { OPERATION, operationOf, type Carrier } from './operation-scope.js';
+import { OPERATION, operationOf, type Carrier, type Operation } from './operation-scope.js';
 import { withReleasedTransactions } from './transactions.js';
 import { statementName } from './statement-names.js';
 import type { Database, Session, StatementOptions } from './database.js';
@@ -243,9 +243,9 @@ const CLOSE_DEADLINE_MS = 5_000;
 
 async function openPostgres(url: string, poolSize: number, statementsPerKey: number): Promise<Database> {
   let statements = 0;
-  const observers: ((sql: string | undefined) => void)[] = [];
-  const seen = (sql: string | undefined) => {
-    for (const fn of observers) fn(sql);
+  const observers: ((sql: string | undefined, operation?: Operation) => void)[] = [];
+  const seen = (sql: string | undefined, operation: Operation) => {
+    for (const fn of observers) fn(sql, operation);
   };
   const { pool, destroy, cancel, end } = openPool(
     url,
@@ -259,9 +259,11 @@ async function openPostgres(url: string, poolSize: number, statementsPerKey: num
           // Only an operation's statements: a job's (the outbox dispatcher, retries) belong to no answer. Named ones
           // come from query() below, which reports them itself: pg-pool may send a statement from the context of the
           // connection's previous holder, where the operation is not known.
-          if (observers.length > 0 && !(typeof first === 'object' && first?.name) && operationOf(first, client)) {
+          const operation =
+            observers.length > 0 && !(typeof first === 'object' && first?.name) && operationOf(first, client);
+          if (operation) {
             const sql = typeof first === 'string' ? first : first?.text;
-            seen(typeof sql === 'string' ? sql : undefined);
+            seen(typeof sql === 'string' ? sql : undefined, operation);
           }
         }
         return (query as (...a: unknown[]) => unknown)(...args);
@@ -279,7 +281,10 @@ async function openPostgres(url: string, poolSize: number, statementsPerKey: num
     prisma,
     query: async <R>(sql: string, params?: unknown[], opts?: StatementOptions) => {
       const operation = opts?.operation;
-      if (observers.length > 0 && (operation ?? operationOf())) seen(sql);
+      if (observers.length > 0) {
+        const of = operation ?? operationOf();
+        if (of) seen(sql, of);
+      }
       const config: pg.QueryConfig & Carrier =
         opts?.prepared === false
           ? { text: sql, values: params }

@@ -58,7 +58,7 @@ export interface Database {
    * PostgreSQL server, only the statements sent on behalf of an operation (src/db/operation-scope.ts): the jobs' are
    * left out; the embedded database cannot tell them apart (that would cost every request) and reports all.
    */
-  onStatement(fn: (sql: string | undefined) => void): void;
+  onStatement(fn: (sql: string | undefined, operation?: Operation) => void): void;
   /** SQL statements sent since the database was opened (outside transactions): for tests that bound query counts. */
   statements(): number;
   /**

@@ -7,9 +7,10 @@
 // table's version in the writer's own transaction, whoever sends it (this instance, another instance on the same
 // database, the command line, raw SQL), so a bump becomes visible exactly when the data does. The tables an answer
 // read are not declared by hand: they are taken from the SQL the database layer sent while the answer was computed
-// (every statement sent between the lookup and the store counts, another request's included, so the list is never
-// short; on a PostgreSQL server the jobs' statements are told apart and left out; a statement whose text cannot be
-// read makes the answer depend on every table).
+// (on a PostgreSQL server, the statements its own operation sent: each names its operation, and the jobs' are left
+// out; on the embedded database, which names none, every statement sent between the lookup and the store counts,
+// another request's included, so the list is never short; a statement whose text cannot be read makes the answer
+// depend on every table).
 //
 // The rules, for an answer computed at versions V:
 // - it is given again while every table it read is still at its version in V, for at most CACHE_SECONDS;
@@ -52,6 +53,7 @@ import type { Plugin } from 'graphql-yoga';
 import type { Visitor } from '../permissions/access.js';
 import { ownUtf8 } from '../bytes.js';
 import { CacheScopes } from './cache-scope.js';
+import { OPERATION, OPERATION_SLOT, type Carrier, type Operation } from '../db/operation-scope.js';
 import {
   COUNTS,
   CATEGORY_TABLES,
@@ -83,6 +85,8 @@ interface Collector {
   tables: Set<string>;
   all: boolean;
   open: boolean;
+  /** The slot of the request's context, where its operation is put when it runs (src/db/operation-scope.ts). */
+  owner?: Carrier;
 }
 
 export interface ReadCacheOptions {
@@ -200,12 +204,18 @@ export class ReadCache {
   }
 
   /**
-   * A statement the database layer sent (src/db/database.ts onStatement): what every answer being computed read.
+   * A statement the database layer sent (src/db/database.ts onStatement): what the answers being computed read. A
+   * statement that says which operation sent it (on a PostgreSQL server) counts for the answer of that operation
+   * only, and for answers whose operation is not known; one that does not (the embedded database) counts for all.
    */
-  observe(sql: string | undefined): void {
+  observe(sql: string | undefined, operation?: Operation): void {
     if (this.collecting.size === 0) return;
     const reads = this.options.readsOf(sql);
     for (const c of this.collecting) {
+      if (operation !== undefined && c.owner !== undefined) {
+        const own = c.owner[OPERATION]; // set only while statements are bound to operations
+        if (own !== undefined && own !== operation) continue;
+      }
       if (reads === 'all') c.all = true;
       else for (const t of reads) c.tables.add(t);
     }
@@ -215,7 +225,7 @@ export class ReadCache {
    * Looks `key` up: `value` when a kept answer is still valid (see the rules above); else `store`, to call with the
    * answer once it is computed (it was computed after the versions this lookup read), or `drop` when it will not be.
    */
-  async lookup<V>(key: string, scope?: Scope): Promise<Lookup<V>> {
+  async lookup<V>(key: string, scope?: Scope, owner?: Carrier): Promise<Lookup<V>> {
     if (!this.admitted(key)) {
       this.counts.miss++;
       return PASS;
@@ -235,7 +245,7 @@ export class ReadCache {
       c.open = false;
       this.collecting.delete(c);
     }
-    const c: Collector = { started: now, tables: new Set(), all: false, open: true };
+    const c: Collector = { started: now, tables: new Set(), all: false, open: true, owner };
     this.collecting.add(c);
     return {
       store: (value, bytes) => {
@@ -314,8 +324,8 @@ export class ReadCache {
   }
 
   /** lookup() of `key` as `visitor` asks it: answers are never shared between visitors. */
-  lookupFor<V>(key: string, visitor: Visitor, scope?: Scope): Promise<Lookup<V>> {
-    return this.lookup<V>(`${key}\0${visitorKey(visitor)}`, scope);
+  lookupFor<V>(key: string, visitor: Visitor, scope?: Scope, owner?: Carrier): Promise<Lookup<V>> {
+    return this.lookup<V>(`${key}\0${visitorKey(visitor)}`, scope, owner);
   }
 
   private put(key: string, entry: Entry<unknown>): void {
@@ -430,7 +440,8 @@ export function readCachePlugin(cache: ReadCache): Plugin {
       const key = `graphql\0${id}\0${args.operationName ?? ''}\0${JSON.stringify(args.variableValues ?? {})}`;
       scopes ??= new CacheScopes(args.schema);
       const scope = scopes.scopeOf(args.document, args.operationName, args.variableValues);
-      const found = await cache.lookupFor<Buffer>(key, visitor, scope);
+      const owner = (args.contextValue as { [OPERATION_SLOT]?: Carrier })[OPERATION_SLOT];
+      const found = await cache.lookupFor<Buffer>(key, visitor, scope, owner);
       if ('value' in found) {
         setResultAndStopExecution(keptResult(found.value));
         return;

@@ -28,6 +28,7 @@ import { useDeferStream } from '@graphql-yoga/plugin-defer-stream';
 import { metricsPlugin } from './metrics.js';
 import type { EventDispatcher } from '../jobs/events.js';
 import type { Database } from '../db/client.js';
+import { OPERATION_SLOT } from '../db/operation-scope.js';
 import { textInputPlugin } from '../input/text.js';
 import { UploadSlots } from './upload-slots.js';
 import { uploadPrecheck } from './upload-precheck.js';
@@ -263,6 +264,7 @@ export function createRequestHandler({
                   key,
                   (ctx as Context).visitor,
                   restScopes.scopeOf(operation.document, undefined, operation.variables),
+                  (ctx as Context)[OPERATION_SLOT],
                 ),
             }
           : undefined,
