@@ -141,6 +141,7 @@ try {
   }
   const key = { 'forum-api-key': KEY };
   const getDocument = routes.find((r) => r.method === 'GET' && r.path === '/api/mc-dm-downloads/:download_id/')!;
+  const listDocument = routes.find((r) => r.method === 'GET' && r.path === '/api/mc-dm-downloads/')!;
   const scenarios = [
     { name: 'REST download get, full', path: `/api/mc-dm-downloads/${s.downloadId}/?with=full` },
     {
@@ -155,6 +156,17 @@ try {
     },
     { name: 'REST comments of one download', path: `/api/mc-dm-comments/?download_id=${s.commentDownloadId}` },
     { name: 'REST category get', path: `/api/mc-dm-categories/${s.leafCategory}/` },
+    { name: 'REST list, 100, full', path: '/api/mc-dm-downloads/?per_page=100&with=full' },
+    {
+      name: 'GraphQL list, 100, full',
+      path: '/graphql',
+      method: 'POST' as const,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        query: print(listDocument.document as DocumentNode),
+        variables: { perPage: 100, full: true },
+      }),
+    },
   ].filter((sc) => !opts.only || new RegExp(opts.only).test(sc.name));
   const cell = (svc: (typeof services)[number], sc: (typeof scenarios)[number], seconds: number, clients: number) =>
     autocannon({
