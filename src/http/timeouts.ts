@@ -31,6 +31,9 @@ export function applyServerTimeouts(server: http.Server, t: Config['http']): voi
   server.keepAliveTimeout = t.keepAliveTimeout * 1000;
   server.timeout = t.idleTimeout * 1000; // with no 'timeout' listener, Node destroys the idle socket
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    // A request with neither Content-Length nor Transfer-Encoding has no body (RFC 9112, 6.3): nothing to wait for
+    // or to linger on, so most reads pay for no timer and no listeners.
+    if (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) return;
     res.once('finish', () => {
       if (!req.complete) lingerClose(req.socket);
     });
