@@ -83,7 +83,7 @@ describe('counting a result as it resolves', () => {
   });
 
   // Compiled once per query, as the service does: every run of a query shares its field nodes.
-  const compiledQueries = new Map<string, ReturnType<typeof compileQuery>>();
+  const compiledQueries = new Map<string, ReturnType<typeof compileQuery<any, any>>>();
   /** Runs `query` with a budget, on the interpreting executor and compiled by graphql-jit: both results and counts. */
   async function run(query: string, variables: Record<string, unknown> = {}, limit = 10_000_000) {
     const out: { result: ExecutionResult; used: number; over: boolean }[] = [];
@@ -91,7 +91,7 @@ describe('counting a result as it resolves', () => {
       const budget = new ResponseBudget(limit, () => {});
       const context = { [RESPONSE_BUDGET]: budget };
       const document = parse(query);
-      if (compiled && !compiledQueries.has(query)) compiledQueries.set(query, compileQuery(schema, document));
+      if (compiled && !compiledQueries.has(query)) compiledQueries.set(query, compileQuery<any, any>(schema, document));
       const jit = compiled ? compiledQueries.get(query) : undefined;
       if (jit && !isCompiledQuery(jit)) throw new Error('graphql-jit cannot compile the test query');
       const result = jit

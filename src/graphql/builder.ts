@@ -8,6 +8,7 @@ import { ApiError, noPermission } from '../errors.js';
 import { requireAnyScope, requireScopes } from '../auth/scopes.js';
 import type { Context } from './context.js';
 import { keepPlans } from './plan-cache.js';
+import PreloadedRelationsPlugin from './preloaded-relations.js';
 
 // The Prisma plugin's query plans are kept per operation and variables (src/graphql/plan-cache.ts).
 keepPlans();
@@ -34,7 +35,8 @@ export const builder = new SchemaBuilder<{
   };
 }>({
   defaultFieldNullability: false,
-  plugins: [ScopeAuthPlugin, PrismaPlugin],
+  // Between the two: a relation loaded with its row answers from it, inside its field's authorization.
+  plugins: [ScopeAuthPlugin, PreloadedRelationsPlugin, PrismaPlugin],
   prisma: {
     client: (ctx) => ctx.prisma,
     dmmf: getDatamodel(),
