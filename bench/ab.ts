@@ -197,6 +197,9 @@ try {
     }
   }
   const [a, b] = services;
+  // Peak resident memory of each service over the whole run (the kernel's high-water mark).
+  const peakMb = (pid: number) =>
+    Number(/VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
   console.log(
     `\n${ROUNDS} rounds of ${SECONDS} s cells, ${CLIENTS} clients, ${DOWNLOADS} downloads, read cache ${opts['read-cache-mb']} MB; A = ${a!.name}, B = ${b!.name}${opts.env ? ` (${opts.env})` : ''}. Medians:\n`,
   );
@@ -216,6 +219,7 @@ try {
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   console.log([line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n'));
+  console.log(`\npeak RSS: A ${peakMb(a!.child.pid!).toFixed(0)} MB, B ${peakMb(b!.child.pid!).toFixed(0)} MB`);
 } finally {
   for (const child of children) if (child.exitCode === null) child.kill('SIGTERM');
   await Promise.all(

@@ -19,5 +19,11 @@ export function serviceArgs(nodeFlags: string[] = []): string[] {
   return [...nodeFlags, path.join(root, 'dist/src/main.js')];
 }
 
-/** The environment `npm start` gives the service (package.json): glibc's malloc limited to two arenas. */
-export const SERVICE_ENV: Record<string, string> = { MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2' };
+/**
+ * The environment `npm start` gives the service (package.json): glibc's malloc limited to two arenas, and V8's young
+ * generation allowed to grow to 32 MB semi-spaces (docs/deploy.md, Memory).
+ */
+export const SERVICE_ENV: Record<string, string> = {
+  MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
+  NODE_OPTIONS: `--max-semi-space-size=32 ${process.env.NODE_OPTIONS ?? ''}`.trim(),
+};

@@ -323,6 +323,8 @@ describe('npm start as a process', () => {
       // glibc's malloc limited to two arenas (docs/deploy.md, Memory), unless the environment chose otherwise.
       const environ = fs.readFileSync(`/proc/${pids[0]}/environ`, 'utf8').split('\0');
       expect(environ).toContain(`MALLOC_ARENA_MAX=${process.env.MALLOC_ARENA_MAX ?? 2}`);
+      // V8's young generation allowed to grow to 32 MB semi-spaces, unless NODE_OPTIONS given to npm start says more.
+      expect(environ.find((v) => v.startsWith('NODE_OPTIONS='))).toMatch(/^NODE_OPTIONS=--max-semi-space-size=32\b/);
     }
     const t0 = Date.now();
     child.kill('SIGTERM');
