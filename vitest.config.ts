@@ -17,7 +17,9 @@ const require = createRequire(import.meta.url);
 // unhandled "Terminating worker thread").
 const WORKERS = Number(process.env.TEST_WORKERS) || Math.max(2, os.availableParallelism());
 
-// Files that must run with nothing else beside them: after the others, one at a time, in one worker.
+// Files that must run with no other test file beside them: first, one at a time, in one worker. They leave the second
+// core to whatever else runs at the start (.ci/run starts the type check and the lint beside the tests, at the lowest
+// priority: run here, their 15 s of CPU take nothing from the test files that follow).
 const ALONE = [
   // The read cache's tests count hits and the counter lag in seconds: a busy machine could make an answer outlive it.
   'test/read-cache.test.ts',
@@ -84,7 +86,7 @@ export default defineConfig({
     projects: [
       {
         ...shared,
-        test: { ...shared.test, name: 'isolated', include: ISOLATED, sequence: { groupOrder: 1 } },
+        test: { ...shared.test, name: 'isolated', include: ISOLATED, sequence: { groupOrder: 2 } },
       },
       {
         ...shared,
@@ -95,14 +97,15 @@ export default defineConfig({
           // client, the routes) are loaded once per worker instead of once per file. Each file still opens its own
           // databases, data directories and ports, and puts back what it changes in shared modules (LIMITS).
           isolate: false,
-          sequence: { groupOrder: 1 },
+          sequence: { groupOrder: 2 },
           include: ['test/**/*.test.ts'],
           exclude: [...configDefaults.exclude, ...ALONE, ...ISOLATED],
         },
       },
       {
         ...shared,
-        test: { ...shared.test, name: 'alone', include: ALONE, maxWorkers: 1, sequence: { groupOrder: 2 } },
+        // groupOrder 1, not 0: vitest would put a one-worker isolated project of order 0 at the very end.
+        test: { ...shared.test, name: 'alone', include: ALONE, maxWorkers: 1, sequence: { groupOrder: 1 } },
       },
     ],
   },

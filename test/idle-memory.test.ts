@@ -1,27 +1,36 @@
 // Memory given back once load has passed (src/http/idle-memory.ts): once nothing has started or ended for a while
 // (a request merely held open does not hold the memory), once per idle period, only when the heap grew; and the collector it uses really shrinks the heap without exposing `gc`.
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { promisify } from 'node:util';
+import { describe, it, type TestContext } from 'vitest';
 import { releaseMemoryWhenIdle } from '../src/http/idle-memory.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const MB = 1024 * 1024;
 
-describe('releasing memory when idle', () => {
-  let server: http.Server;
-  let stop = () => {};
-  afterEach(async () => {
-    stop();
-    server?.closeAllConnections();
-    await new Promise((r) => server?.close(r));
+/**
+ * A server that is closed, with its idle release stopped, when the test that made it finishes (the test's own hook:
+ * the tests run side by side).
+ */
+function serverOfTest({ onTestFinished }: TestContext, handler: http.RequestListener) {
+  const server = http.createServer(handler);
+  let off = () => {};
+  onTestFinished(async () => {
+    off();
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
   });
+  return { server, watch: (start: () => () => void) => (off = start()) };
+}
 
+// Side by side: each test has its own server and fake heap, and most of their time is waiting for idle periods.
+describe.concurrent('releasing memory when idle', () => {
   /** A server whose /slow requests stay in flight until `finish()`; a fake heap the test sets (MB). */
-  async function harness(idleMs: number) {
+  async function harness(t: TestContext, idleMs: number) {
     let finish = () => {};
-    server = http.createServer((req, res) => {
+    const { server, watch } = serverOfTest(t, (req, res) => {
       if (req.url === '/slow') finish = () => res.end('slow');
       else res.end('ok');
     });
@@ -29,19 +38,22 @@ describe('releasing memory when idle', () => {
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     const heap = { total: 100, used: 60 };
     const releases: [number, number][] = [];
-    stop = releaseMemoryWhenIdle(server, {
-      idleMs,
-      heap: () => ({ total: heap.total * MB, used: heap.used * MB }),
-      collect: async () => {
-        heap.total = heap.used + 10;
-      },
-      onRelease: (before, after) => releases.push([before / MB, after / MB]),
-    });
+    watch(() =>
+      releaseMemoryWhenIdle(server, {
+        idleMs,
+        heap: () => ({ total: heap.total * MB, used: heap.used * MB }),
+        collect: async () => {
+          heap.total = heap.used + 10;
+        },
+        onRelease: (before, after) => releases.push([before / MB, after / MB]),
+      }),
+    );
     return { url, heap, releases, finish: () => finish(), get: async () => (await fetch(url)).text() };
   }
 
-  it('releases once per idle period, counting from the last request to start or end', async () => {
-    const h = await harness(400);
+  it('releases once per idle period, counting from the last request to start or end', async (t) => {
+    const { expect } = t;
+    const h = await harness(t, 400);
     h.heap.total = 150; // grown under load
     expect(await h.get()).toBe('ok');
     await sleep(50);
@@ -53,8 +65,9 @@ describe('releasing memory when idle', () => {
     expect(h.releases).toHaveLength(1);
   });
 
-  it('does not wait for a request merely held open (a slow upload, a long download)', async () => {
-    const h = await harness(400);
+  it('does not wait for a request merely held open (a slow upload, a long download)', async (t) => {
+    const { expect } = t;
+    const h = await harness(t, 400);
     h.heap.total = 150;
     const slow = fetch(`${h.url}/slow`);
     await sleep(1000);
@@ -66,8 +79,9 @@ describe('releasing memory when idle', () => {
     expect(h.releases).toHaveLength(1); // its end is activity, but nothing was served since the release
   });
 
-  it('a connection dropped unanswered is not activity (a slow body cut off at its timeout)', async () => {
-    const h = await harness(1000);
+  it('a connection dropped unanswered is not activity (a slow body cut off at its timeout)', async (t) => {
+    const { expect } = t;
+    const h = await harness(t, 1000);
     h.heap.total = 150;
     const client = new AbortController();
     const slow = fetch(`${h.url}/slow`, { signal: client.signal }).catch(() => 'dropped');
@@ -79,8 +93,9 @@ describe('releasing memory when idle', () => {
     expect(h.releases).toEqual([[150, 70]]);
   });
 
-  it('does nothing while requests keep coming, nor when V8 holds little it does not use', async () => {
-    const h = await harness(500);
+  it('does nothing while requests keep coming, nor when V8 holds little it does not use', async (t) => {
+    const { expect } = t;
+    const h = await harness(t, 500);
     h.heap.total = 300;
     for (let i = 0; i < 15; i++) {
       expect(await h.get()).toBe('ok');
@@ -104,8 +119,9 @@ describe('releasing memory when idle', () => {
     ]);
   });
 
-  it('0 turns it off', async () => {
-    server = http.createServer((_q, s) => s.end());
+  it('0 turns it off', async (t) => {
+    const { expect } = t;
+    const { server } = serverOfTest(t, (_q, s) => s.end());
     const off = releaseMemoryWhenIdle(server, {
       idleMs: 0,
       collect: async () => {
@@ -115,8 +131,11 @@ describe('releasing memory when idle', () => {
     expect(server.listenerCount('request')).toBe(1); // only the server's own handler
     off();
   });
+});
 
-  it('the collector shrinks a heap grown by garbage, and leaves no global gc behind', () => {
+// Apart from the timing tests above: it runs a process that keeps a core busy for a while.
+describe('the memory-reducing collector', () => {
+  it('shrinks a heap grown by garbage, and leaves no global gc behind', async ({ expect }) => {
     // In a process of its own: a test worker's heap, after the files before this one, holds free space that the
     // garbage below would fill without growing it.
     const script = `
@@ -132,9 +151,14 @@ describe('releasing memory when idle', () => {
       const after = v8.getHeapStatistics().total_heap_size;
       process.stdout.write(JSON.stringify({ grown, after, length, hadGc, hasGc: typeof globalThis.gc === 'function' }));
     `;
-    const r = JSON.parse(
-      execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8' }),
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ['--import', 'tsx', '--input-type=module', '-e', script],
+      {
+        encoding: 'utf8',
+      },
     );
+    const r = JSON.parse(stdout);
     expect(r.length).toBe(1_500_000);
     expect(r.grown - r.after).toBeGreaterThan(50 * MB);
     expect(r.hasGc).toBe(r.hadGc);
