@@ -6,11 +6,12 @@
 import type { DocumentNode, ExecutionResult, GraphQLSchema } from 'graphql';
 import { normalizedExecutor } from '@graphql-tools/executor';
 import { compileOperation } from '../src/graphql/compiled.js';
+import type { OperationSignal } from '../src/db/operation-signal.js';
 
 export type RunOperation = (
   variableValues: Record<string, unknown>,
   contextValue: unknown,
-  signal: AbortSignal,
+  signal: OperationSignal,
 ) => Promise<ExecutionResult>;
 
 /** Runs `document` with graphql-jit, compiled on first use; `onFallback` hears why a document could not be compiled. */
@@ -19,8 +20,15 @@ export function routeOperation(
   document: DocumentNode,
   onFallback: (reason: unknown) => void,
 ): RunOperation {
+  // The executor reads the signal's `aborted`, `reason` and 'abort' listeners only (as the deadline's signal gives).
   const interpreted: RunOperation = async (variableValues, contextValue, signal) =>
-    normalizedExecutor({ schema, document, variableValues, contextValue, signal }) as ExecutionResult;
+    normalizedExecutor({
+      schema,
+      document,
+      variableValues,
+      contextValue,
+      signal: signal as AbortSignal,
+    }) as ExecutionResult;
   let run: RunOperation | undefined;
   const compile = (): RunOperation => {
     const query = compileOperation(schema, document, undefined, onFallback);

@@ -24,6 +24,7 @@ import { envelope, errorBody } from './envelope.js';
 import type { Route } from './routes.js';
 import { enumTree, lowerEnums, type EnumTree } from './enums.js';
 import { routeOperation, type RunOperation } from './execute.js';
+import type { OperationSignal } from '../src/db/operation-signal.js';
 
 interface CompiledRoute extends Route {
   pattern: RegExp;
@@ -93,7 +94,7 @@ export interface RestAdapterOptions {
    * Waits for the operation's turn to run (src/http/fair-share.ts) once the body has arrived; rejects with the
    * signal's reason if the deadline passes first. Returns the slot's release.
    */
-  admit?(context: unknown, signal: AbortSignal): Promise<() => void>;
+  admit?(context: unknown, signal: OperationSignal): Promise<() => void>;
   /**
    * Answers of GET routes kept while what they read is unchanged (src/http/read-cache.ts): `key` names the route and
    * its variables; the lookup adds who asks. A miss is either stored or dropped (after a store, drop does nothing);

@@ -7,10 +7,11 @@ import { limitStatementsPerKey, openPool } from '../src/db/pool.js';
 import { freshPostgres } from './helpers/app.js';
 import { bindStatementsToOperations, boundTo, operationOf } from '../src/db/operation-scope.js';
 import { loadConfig } from '../src/config.js';
+import type { OperationSignal } from '../src/db/operation-signal.js';
 
 /** A pool whose statements run until the test ends them, recording which are running. */
 function fakePool() {
-  const running: { sql: string; signal: AbortSignal | undefined; end: () => void }[] = [];
+  const running: { sql: string; signal: OperationSignal | undefined; end: () => void }[] = [];
   const pool = {
     query: (sql: string) =>
       new Promise<{ rows: [] }>((resolve) => {
@@ -158,7 +159,7 @@ describe('limitStatementsPerKey', () => {
 describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL server', () => {
   it("a statement that waited for a connection is sent in its own operation's scope, not the releasing one's", async () => {
     const fresh = await freshPostgres({ migrated: false });
-    const seen: { sql: string; signal: AbortSignal | undefined }[] = [];
+    const seen: { sql: string; signal: OperationSignal | undefined }[] = [];
     const { pool, end } = openPool(fresh.url, 1, (client) => {
       const query = client.query.bind(client) as (...a: unknown[]) => unknown;
       client.query = ((...args: unknown[]) => {

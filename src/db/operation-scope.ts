@@ -17,10 +17,11 @@
 // Only with a PostgreSQL server (the pool turns it on): on the embedded database statements run in the process, one
 // at a time, where nothing could cancel them anyway.
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { OperationSignal } from './operation-signal.js';
 
 /** An operation: its deadline's signal, and whose it is (the key, and the user a super-user key acts as). */
 export interface Operation {
-  readonly signal: AbortSignal;
+  readonly signal: OperationSignal;
   readonly client?: string;
 }
 
@@ -56,7 +57,7 @@ export const OPERATION_SLOT: unique symbol = Symbol('dcs.operation-slot');
  * (its database and its Prisma client read the operation from there, src/graphql/context.ts), else through the scope
  * of `inOperation`. `client`: whose operation it is, for the pool's statements per key (DATABASE_STATEMENTS_PER_KEY).
  */
-export function boundTo<T>(signal: AbortSignal, fn: () => T, client?: string, context?: unknown): T {
+export function boundTo<T>(signal: OperationSignal, fn: () => T, client?: string, context?: unknown): T {
   if (!enabled) return fn();
   const operation: Operation = { signal, client };
   const slot = (context as { [OPERATION_SLOT]?: Carrier } | null | undefined)?.[OPERATION_SLOT];

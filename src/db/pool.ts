@@ -5,6 +5,7 @@ import net from 'node:net';
 import pg from 'pg';
 import { bindStatementsToOperations, inCallersOperation, operationOf } from './operation-scope.js';
 import { statementName } from './statement-names.js';
+import type { OperationSignal } from './operation-signal.js';
 
 /**
  * The server ends a session left idle inside a transaction for this long (ms). Prisma ends every transaction of ours
@@ -127,10 +128,10 @@ type Close = (client: pg.PoolClient, reason: Error) => void;
  * The connections running (or queueing) statements of each operation, with how many and how to close each: one abort
  * listener per operation, however many statements it sends.
  */
-const inFlight = new WeakMap<AbortSignal, Map<pg.PoolClient, { close: Close; statements: number }>>();
+const inFlight = new WeakMap<OperationSignal, Map<pg.PoolClient, { close: Close; statements: number }>>();
 
 /** Records that `client` runs a statement of the operation of `signal`; returns what to call when it has ended. */
-function statementOf(signal: AbortSignal, client: pg.PoolClient, close: Close): () => void {
+function statementOf(signal: OperationSignal, client: pg.PoolClient, close: Close): () => void {
   let clients = inFlight.get(signal);
   if (!clients) {
     const running: Map<pg.PoolClient, { close: Close; statements: number }> = new Map();

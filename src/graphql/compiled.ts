@@ -22,6 +22,7 @@ import {
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import { getVariableValues } from '@graphql-tools/executor';
 import type { Plugin } from 'graphql-yoga';
+import type { OperationSignal } from '../db/operation-signal.js';
 
 /** Documents kept compiled. A compiled operation is a few kilobytes of code; 500 cover any real client's set. */
 export const COMPILED_DOCUMENTS = 500;
@@ -164,7 +165,7 @@ interface ExecuteArgs {
   contextValue?: unknown;
   variableValues?: Record<string, unknown> | null;
   operationName?: string | null;
-  signal?: AbortSignal;
+  signal?: OperationSignal;
 }
 
 /**

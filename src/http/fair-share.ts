@@ -28,6 +28,7 @@ import { ApiError } from '../errors.js';
 import { RESPONSE_BUDGET, type ResponseBudget } from '../graphql/response-size.js';
 import type { ResponseAllowance } from './response-allowance.js';
 import { clientOf } from '../graphql/context.js';
+import type { OperationSignal } from '../db/operation-signal.js';
 
 /** Ends an operation's turn; `extraMs` adds to its charge what its time alone does not show (see resultCharge). */
 export type Release = (extraMs?: number) => void;
@@ -79,7 +80,7 @@ export class FairShare {
    * Resolves with the slot's release (call it once the operation is over; later calls do nothing) when `client`'s
    * turn comes. Rejects with the signal's reason if it aborts first (the deadline, or the client went away).
    */
-  acquire(client: string, signal?: AbortSignal): Promise<Release> {
+  acquire(client: string, signal?: OperationSignal): Promise<Release> {
     if (this.limit === 0) return Promise.resolve(() => {});
     if (signal?.aborted)
       return Promise.reject(signal.reason ?? new ApiError('operation_timeout', 'The request was cancelled.'));
@@ -258,7 +259,7 @@ export async function admitOperation(
   share: FairShare,
   allowance: ResponseAllowance | undefined,
   context: unknown,
-  signal?: AbortSignal,
+  signal?: OperationSignal,
 ): Promise<() => void> {
   const client = clientOf(context);
   const settle = allowance ? await allowance.acquire(client, isSuperClient(context), signal) : undefined;
@@ -288,7 +289,7 @@ export function fairSharePlugin(share: FairShare, allowance?: ResponseAllowance)
           share,
           allowance,
           args.contextValue,
-          (args as { signal?: AbortSignal }).signal,
+          (args as { signal?: OperationSignal }).signal,
         );
         try {
           return await executeFn(args);

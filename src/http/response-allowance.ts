@@ -19,6 +19,7 @@
 // each receives 12 MB). Per instance, as the fair shares and the execution slots are: it protects this process's
 // event loop and memory. Super-user keys (the operator's own integrations) are not limited. 0 turns it off.
 import { ApiError } from '../errors.js';
+import type { OperationSignal } from '../db/operation-signal.js';
 
 /** Ends an operation's charge: `usedBytes` is what its result grew to. Later calls do nothing. */
 export type Settle = (usedBytes: number) => void;
@@ -79,7 +80,7 @@ export class ResponseAllowance {
    * allowance is spent and none of its operations runs, or with the signal's reason if it aborts while waiting.
    * `exempt` (super-user keys) and an allowance of 0 admit at once and charge nothing.
    */
-  acquire(client: string, exempt: boolean, signal?: AbortSignal): Promise<Settle> {
+  acquire(client: string, exempt: boolean, signal?: OperationSignal): Promise<Settle> {
     if (this.perMinute === 0 || exempt) return Promise.resolve(() => {});
     let key = this.keys.get(client);
     if (!key) {
