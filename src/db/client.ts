@@ -21,6 +21,14 @@ import './prisma-plans.js';
 import { PGLITE_EXTENSIONS } from './pglite-extensions.js';
 import { COMPACT_SQL, PRUNE_SQL, VERSIONS_SQL, versionsOf } from './cache-versions.js';
 
+/**
+ * Prisma's errors without the caller's source frame. With any other format (its default unless NODE_ENV is
+ * `production`) Prisma captures a stack trace at every call, to point at the calling line should the call fail: a
+ * cost on every read, for a frame of the compiled service that nobody reads. Our code reads Prisma's errors by their
+ * codes (src/errors.ts), never by their text.
+ */
+const PRISMA_ERROR_FORMAT = 'minimal';
+
 export type { Database, Session } from './database.js';
 
 export type DatabaseTarget =
@@ -147,7 +155,10 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
       }),
   };
   // pglite-prisma-adapter pins an older @prisma/driver-adapter-utils: the runtime contract matches, the types differ.
-  const prisma = new PrismaClient({ adapter: new PrismaPGlite(forPrisma as unknown as PGlite) as unknown as PrismaPg });
+  const prisma = new PrismaClient({
+    adapter: new PrismaPGlite(forPrisma as unknown as PGlite) as unknown as PrismaPg,
+    errorFormat: PRISMA_ERROR_FORMAT,
+  });
   const session: Session = {
     exec: async (sql) => {
       await lite.exec(sql);
@@ -273,7 +284,10 @@ async function openPostgres(url: string, poolSize: number, statementsPerKey: num
   );
   const bookkeeping = <R extends pg.QueryResultRow>(sql: string, values?: unknown[]) =>
     pool.query<R>({ name: statementName(sql), text: sql, values });
-  const prisma = new PrismaClient({ adapter: withReleasedTransactions(new PrismaPg(pool), { destroy, cancel }) });
+  const prisma = new PrismaClient({
+    adapter: withReleasedTransactions(new PrismaPg(pool), { destroy, cancel }),
+    errorFormat: PRISMA_ERROR_FORMAT,
+  });
   return {
     kind: 'postgres',
     connections: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
