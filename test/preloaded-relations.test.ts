@@ -1,9 +1,11 @@
 // A relation loaded with its row (a download's category and current version) answers from the row when nothing
 // below it is loaded by the Prisma plugin (src/graphql/preloaded-relations.ts), and through the Prisma plugin
-// otherwise: both in one operation give the same rows, on both databases and both executors.
+// otherwise: both in one operation give the same rows, on both databases and both executors. So does a field with a
+// selection of its own (a comment's username, a download's tags) when its selection is on the row.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, type FieldNode, type GraphQLObjectType, type GraphQLResolveInfo } from 'graphql';
 import { schema } from '../src/modules/index.js';
+import { selectionCheck } from '../src/graphql/preloaded-relations.js';
 import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
 
 /** A resolve info for `field` of `Download` selecting `selection`, as an executor would pass it. */
@@ -62,13 +64,62 @@ describe('which relations answer from their row', () => {
   });
 });
 
+describe('which fields with a selection of their own answer from the row', () => {
+  const field = (type: string, name: string) => (schema.getType(type) as GraphQLObjectType).getFields()[name]!;
+  const noPlans = {}; // no Prisma client and no plans: the Prisma plugin's path would have to load the selection
+
+  it('checks a selection tree against a row: columns, nested selects, lists, null relations', () => {
+    const check = selectionCheck({ user: { select: { username: true } }, id: true })!;
+    expect(check({ id: 1, user: { username: 'ann' } })).toBe(true);
+    expect(check({ id: 1, user: null })).toBe(true); // no related row: nothing more to load
+    expect(check({ id: 1 })).toBe(false);
+    expect(check({ id: 1, user: { id: 2 } })).toBe(false); // a narrower row: the username is not there
+    expect(check({ user: { username: 'ann' } })).toBe(false);
+    const tags = selectionCheck({ tags: { select: { tag: { select: { name: true } } } } })!;
+    expect(tags({ tags: [] })).toBe(true);
+    expect(tags({ tags: [{ tag: { name: 'a' } }, { tag: { name: 'b' } }] })).toBe(true);
+    expect(tags({ tags: [{ tag: { name: 'a' } }, { tagId: 2 }] })).toBe(false); // every element is checked
+    // Selections it does not check: arguments, include, functions, nothing selected.
+    expect(selectionCheck({ comments: { select: { id: true }, take: 1 } })).toBe(null);
+    expect(selectionCheck({ user: { include: { memberships: true } } })).toBe(null);
+    expect(selectionCheck(() => ({ id: true }))).toBe(null);
+    expect(selectionCheck({})).toBe(null);
+    expect(selectionCheck(undefined)).toBe(null);
+  });
+
+  it("a comment's username and a download's tags are read off the row when the row holds them", () => {
+    const username = field('Comment', 'username').resolve!;
+    const info = { path: { prev: undefined, key: 'username', typename: 'Comment' } } as never;
+    expect(username({ id: 1, user: { username: 'ann' } }, {}, noPlans, info)).toBe('ann');
+    const tags = field('Download', 'tags').resolve!;
+    expect(tags({ id: 1, tags: [{ tag: { name: 'maps' } }, { tag: { name: 'hd' } }] }, {}, noPlans, info)).toEqual([
+      'hd',
+      'maps',
+    ]);
+  });
+
+  it('without its selection on the row, the field goes through the Prisma plugin', () => {
+    const username = field('Comment', 'username').resolve!;
+    const info = { path: { prev: undefined, key: 'username', typename: 'Comment' }, parentType: { name: 'Comment' } };
+    let answered: unknown;
+    try {
+      answered = username({ id: 1, user: { id: 2 } }, {}, noPlans, info as never);
+    } catch (err) {
+      answered = err; // the Prisma plugin's loader, with no client to load with
+    }
+    expect(answered).not.toBe(undefined);
+    expect(answered instanceof Promise || answered instanceof Error).toBe(true);
+    if (answered instanceof Promise) answered.catch(() => {});
+  });
+});
+
 forEachDatabase((kind) => {
   let t: TestApp;
   let top: number;
   let leaf: number;
   const titles: string[] = [];
   beforeAll(async () => {
-    t = await startTestApp(kind, { readCacheMb: 0 });
+    t = await startTestApp(kind, { readCacheMb: 0, commentFloodSeconds: 0 });
     top = (await t.gqlOk('mutation { createCategory(input: { title: "Top" }) { category { categoryId } } }'))
       .createCategory.category.categoryId;
     leaf = (
@@ -110,6 +161,47 @@ forEachDatabase((kind) => {
         expect(n.v).toEqual({ versionString: `${i}.0`, download: { title: titles[i] } });
       }
     }
+  });
+
+  it("comments' usernames and downloads' tags, read off the row and through the plans, agree", async () => {
+    const owner = await t.user('commenter');
+    const { downloads } = await t.gqlOk('query($c: Int) { downloads(categoryId: $c) { nodes { downloadId } } }', {
+      c: leaf,
+    });
+    const d = downloads.nodes[0].downloadId;
+    await t.gqlOk(
+      'mutation($d: Int!) { updateDownload(input: { downloadId: $d, tags: ["Maps", "hd"] }) { download { downloadId } } }',
+      { d },
+    );
+    for (const message of ['first', 'second'])
+      await t.gqlOk(
+        'mutation($d: Int!, $m: String!) { createComment(input: { downloadId: $d, message: $m }) { comment { commentId } } }',
+        { d, m: message },
+        owner.key,
+      );
+    // The same usernames by three ways: the comments list's statement, the download's comments connection, and the
+    // author relation.
+    const q = `query($d: Int!) {
+      comments(downloadId: $d) { nodes { message username author { username } } }
+      download(downloadId: $d) { tags comments(first: 5, direction: ASC) { nodes { message username } } }
+    }`;
+    for (let run = 0; run < 4; run++) {
+      const r = await t.gqlOk(q, { d });
+      const listed = r.comments.nodes.map((c: any) => [c.message, c.username, c.author.username]);
+      expect(listed.sort()).toEqual([
+        ['first', 'commenter', 'commenter'],
+        ['second', 'commenter', 'commenter'],
+      ]);
+      expect(r.download.tags).toEqual(['hd', 'maps']);
+      expect(r.download.comments.nodes).toEqual([
+        { message: 'first', username: 'commenter' },
+        { message: 'second', username: 'commenter' },
+      ]);
+    }
+    const rest = await t.rest('GET', '/api/mc-dm-comments/', { query: { download_id: d } });
+    expect(rest.body.comments.map((c: any) => c.username)).toEqual(['commenter', 'commenter']);
+    const one = await t.rest('GET', `/api/mc-dm-downloads/${d}/`, { query: { with: 'full' } });
+    expect(one.body.download.tags).toEqual(['hd', 'maps']);
   });
 
   it('REST lists and gets with their embedded category and current version are unchanged', async () => {

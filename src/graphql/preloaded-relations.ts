@@ -1,6 +1,8 @@
 // A Pothos plugin: a one-to-one relation already loaded with its row (a download's category and current version,
 // which the hand-written list and get statements load beside each download) answers from the row at once, when
-// nothing under it in the operation is loaded by the Prisma plugin.
+// nothing under it in the operation is loaded by the Prisma plugin; and so does a field whose resolver reads a
+// selection of its own (`t.string({ select, resolve })`: a comment's `username`, a download's `tags`) when that
+// selection is on the row.
 //
 // The Prisma plugin's own resolver first looks up which query plan loaded the row, by the field's response path, in
 // a map kept per request (@pothos/selection-mapper), and records the nested plan for the fields below; only then does
@@ -12,8 +14,11 @@
 //
 // Only relations to one row, without arguments and without a resolver of their own: two aliases of such a field read
 // the same row, so the plan that loaded it cannot disagree with the field (a relation to one row takes no filter or
-// order; the catalogue's prisma objects load whole rows, with no narrowing `select`). Registered between the scope-auth and
-// Prisma plugins (src/graphql/builder.ts), so a field's authorization still wraps it.
+// order; the catalogue's prisma objects load whole rows, with no narrowing `select`). A field with a selection of its
+// own qualifies when it takes no arguments, returns a scalar (or a list of them: nothing below it has a plan), and its
+// selection is a fixed tree of columns and nested `select`s, each of which is found on the row (every element of a
+// list): its resolver reads nothing else, so what the plugin would load is what the row holds. Registered between
+// the scope-auth and Prisma plugins (src/graphql/builder.ts), so a field's authorization still wraps it.
 import SchemaBuilder, { BasePlugin, type PothosOutputFieldConfig, type SchemaTypes } from '@pothos/core';
 import {
   getNamedType,
@@ -85,6 +90,43 @@ interface RelationExtensions {
   pothosPrismaLoaded?: (parent: unknown, info: GraphQLResolveInfo, context: unknown) => boolean;
   /** Set when the relation has a resolver of its own (`t.relation(name, { resolve })`). */
   pothosPrismaFallback?: unknown;
+  /** The field's own selection (`t.field({ select })`), or a relation's. */
+  pothosPrismaSelect?: unknown;
+}
+
+type Present = (value: unknown) => boolean;
+
+/**
+ * A check that the selection `select` is on a row: each key present (null for a relation that has no row), each
+ * nested `select` on the related row, or on every row of a list. Null for a selection it cannot check this way (a
+ * function of the arguments, relation arguments such as `where` or `take`, `include`, an empty selection).
+ */
+export function selectionCheck(select: unknown): Present | null {
+  if (!select || typeof select !== 'object' || Array.isArray(select)) return null;
+  const keys: [string, Present | null][] = [];
+  for (const [key, value] of Object.entries(select)) {
+    if (value === true) {
+      keys.push([key, null]);
+      continue;
+    }
+    if (!value || typeof value !== 'object' || Object.keys(value).join() !== 'select') return null;
+    const nested = selectionCheck((value as { select: unknown }).select);
+    if (!nested) return null;
+    keys.push([key, nested]);
+  }
+  if (keys.length === 0) return null;
+  return (row) => {
+    if (row === null || typeof row !== 'object') return false;
+    for (const [key, nested] of keys) {
+      const value = (row as Record<string, unknown>)[key];
+      if (value === undefined) return false;
+      if (!nested || value === null) continue;
+      if (Array.isArray(value)) {
+        for (const item of value) if (!nested(item)) return false;
+      } else if (!nested(value)) return false;
+    }
+    return true;
+  };
 }
 
 export class PreloadedRelationsPlugin<Types extends SchemaTypes> extends BasePlugin<Types> {
@@ -92,20 +134,20 @@ export class PreloadedRelationsPlugin<Types extends SchemaTypes> extends BasePlu
     resolver: GraphQLFieldResolver<unknown, Types['Context'], object>,
     fieldConfig: PothosOutputFieldConfig<Types>,
   ): GraphQLFieldResolver<unknown, Types['Context'], object> {
+    if (fieldConfig.kind !== 'PrismaObject' || Object.keys(fieldConfig.args).length > 0) return resolver;
     const ext = fieldConfig.extensions as RelationExtensions | undefined;
     const own = fieldConfig.resolve;
-    const loaded = ext?.pothosPrismaLoaded;
-    if (
-      fieldConfig.kind !== 'PrismaObject' ||
-      !ext?.pothosPrismaRelationField ||
-      ext.pothosPrismaRelationField.isList !== false ||
-      !loaded ||
-      !own ||
-      fieldConfig.type.kind === 'List' ||
-      Object.keys(fieldConfig.args).length > 0 ||
-      ext.pothosPrismaFallback !== undefined
-    )
-      return resolver;
+    if (!own || ext?.pothosPrismaFallback !== undefined) return resolver;
+    if (!ext?.pothosPrismaRelationField) {
+      // A field with a selection of its own, returning scalars.
+      const leaf = fieldConfig.type.kind === 'List' ? fieldConfig.type.type.kind : fieldConfig.type.kind;
+      const onRow = leaf === 'Scalar' || leaf === 'Enum' ? selectionCheck(ext?.pothosPrismaSelect) : null;
+      if (!onRow) return resolver;
+      return (parent, args, context, info) =>
+        onRow(parent) ? own(parent, args, context, info) : resolver(parent, args, context, info);
+    }
+    const loaded = ext.pothosPrismaLoaded;
+    if (ext.pothosPrismaRelationField.isList !== false || !loaded || fieldConfig.type.kind === 'List') return resolver;
     return (parent, args, context, info) =>
       plainPlace(info) && loaded(parent, info, context)
         ? own(parent, args, context, info)
