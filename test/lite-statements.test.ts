@@ -214,6 +214,17 @@ describe("other clients' statements (results(): Prisma's, through the adapter)",
         )
       ).rows,
     ).toEqual([{ name: 'two' }]);
+    // Objects with options' parsers: theirs for their types (not for a null), PGlite's for the others.
+    const withOwn = { parsers: { 25: (v: string) => `text:${v}` } };
+    const mixed = 'SELECT id, name, NULL::text AS none, $1::jsonb AS j FROM t WHERE id = $2';
+    const expected = (await lite.query(mixed, [{ k: 1 }, 1], withOwn)).rows;
+    expect(expected).toEqual([{ id: 1, name: 'text:one', none: null, j: { k: 1 } }]);
+    for (let i = 0; i < 2; i++) {
+      const answer = await st.results(mixed, [{ k: 1 }, 1], withOwn, false, () =>
+        lite.query(mixed, [{ k: 1 }, 1], withOwn),
+      );
+      expect(answer.rows).toEqual(expected);
+    }
   });
 
   it('counts the rows a write changed as query() does, and reports errors with their SQLSTATE', async () => {
