@@ -1,9 +1,12 @@
-// Prisma's query plans are kept by text (src/db/prisma-plans.ts): a call whose query was compiled before runs its kept
-// plan, with the same answers and errors, on both databases; different values compile anew; a kept plan is handed
-// out as a copy; at most the limit is kept; a failure to compile, or a plan that is not plain data, is not kept.
+// Prisma's query plans are kept by text and by shape (src/db/prisma-plans.ts): a call whose query was compiled before
+// runs its kept plan, with the same answers and errors, on both databases; a call of a shape seen before runs the
+// template's plan with its values, which is the plan its own text compiles to; a kept plan is handed out as a copy; at
+// most the limit is kept; a failure to compile, or a plan that is not plain data, is not kept; values are never put
+// into SQL text, and a shape whose first call disagrees with its template is dropped.
 import { QueryCompiler } from '@prisma/client/runtime/query_compiler_bg.postgresql.mjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { keeping, planStats } from '../src/db/prisma-plans.js';
+import fc from 'fast-check';
+import { keeping, planChecks, planStats } from '../src/db/prisma-plans.js';
 import { forEachDatabase, startTestApp, type TestApp } from './helpers/app.js';
 
 describe('the compiler Prisma runs', () => {
@@ -63,6 +66,121 @@ describe('keeping', () => {
   });
 });
 
+describe('keeping by shape', () => {
+  // A compiler of JSON queries, as Prisma's takes them, answering a statement with the query's values in its
+  // parameters (as Prisma's does; `name` as a LIKE pattern); for `inline`, with the name in the SQL text; for
+  // `lower`, with the name lowercased.
+  const compiler = (log: string[]) =>
+    keeping(function (this: object, text: string) {
+      log.push(text);
+      const q = JSON.parse(text);
+      const { id, name } = q.query.arguments.where;
+      const limit = q.query.arguments.take ?? null;
+      if (q.action === 'inline') return { type: 'templateSql', fragments: [{ chunk: `SELECT '${name}'` }], args: [] };
+      if (q.action === 'lower') return { type: 'templateSql', fragments: [], args: [String(name).toLowerCase()] };
+      return {
+        type: 'templateSql',
+        fragments: [{ chunk: 'SELECT WHERE id = ' }, { type: 'parameter' }, { chunk: ' AND name LIKE ' }],
+        args: [String(id), `%${name}%`],
+        limit,
+        map: new Map([['id', { value: id }]]),
+      };
+    });
+  const query = (action: string, id: unknown, name: unknown, take?: number) =>
+    JSON.stringify({
+      modelName: 'M',
+      action,
+      query: {
+        arguments: { where: { id, name }, ...(take === undefined ? {} : { take }) },
+        selection: { $scalars: true },
+      },
+    });
+  const answer = (id: number, name: string, limit: number | null = null) => ({
+    type: 'templateSql',
+    fragments: [{ chunk: 'SELECT WHERE id = ' }, { type: 'parameter' }, { chunk: ' AND name LIKE ' }],
+    args: [String(id), `%${name}%`],
+    limit,
+    map: new Map([['id', { value: id }]]),
+  });
+
+  it('compiles a shape once (its template, and the first call to check it), then fills in each call', () => {
+    const log: string[] = [];
+    const compile = compiler(log);
+    const c = {};
+    const before = { ...planStats };
+    const values: [number, string][] = [
+      [1, 'a'],
+      [-2_147_483_648, 'b%_\\'],
+      [2_147_483_647, 'é"\'\u{1F600}'],
+      [7, ''],
+      [8, '\uE000 1 \uE001'],
+    ];
+    for (const [id, name] of values) expect(compile.call(c, query('find', id, name))).toEqual(answer(id, name));
+    expect(log).toHaveLength(2);
+    expect(log[0]).not.toContain('"a"'); // the template, with markers for the values
+    expect(log[1]).toBe(query('find', 1, 'a'));
+    expect(planStats.fromShape - before.fromShape).toBe(values.length - 1);
+  });
+
+  it('keeps take, skip and numbers beyond the Int range as written: other values are other shapes', () => {
+    const log: string[] = [];
+    const compile = compiler(log);
+    const c = {};
+    expect(compile.call(c, query('find', 1, 'a', 5))).toEqual(answer(1, 'a', 5));
+    expect(compile.call(c, query('find', 2, 'b', 6))).toEqual(answer(2, 'b', 6));
+    expect(log).toHaveLength(4);
+    expect(compile.call(c, query('find', 2 ** 31, 'c'))).toEqual(answer(2 ** 31, 'c'));
+    // The number stays in the template as written, beside the string's marker.
+    expect(log[4]).toContain('"id":2147483648');
+    expect(log[4]).toContain('\uE000');
+  });
+
+  it('never fills values into SQL text: such a shape compiles each call', () => {
+    const log: string[] = [];
+    const compile = compiler(log);
+    const c = {};
+    const before = { ...planStats };
+    const names = ['a', "b'; DROP TABLE m; --", 'c'];
+    for (const name of names) {
+      expect(compile.call(c, query('inline', 1, name))).toEqual({
+        type: 'templateSql',
+        fragments: [{ chunk: `SELECT '${name}'` }],
+        args: [],
+      });
+    }
+    expect(planStats.fromShape - before.fromShape).toBe(0);
+    for (const name of names) expect(log).toContain(query('inline', 1, name));
+  });
+
+  it('drops a shape whose first call disagrees with its template (a value changed on its way in)', () => {
+    const log: string[] = [];
+    const compile = compiler(log);
+    const c = {};
+    const before = { ...planStats };
+    for (const name of ['ABC', 'DEF', 'Ghi'])
+      expect(compile.call(c, query('lower', 1, name))).toEqual({
+        type: 'templateSql',
+        fragments: [],
+        args: [name.toLowerCase()],
+      });
+    expect(planStats.fromShape - before.fromShape).toBe(0);
+  });
+
+  it('checked on every call, a disagreement throws (what the suite can turn on to hold the shapes to their texts)', () => {
+    const log: string[] = [];
+    const compile = compiler(log);
+    const c = {};
+    compile.call(c, query('lower', 1, 'abc')); // lowercase already: the first call agrees
+    planChecks.everyCall = true;
+    try {
+      expect(() => compile.call(c, query('lower', 1, 'XYZ'))).toThrow(/differs from its own/);
+      expect(compile.call(c, query('find', 3, 'q'))).toEqual(answer(3, 'q'));
+    } finally {
+      planChecks.everyCall = false;
+    }
+  });
+});
+
 forEachDatabase((kind) => {
   let t: TestApp;
   beforeAll(async () => {
@@ -72,7 +190,7 @@ forEachDatabase((kind) => {
     await t?.close();
   });
 
-  it('a repeated call runs its kept plan with the same answer; other values compile anew', async () => {
+  it('a repeated call runs its kept plan with the same answer; other values run the plan of their shape', async () => {
     const prisma = t.app.db.prisma;
     const query = (name: string) => prisma.group.findMany({ where: { name }, select: { id: true, name: true } });
     const before = { ...planStats };
@@ -80,10 +198,12 @@ forEachDatabase((kind) => {
     const second = await query('moderator');
     expect(second).toEqual(first);
     expect(first).toHaveLength(1);
-    expect(planStats.compiled - before.compiled).toBe(1);
+    // The shape's template, and the first call's own text (to check the template against).
+    expect(planStats.compiled - before.compiled).toBe(2);
     expect(planStats.reused - before.reused).toBe(1);
     expect(await query('registered')).toEqual([{ id: expect.any(Number), name: 'registered' }]);
     expect(planStats.compiled - before.compiled).toBe(2);
+    expect(planStats.fromShape - before.fromShape).toBe(1);
   });
 
   it('a kept write runs again as written, and fails again as it failed (a unique name)', async () => {
@@ -102,5 +222,82 @@ forEachDatabase((kind) => {
     const del = () => prisma.group.deleteMany({ where: { name: 'plans-test' } });
     expect(await del()).toEqual({ count: 1 });
     expect(await del()).toEqual({ count: 0 });
+  });
+  it('a call of a shape seen before runs the plan its own text compiles to, for any values (checked on each call)', async () => {
+    const prisma = t.app.db.prisma;
+    // Strings of any characters PostgreSQL stores (not NUL), whole numbers across the Int range, equal or not.
+    const text = fc.string({ unit: 'binary', maxLength: 12 }).map((s) => s.replaceAll('\u0000', ''));
+    const id = fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 });
+    const calls = [
+      (s: string) => prisma.group.findMany({ where: { name: s }, select: { id: true } }),
+      (s: string, n: number) =>
+        prisma.download.findMany({
+          where: { title: { contains: s }, categoryId: n, state: 'visible' },
+          take: 3,
+          orderBy: { id: 'desc' },
+          select: { id: true },
+        }),
+      (s: string, n: number) =>
+        prisma.download.findMany({
+          where: { title: { startsWith: s, mode: 'insensitive' }, id: { in: [n, n === 0 ? 1 : 0] } },
+          select: { id: true, title: true, category: { select: { title: true } } },
+        }),
+      (s: string, n: number) =>
+        prisma.download.updateMany({
+          where: { id: n < 0 ? n : -n - 1 },
+          data: { title: s, viewCount: { increment: 1 } },
+        }),
+      (s: string) =>
+        prisma.group.upsert({
+          where: { name: `plans-${s}` },
+          create: { name: `plans-${s}`, title: s },
+          update: { title: s },
+          select: { name: true, title: true },
+        }),
+      (s: string, n: number) =>
+        prisma.comment.findFirst({ where: { downloadId: n, message: { endsWith: s } }, select: { id: true } }),
+    ];
+    planChecks.everyCall = true;
+    try {
+      for (const call of calls) {
+        await fc.assert(
+          fc.asyncProperty(text, id, async (s, n) => {
+            await call(s, n);
+          }),
+          { numRuns: 25 },
+        );
+      }
+      // The same name on both sides of an upsert, and different ones: each as Prisma compiles it.
+      await prisma.group.upsert({
+        where: { name: 'plans-same' },
+        create: { name: 'plans-same' },
+        update: {},
+        select: { name: true },
+      });
+      await prisma.group.upsert({
+        where: { name: 'plans-other' },
+        create: { name: 'plans-else' },
+        update: {},
+        select: { name: true },
+      });
+    } finally {
+      planChecks.everyCall = false;
+      await prisma.group.deleteMany({ where: { name: { startsWith: 'plans-' } } });
+    }
+  });
+
+  it('a number beyond an Int column is refused as before, after its shape is kept', async () => {
+    const prisma = t.app.db.prisma;
+    const read = (id: number) => prisma.group.findMany({ where: { id }, select: { id: true } });
+    await read(1);
+    await read(2);
+    const before = { ...planStats };
+    await read(3);
+    expect(planStats.fromShape - before.fromShape).toBe(1);
+    // Beyond the Int range the number is written into the query as it was, and PostgreSQL refuses it.
+    const compiled = planStats.compiled;
+    const err = (await read(2 ** 31).catch((e: unknown) => e)) as Error;
+    expect(err.message).toMatch(/out of range/i);
+    expect(planStats.compiled - compiled).toBe(1);
   });
 });
