@@ -166,6 +166,31 @@ describe('keeping by shape', () => {
     expect(planStats.fromShape - before.fromShape).toBe(0);
   });
 
+  it('puts in dates as the client writes them; a date written otherwise is part of the shape', () => {
+    const log: string[] = [];
+    const compile = keeping(function (this: object, text: string) {
+      log.push(text);
+      const at = JSON.parse(text).query.arguments.where.at;
+      return { type: 'templateSql', fragments: [{ chunk: 'SELECT WHERE at > ' }], args: [at.value] };
+    });
+    const query = (value: string) =>
+      JSON.stringify({ action: 'findMany', query: { arguments: { where: { at: { $type: 'DateTime', value } } } } });
+    const c = {};
+    const before = { ...planStats };
+    for (const value of ['2026-11-28T17:48:33.453Z', '1901-01-01T00:00:00.001Z', '0001-01-01T00:00:00.000Z'])
+      expect(compile.call(c, query(value))).toEqual({
+        type: 'templateSql',
+        fragments: [{ chunk: 'SELECT WHERE at > ' }],
+        args: [value],
+      });
+    expect(log).toHaveLength(2);
+    expect(planStats.fromShape - before.fromShape).toBe(2);
+    expect((compile.call(c, query('2026-11-28T19:48:33+02:00')) as { args: string[] }).args).toEqual([
+      '2026-11-28T19:48:33+02:00',
+    ]);
+    expect(log.at(-1)).toBe(query('2026-11-28T19:48:33+02:00'));
+  });
+
   it('checked on every call, a disagreement throws (what the suite can turn on to hold the shapes to their texts)', () => {
     const log: string[] = [];
     const compile = compiler(log);
@@ -228,6 +253,7 @@ forEachDatabase((kind) => {
     // Strings of any characters PostgreSQL stores (not NUL), whole numbers across the Int range, equal or not.
     const text = fc.string({ unit: 'binary', maxLength: 12 }).map((s) => s.replaceAll('\u0000', ''));
     const id = fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 });
+    const date = fc.date({ min: new Date('1900-01-01'), max: new Date('2200-01-01'), noInvalidDate: true });
     const calls = [
       (s: string) => prisma.group.findMany({ where: { name: s }, select: { id: true } }),
       (s: string, n: number) =>
@@ -254,6 +280,13 @@ forEachDatabase((kind) => {
           update: { title: s },
           select: { name: true, title: true },
         }),
+      (_: string, n: number, d: Date) =>
+        prisma.download.updateMany({
+          where: { id: n < 0 ? n : -n - 1, lastUpdate: { lt: d } },
+          data: { lastUpdate: d, deletedAt: new Date(d.getTime() + 1) },
+        }),
+      (_: string, _n: number, d: Date) =>
+        prisma.download.findMany({ where: { lastUpdate: { gte: d }, createdDate: { lte: d } }, select: { id: true } }),
       (s: string, n: number) =>
         prisma.comment.findFirst({ where: { downloadId: n, message: { endsWith: s } }, select: { id: true } }),
     ];
@@ -261,8 +294,8 @@ forEachDatabase((kind) => {
     try {
       for (const call of calls) {
         await fc.assert(
-          fc.asyncProperty(text, id, async (s, n) => {
-            await call(s, n);
+          fc.asyncProperty(text, id, date, async (s, n, d) => {
+            await call(s, n, d);
           }),
           { numRuns: 25 },
         );

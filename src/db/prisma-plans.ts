@@ -6,8 +6,8 @@
 //
 // - By text: a call whose query text was compiled before gets that plan again.
 // - By shape: most calls repeat a shape with other values (a row read by its id, a title written). The query's
-//   values inside its arguments (whole numbers other than `take` and `skip`, and strings other than orders, field
-//   lists and modes) are replaced by markers, that template is compiled once, and each call of the shape gets the
+//   values inside its arguments (whole numbers other than `take` and `skip`, strings other than orders, field lists
+//   and modes, and dates) are replaced by markers, that template is compiled once, and each call of the shape gets the
 //   template's plan with its own values put where the markers are. On the authorization matrix and the invariants,
 //   13,500 compilations were of 5,300 texts and 192 shapes.
 //
@@ -71,23 +71,43 @@ const MAX_SLOTS = 10_000;
 const STR_OPEN = '\uE000';
 const STR_CLOSE = '\uE001';
 const STR_MARKER = /\uE000(\d+)\uE001/g;
+/** The marker of a point in time: a second past 1901-01-01T00:00:00.001Z per slot, as the client writes dates. */
+const DATE_BASE = Date.UTC(1901, 0, 1, 0, 0, 0, 1);
+const DATE_MARKER = /^1901-01-01T\d\d:\d\d:\d\d\.001Z$/;
+/** A date as the client writes it (toISOString): only these are replaced by markers. */
+const ISO_DATE = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+
+function dateMarker(slot: number): string {
+  return new Date(DATE_BASE + slot * 1000).toISOString();
+}
+
+/** The slot of a date marker, or -1. */
+function dateSlot(text: string, slots: number): number {
+  if (!DATE_MARKER.test(text)) return -1;
+  const slot = (Date.parse(text) - DATE_BASE) / 1000;
+  return slot < slots ? slot : -1;
+}
 /** Keys whose numbers change the statement's shape, not a parameter (a negative `take` reverses the order). */
 const NUMBER_AS_WRITTEN = new Set(['take', 'skip']);
 /** Keys whose strings name fields, directions or modes: part of the shape. */
 const STRING_AS_WRITTEN = new Set(['orderBy', 'distinct', 'by', 'mode', 'sort', 'nulls', 'select', 'selection']);
 
-/** The query with its values replaced by markers (strings only when `strings`), and the values in slot order. */
+/**
+ * The query with its values replaced by markers (strings only when `strings`), and the values in slot order (a date's
+ * as the text the client wrote).
+ */
 function template(query: unknown, strings: boolean): { text: string; values: (number | string)[] } | null {
   const values: (number | string)[] = [];
   // Equal values share a marker: Prisma decides by their equality at times (an upsert whose create writes the value
   // its where names runs as one INSERT … ON CONFLICT), so a template keeps which values are equal.
   const slots = new Map<number | string, number>();
-  const slot = (value: number | string): number => {
-    let i = slots.get(value);
+  const dateSlots = new Map<string, number>();
+  const slot = (value: number | string, of = slots): number => {
+    let i = of.get(value);
     if (i === undefined) {
       i = values.length;
       values.push(value);
-      slots.set(value, i);
+      of.set(value, i);
     }
     return i;
   };
@@ -95,8 +115,17 @@ function template(query: unknown, strings: boolean): { text: string; values: (nu
   const walk = (node: unknown, inArguments: boolean, asWritten: boolean): unknown => {
     if (Array.isArray(node)) return node.map((x) => walk(x, inArguments, asWritten));
     if (node !== null && typeof node === 'object') {
-      // A tagged value ({ $type: 'DateTime', value }) is kept as written.
-      if ('$type' in node) return node;
+      // A tagged value ({ $type: 'DateTime', value }) is kept as written, but for a date as the client writes it.
+      if ('$type' in node) {
+        const { $type, value } = node as { $type: unknown; value: unknown };
+        if ($type !== 'DateTime' || typeof value !== 'string' || !ISO_DATE.test(value) || !inArguments || asWritten)
+          return node;
+        if (values.length >= MAX_SLOTS) {
+          tooMany = true;
+          return node;
+        }
+        return { ...node, value: dateMarker(slot(value, dateSlots)) };
+      }
       const out: Record<string, unknown> = {};
       for (const [k, v] of Object.entries(node)) {
         const within = inArguments || k === 'arguments';
@@ -134,6 +163,9 @@ function markersInPlace(plan: unknown, slots: number): boolean {
         if (!(underParameters || (whole && (key === 'args' || key === 'value')))) ok = false;
       }
       if (/1987\d{6}/.test(node) && !(isIntMarker(Number(node), slots) && String(Number(node)) === node)) ok = false;
+      if (node.includes('1901-01-01T')) {
+        if (!(dateSlot(node, slots) >= 0 && (underParameters || key === 'args' || key === 'value'))) ok = false;
+      }
       return;
     }
     if (typeof node === 'number') return;
@@ -143,7 +175,7 @@ function markersInPlace(plan: unknown, slots: number): boolean {
     }
     if (node instanceof Map) {
       for (const [k, v] of node) {
-        if (typeof k !== 'string' || k.includes(STR_OPEN) || /1987\d{6}/.test(k)) ok = false;
+        if (typeof k !== 'string' || k.includes(STR_OPEN) || /1987\d{6}|1901-01-01T/.test(k)) ok = false;
         visit(v, String(k), underParameters);
       }
       return;
@@ -152,7 +184,7 @@ function markersInPlace(plan: unknown, slots: number): boolean {
       // A statement's parameters: the `args` beside its `fragments` (templateSql) or its `sql` (rawSql).
       const statement = 'fragments' in node || 'sql' in node;
       for (const [k, v] of Object.entries(node)) {
-        if (k.includes(STR_OPEN) || /1987\d{6}/.test(k)) ok = false;
+        if (k.includes(STR_OPEN) || /1987\d{6}|1901-01-01T/.test(k)) ok = false;
         visit(v, k, statement && k === 'args');
       }
     }
@@ -174,6 +206,10 @@ function filled(plan: unknown, values: (number | string)[]): unknown {
       if (value.length === 10 && value.startsWith('1987')) {
         const n = Number(value);
         if (isIntMarker(n, values.length)) return String(values[n - INT_BASE]);
+      }
+      if (value.length === 24 && value.startsWith('1901-01-01T')) {
+        const d = dateSlot(value, values.length);
+        if (d >= 0) return values[d];
       }
       return value;
     }
