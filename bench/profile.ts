@@ -77,7 +77,9 @@ const app = await startApp(
     log: createLogger('silent'),
   },
 );
-const request = opts['in-process'] ? (url: string, init?: RequestInit) => app.fetch(new Request(url, init)) : fetch;
+// In-process, the URL and init go to the app's fetch handler, which makes the request as its HTTP server does (a body
+// with its Content-Length, as a client sends it).
+const request = opts['in-process'] ? (url: string, init?: RequestInit) => app.fetch(url, init) : fetch;
 const get = async (path: string) => {
   if (!path.startsWith('{')) return (await request(app.url + path, { headers: { 'Forum-Api-Key': KEY } })).text();
   // A GraphQL operation, given as its JSON body.

@@ -56,9 +56,11 @@ export interface App {
   dispatcher: EventDispatcher;
   /**
    * Answers a request in this process, without a socket: the same plugins and routes as over HTTP, except multipart
-   * bodies (uploads are streamed from the connection itself, so they need HTTP).
+   * bodies (uploads are streamed from the connection itself, so they need HTTP). Given a URL and its init rather than
+   * a Request, the request is made as the HTTP server makes one (Yoga's own Request class: a string body is kept as
+   * it is, with its Content-Length, as a client sends it), not as a web-stream body.
    */
-  fetch(request: Request): Promise<Response>;
+  fetch(request: Request | string, init?: RequestInit): Promise<Response>;
   /**
    * Stops accepting connections, lets requests in flight finish for up to `graceMs` (uploads included), then closes
    * what is left, the jobs, the database (releasing the embedded database's lock) and the other connections. The
@@ -277,8 +279,12 @@ export async function startApp(
       readCache,
       flushViews: flushNow,
       dispatcher,
-      fetch: (request) =>
-        Promise.resolve((handler as unknown as { fetch(r: Request): Response | Promise<Response> }).fetch(request)),
+      fetch: (request, init) =>
+        Promise.resolve(
+          (
+            handler as unknown as { fetch(r: Request | string, init?: RequestInit): Response | Promise<Response> }
+          ).fetch(request, ...(init ? [init] : [])),
+        ),
       async close({ graceMs = 0 } = {}) {
         const deadline = Date.now() + graceMs;
         stopPurge();

@@ -123,7 +123,10 @@ export class TestApp {
    */
   send(url: URL | string, init: RequestInit = {}): Promise<Response> {
     if (this.overHttp || process.env.TEST_OVER_HTTP === '1') return fetch(url, init);
-    return this.app.fetch(new Request(new URL(url, this.url), init));
+    // A URL and its init, not a Request: the service makes the request as its HTTP server does, a string body with its
+    // Content-Length as a client sends it (a web-stream body without one took the counted-body path, whose stream
+    // transform no client over HTTP pays: 3.6% of the authorization matrix's CPU).
+    return this.app.fetch(new URL(url, this.url).toString(), init);
   }
 
   async rest(method: string, pathname: string, opts: RestOptions = {}): Promise<RestResult> {
