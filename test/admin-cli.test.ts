@@ -1,11 +1,14 @@
-// The admin CLI as an operator runs it: a separate process (the built src/cli/admin.ts, test/helpers/built.ts) on the configured
-// database. On the embedded database with the service stopped (and refused, in one line, while it runs); on a
-// PostgreSQL database while a service instance runs on it.
+// The admin CLI as an operator runs it, on the configured database: on the embedded database with the service stopped
+// (and refused, in one line, while it runs); on a PostgreSQL database while a service instance runs on it. Most command
+// lines run in this process through `runAdmin` (src/cli/program.ts: the same commands, configuration and output, with
+// the environment given); those about the process itself (its exit status and streams, and the lock on a DATA_DIR a
+// running service holds, which another process meets) run the built CLI as a separate process (test/helpers/built.ts).
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runAdmin } from '../src/cli/program.js';
 import { startTestApp, type TestApp } from './helpers/app.js';
 import { adminArgs } from './helpers/built.js';
 
@@ -17,16 +20,38 @@ interface Run {
   stderr: string;
 }
 
-function cli(args: string[], env: Record<string, string>): Promise<Run> {
+/** The environment a command line runs with: none of the configuration of the test's own process. */
+const envOf = (env: Record<string, string>) => ({
+  ...process.env,
+  DATABASE_URL: '',
+  DATA_DIR: '',
+  DM_BOOTSTRAP_KEY: '',
+  ...env,
+});
+
+/** A command line run in this process. */
+async function cli(args: string[], env: Record<string, string>): Promise<Run> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runAdmin(args, {
+    env: envOf(env),
+    stdout: (text) => {
+      stdout += text;
+    },
+    stderr: (text) => {
+      stderr += text;
+    },
+  });
+  return { code, stdout, stderr };
+}
+
+/** A command line run as the operator runs it: the built CLI in a process of its own. */
+function spawned(args: string[], env: Record<string, string>): Promise<Run> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       [...adminArgs(), ...args],
-      {
-        cwd: root,
-        env: { ...process.env, DATABASE_URL: '', DATA_DIR: '', DM_BOOTSTRAP_KEY: '', ...env },
-        timeout: 60_000,
-      },
+      { cwd: root, env: envOf(env), timeout: 60_000 },
       (err, stdout, stderr) =>
         resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
     );
@@ -79,6 +104,10 @@ describe('usage errors and refusals', () => {
     expect((await cli(['keys', 'revoke', 'abc'], env)).stderr).toMatch(
       /invalid for argument 'id'\. expected a whole number/,
     );
+    // As a process: the status is the process's exit status, the message on its stderr.
+    const run = await spawned(['nope'], env);
+    expect(run).toMatchObject({ code: 2, stdout: '' });
+    expect(run.stderr).toMatch(/^error: unknown command 'nope'/);
     expect(fs.readdirSync(env.DATA_DIR!)).toEqual([]);
     const help = await cli(['--help'], env);
     expect(help.code).toBe(0);
@@ -86,7 +115,7 @@ describe('usage errors and refusals', () => {
   }, 120_000);
 
   it('exit 1 with one line when the service refuses', async () => {
-    const r = await cli(['keys', 'revoke', '999'], env);
+    const r = await spawned(['keys', 'revoke', '999'], env);
     expect(r).toMatchObject({ code: 1, stdout: '' });
     expect(r.stderr.trim().split('\n')).toEqual(['error: The requested api key (999) could not be found.']);
     expect((await cli(['users', 'create', 'carol'], env)).code).toBe(0);
@@ -114,7 +143,9 @@ describe('embedded database', () => {
   let tree: { top: number; child: number };
 
   it('recovers: keys recover prints a fresh super-user key once, which then works over HTTP', async () => {
-    recovered = await json(['keys', 'recover'], env);
+    const run = await spawned(['keys', 'recover', '--json'], env);
+    expect(run.code, run.stderr).toBe(0);
+    recovered = JSON.parse(run.stdout);
     expect(recovered.key).toMatch(/^dm_/);
     expect(recovered.apiKey).toMatchObject({
       type: 'super',
@@ -134,8 +165,8 @@ describe('embedded database', () => {
       expect(viewer.data?.viewer?.isSuperKey ?? viewer.errors).toBe(true);
       tree = await deniedTree(t, recovered.key);
 
-      // While the service holds the embedded database: one line, exit 1.
-      const locked = await cli(['users', 'list'], env);
+      // While the service holds the embedded database, another process finds it locked: one line, exit 1.
+      const locked = await spawned(['users', 'list'], env);
       expect(locked.code).toBe(1);
       expect(locked.stderr).toBe(
         `error: The service is running on this DATA_DIR (${dataDir}): stop it, or use the GraphQL admin API with a key (--url <server> --key <key>).\n`,
@@ -229,7 +260,9 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL database, service ru
   });
 
   it('recovers a key the running service accepts, explains a refusal, and a revocation takes effect at once', async () => {
-    const recovered = await json(['keys', 'recover', '--title', 'lost everything'], env);
+    const run = await spawned(['keys', 'recover', '--title', 'lost everything', '--json'], env);
+    expect(run.code, run.stderr).toBe(0);
+    const recovered = JSON.parse(run.stdout);
     expect((await t.rest('GET', '/api/mc-dm-categories/', { key: recovered.key })).status).toBe(200);
 
     const tree = await deniedTree(t, recovered.key);
