@@ -94,6 +94,8 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL server unreachable, 
       }
       const ready = await fetch(new URL('/readyz', t.url));
       expect(ready.status).toBe(503);
+      expect(ready.headers.get('retry-after')).toBe('5');
+      expect(ready.headers.get('content-type')).toBe('application/json; charset=utf-8');
       const text = await ready.text();
       for (const secret of [
         '127.0.0.1',

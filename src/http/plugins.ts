@@ -5,8 +5,13 @@ import type { Logger } from '../log.js';
 import { isContractCode, OUTAGE_RETRY_AFTER_SECONDS } from '../errors.js';
 import { MAX_INT, wholeNumberRange } from '../input/numbers.js';
 
-const json = (status: number, body: unknown) =>
-  new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json; charset=utf-8' } });
+/**
+ * A JSON answer made with the server's own Response class (Yoga's fetch ponyfill, `fetchAPI.Response`), which writes
+ * a string body straight to the socket; the platform's Response would be read back through a web stream (a /healthz
+ * cost about 0.1 ms of CPU more that way, four times the rest of its work).
+ */
+const json = (R: typeof Response, status: number, body: unknown, headers: Record<string, string> = {}) =>
+  new R(JSON.stringify(body), { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } });
 
 /** How long /readyz waits for the database's answer before it says unavailable. */
 export const READY_PING_TIMEOUT_MS = 2000;
@@ -19,8 +24,8 @@ export const READY_PING_TIMEOUT_MS = 2000;
 export function healthPlugin(ping: () => Promise<void>, log?: Logger): Plugin {
   let ready = true;
   return {
-    async onRequest({ url, endResponse }) {
-      if (url.pathname === '/healthz') return endResponse(json(200, { status: 'ok' }));
+    async onRequest({ url, endResponse, fetchAPI }) {
+      if (url.pathname === '/healthz') return endResponse(json(fetchAPI.Response, 200, { status: 'ok' }));
       if (url.pathname === '/readyz') {
         let timer: NodeJS.Timeout | undefined;
         try {
@@ -35,7 +40,7 @@ export function healthPlugin(ping: () => Promise<void>, log?: Logger): Plugin {
           ]);
           if (!ready) log?.info('readyz: the database answers again');
           ready = true;
-          endResponse(json(200, { status: 'ready' }));
+          endResponse(json(fetchAPI.Response, 200, { status: 'ready' }));
         } catch (err) {
           if (ready)
             log?.warn(
@@ -43,9 +48,14 @@ export function healthPlugin(ping: () => Promise<void>, log?: Logger): Plugin {
               'readyz: the database does not answer',
             );
           ready = false;
-          const response = json(503, { status: 'unavailable', reason: 'the database cannot be reached' });
-          response.headers.set('retry-after', String(OUTAGE_RETRY_AFTER_SECONDS));
-          endResponse(response);
+          endResponse(
+            json(
+              fetchAPI.Response,
+              503,
+              { status: 'unavailable', reason: 'the database cannot be reached' },
+              { 'retry-after': String(OUTAGE_RETRY_AFTER_SECONDS) },
+            ),
+          );
         } finally {
           clearTimeout(timer);
         }
