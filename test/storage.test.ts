@@ -3,7 +3,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { text } from 'node:stream/consumers';
+import { buffer, text } from 'node:stream/consumers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // @ts-expect-error s3rver ships no type declarations
 import S3rver from 's3rver';
@@ -65,6 +65,11 @@ describe.each(drivers)('%s driver', (_name, make) => {
     expect(await storage.exists('blobs/1/a')).toBe(true);
     expect(await text(await storage.read('blobs/1/a'))).toBe('0123456789abcdef');
     expect(await text(await storage.read('blobs/1/a', { start: 4, end: 7 }))).toBe('4567');
+    // With the recorded size given, the same bytes, whole and by range; a wrong size changes nothing that is read.
+    expect(await text(await storage.read('blobs/1/a', undefined, 16))).toBe('0123456789abcdef');
+    expect(await text(await storage.read('blobs/1/a', { start: 4, end: 7 }, 16))).toBe('4567');
+    expect(await text(await storage.read('blobs/1/a', undefined, 3))).toBe('0123456789abcdef');
+    expect(await text(await storage.read('blobs/1/a', undefined, 0))).toBe('0123456789abcdef');
   });
 
   it('removes keys, ignoring ones that do not exist', async () => {
@@ -76,6 +81,33 @@ describe.each(drivers)('%s driver', (_name, make) => {
   it('reports missing keys', async () => {
     expect(await storage.exists('nothing/here')).toBe(false);
     await expect(storage.read('nothing/here')).rejects.toThrow();
+  });
+});
+
+describe('local storage reads', () => {
+  // Each read of a file stream takes a buffer of its highWaterMark outside the JavaScript heap: 64 KiB by default,
+  // twice for a small file (its bytes, then the end). Sized to the file, a download of a small file takes what it needs.
+  it('reads a small file in buffers of its size, a large one in 64 KiB reads, and a range in buffers of its length', async () => {
+    const storage = new LocalStorage(path.join(root, 'sized'));
+    const put = async (key: string, bytes: Buffer) => {
+      const p = path.join(storage.tmpDir, `${key}.part`);
+      fs.writeFileSync(p, bytes);
+      await storage.put(key, p);
+    };
+    await put('small', Buffer.alloc(64, 7));
+    await put('large', Buffer.alloc(200 * 1024, 9));
+    const small = await storage.read('small', undefined, 64);
+    expect(small.readableHighWaterMark).toBe(64);
+    expect((await buffer(small)).equals(Buffer.alloc(64, 7))).toBe(true);
+    const large = await storage.read('large', undefined, 200 * 1024);
+    expect(large.readableHighWaterMark).toBe(64 * 1024);
+    expect((await buffer(large)).length).toBe(200 * 1024);
+    const range = await storage.read('large', { start: 10, end: 109 }, 200 * 1024);
+    expect(range.readableHighWaterMark).toBe(100);
+    expect((await buffer(range)).equals(Buffer.alloc(100, 9))).toBe(true);
+    const unknown = await storage.read('small');
+    expect(unknown.readableHighWaterMark).toBe(64 * 1024);
+    expect((await buffer(unknown)).length).toBe(64);
   });
 });
 

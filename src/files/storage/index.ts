@@ -19,8 +19,11 @@ export interface Storage {
   readonly tmpDir: string;
   /** Moves the complete temporary file at `tmpPath` to `key` (the temporary file is gone afterwards). */
   put(key: string, tmpPath: string): Promise<void>;
-  /** The blob's bytes, or an inclusive byte range of them. */
-  read(key: string, range?: ByteRange): Promise<Readable>;
+  /**
+   * The blob's bytes, or an inclusive byte range of them. `size`, the blob's recorded size when the caller knows it,
+   * lets a driver size its reads to the blob (the local driver reads a small file into a buffer of its size).
+   */
+  read(key: string, range?: ByteRange, size?: number): Promise<Readable>;
   exists(key: string): Promise<boolean>;
   /** Removes blobs by key; keys that no longer exist are ignored. */
   remove(keys: readonly string[]): Promise<void>;

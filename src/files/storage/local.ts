@@ -6,6 +6,9 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import type { ByteRange, Storage, StoredBlob } from './index.js';
 
+/** The largest read of a blob: the stream's default. */
+const READ_CHUNK_BYTES = 64 * 1024;
+
 export class LocalStorage implements Storage {
   readonly tmpDir: string;
 
@@ -29,10 +32,15 @@ export class LocalStorage implements Storage {
     await fsp.rename(tmpPath, target);
   }
 
-  async read(key: string, range?: ByteRange): Promise<Readable> {
+  async read(key: string, range?: ByteRange, size?: number): Promise<Readable> {
     const p = this.pathOf(key);
     await fsp.access(p);
-    return fs.createReadStream(p, range ? { start: range.start, end: range.end } : {});
+    // Each read of a stream takes a buffer of its highWaterMark, 64 KiB by default, outside the JavaScript heap:
+    // for a small file, two of them per download (the bytes, then the end), and memory outside the heap that grows
+    // that fast brings on full garbage collections. A read sized to the file takes what it needs.
+    const bytes = range ? range.end - range.start + 1 : size;
+    const highWaterMark = bytes !== undefined && bytes > 0 ? Math.min(bytes, READ_CHUNK_BYTES) : READ_CHUNK_BYTES;
+    return fs.createReadStream(p, range ? { start: range.start, end: range.end, highWaterMark } : { highWaterMark });
   }
 
   async exists(key: string): Promise<boolean> {

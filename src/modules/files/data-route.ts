@@ -124,7 +124,7 @@ export function fileDataPlugin(
       if (!(await ctx.storage.exists(key))) throw missing();
     } else {
       try {
-        stream = await ctx.storage.read(key, range ?? undefined);
+        stream = await ctx.storage.read(key, range ?? undefined, size);
       } catch (err) {
         if (!(await ctx.storage.exists(key).catch(() => true))) {
           onUnexpectedError(new Error(`file ${id}: blob ${key} is missing from storage`));
