@@ -665,6 +665,11 @@ export async function countFileDownload(
  * statement_timestamp()) so that those triggers skip their comparison of the rows before and after, two thirds of
  * the statement's time in the server (migration 20270201000000_counted_download_bumps). A table whose row was not
  * there to count (a file deleted meanwhile) bumps nothing, as its trigger would not.
+ *
+ * The rows are locked in the order the main query first reads its sub-statements (a sub-statement no one reads runs
+ * at the end): the download, today's statistics, the file, the version. Every count must take them in one order, or
+ * two counts of one file wait on each other's rows (they did, for 20 s, when the file and version came first here and
+ * last in the statement of the release before, both counting on one database as during a rolling upgrade).
  */
 const COUNT_FILE_DOWNLOAD = `WITH "m" AS (SELECT set_config('dcs.counted_at', statement_timestamp()::text, true) AS "at"),
     "f" AS (UPDATE "file" SET "downloadCount" = "downloadCount" + 1
@@ -678,15 +683,15 @@ const COUNT_FILE_DOWNLOAD = `WITH "m" AS (SELECT set_config('dcs.counted_at', st
       ON CONFLICT ("downloadId", "day") DO UPDATE SET "downloads" = "download_daily_stats"."downloads" + 1
       RETURNING 1)
   INSERT INTO "cache_bumps" ("table_name", "download_id")
-  SELECT 'file#counts', NULL FROM "f"
+  SELECT 'download#counts', NULL::int FROM "d"
+  UNION ALL SELECT 'download#counts', "id" FROM "d"
+  UNION ALL SELECT 'download#counts', -"categoryId" FROM "d"
+  UNION ALL SELECT 'download_daily_stats#counts', NULL FROM "s"
+  UNION ALL SELECT 'file#counts', NULL FROM "f"
   UNION ALL SELECT 'file#counts', COALESCE((SELECT v."downloadId" FROM "version" v WHERE v."id" = f."versionId"), 0)
     FROM "f" f
   UNION ALL SELECT 'version#counts', NULL FROM "v"
-  UNION ALL SELECT 'version#counts', "downloadId" FROM "v"
-  UNION ALL SELECT 'download#counts', NULL FROM "d"
-  UNION ALL SELECT 'download#counts', "id" FROM "d"
-  UNION ALL SELECT 'download#counts', -"categoryId" FROM "d"
-  UNION ALL SELECT 'download_daily_stats#counts', NULL FROM "s"`;
+  UNION ALL SELECT 'version#counts', "downloadId" FROM "v"`;
 
 // ───────────── lookup by hash
 
