@@ -101,6 +101,13 @@ try {
   url.pathname = `/${dbName}`;
   const db = await openDatabase({ url: url.toString() });
   const s = await seed(db, KEY, sizeFor(DOWNLOADS));
+  // One file with bytes in storage (the seed stores none), for the counted downloads: 64 bytes, its size set to match.
+  const [blob] = await db.query<{ id: number; key: string }>(
+    `UPDATE file SET "fileSize" = 64 WHERE id = (SELECT min(id) FROM file WHERE "storageKey" IS NOT NULL)
+     RETURNING id, "storageKey" AS key`,
+  );
+  fs.mkdirSync(path.dirname(path.join(dataDir, 'files', blob!.key)), { recursive: true });
+  fs.writeFileSync(path.join(dataDir, 'files', blob!.key), Buffer.alloc(64, 7));
   await db.close();
   // Both on one database and one files directory (instances of one deployment), read cache off unless asked.
   const start = (name: string, args: string[], env: Record<string, string>, port: number) => {
@@ -156,6 +163,9 @@ try {
     },
     { name: 'REST comments of one download', path: `/api/mc-dm-comments/?download_id=${s.commentDownloadId}` },
     { name: 'REST category get', path: `/api/mc-dm-categories/${s.leafCategory}/` },
+    // A file's bytes, each request a counted download (the service's most frequent write), and the liveness probe.
+    { name: 'REST file download, counted', path: `/api/mc-dm-files/${blob!.id}/data/` },
+    { name: '/healthz', path: '/healthz' },
     { name: 'REST list, 100, full', path: '/api/mc-dm-downloads/?per_page=100&with=full' },
     {
       name: 'GraphQL list, 100, full',
