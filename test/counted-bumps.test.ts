@@ -88,8 +88,16 @@ forEachDatabase((kind) => {
 
   it('marks its own statement only: a later write in the same transaction has its bumps from the triggers', async () => {
     await t.app.db.compactCacheVersions();
+    const mark = async (s: { query: TestApp['app']['db']['query'] }) =>
+      (await s.query<{ m: string }>("SELECT current_setting('dcs.counted', true) AS m"))[0]!.m;
     await t.app.db.transaction(async (s) => {
+      // Today's statistics row absent (the INSERT path), then present (ON CONFLICT DO UPDATE): each time, every
+      // trigger the count fired took its entry off the mark, and only the statement's timestamp is left.
+      await s.query('DELETE FROM "download_daily_stats" WHERE "downloadId" = $1', [file.version.downloadId]);
       await countFileDownload(s, file);
+      expect(await mark(s)).toMatch(/^[^|]+\|$/);
+      await countFileDownload(s, file);
+      expect(await mark(s)).toMatch(/^[^|]+\|$/);
       await s.query('UPDATE "download" SET "tagLine" = $1 WHERE "id" = $2', [
         'Edited after a count',
         file.version.downloadId,

@@ -6,10 +6,13 @@
 -- 4 KB description), for the service's most frequent write.
 --
 -- The statement now writes those bumps itself, the same rows (test/counted-bumps.test.ts compares them with what the
--- triggers write for the same update), and marks itself with the transaction-local setting "dcs.counted_at" set to
--- its own statement_timestamp(). The version triggers return at once when the setting holds the timestamp of the
--- statement that fired them: the statement's own triggers only. A later statement of the same transaction has a
--- later timestamp, so its triggers do their work, and the setting ends with the transaction.
+-- triggers write for the same update), and marks itself in the transaction-local setting "dcs.counted": its own
+-- statement_timestamp(), then one entry per trigger firing it causes ('|download|download_daily_stats|
+-- download_daily_stats|file|version|': an UPDATE fires its table's statement trigger once, an INSERT ... ON CONFLICT
+-- DO UPDATE both the INSERT and the UPDATE ones). A version trigger whose statement has that timestamp and whose table
+-- has an entry left takes the entry off and returns. A later statement of the same transaction finds the entries
+-- gone, even with the same timestamp (the embedded database's clock counts milliseconds: two statements can share
+-- one), so its triggers do their work; the setting ends with the transaction.
 --
 -- The functions below are those of 20270130000000_category_scoped_versions (cache_bump_scoped) and
 -- 20270110000000_cache_versions (cache_bump_counts), with that test first.
@@ -26,8 +29,11 @@ DECLARE
   ccounts INTEGER[];
 BEGIN
   -- A counted download's statement (src/modules/files/rules.ts) writes its own bumps, the rows this function would
-  -- write for it, and marks itself: its triggers skip the comparison (about 0.5 ms of the server's time a download).
-  IF current_setting('dcs.counted_at', true) = statement_timestamp()::text THEN
+  -- write for it, and marks itself: each of its triggers takes its table's entry off the mark and returns.
+  IF starts_with(COALESCE(current_setting('dcs.counted', true), ''), statement_timestamp()::text || '|')
+      AND strpos(current_setting('dcs.counted', true), '|' || TG_TABLE_NAME || '|') > 0 THEN
+    PERFORM set_config('dcs.counted', overlay(current_setting('dcs.counted', true) PLACING '|'
+      FROM strpos(current_setting('dcs.counted', true), '|' || TG_TABLE_NAME || '|') FOR length(TG_TABLE_NAME) + 2), true);
     RETURN NULL;
   END IF;
   IF TG_OP = 'TRUNCATE' THEN
@@ -80,8 +86,11 @@ END $$;
 CREATE OR REPLACE FUNCTION "cache_bump_counts"() RETURNS TRIGGER LANGUAGE plpgsql AS $$
 BEGIN
   -- A counted download's statement (src/modules/files/rules.ts) writes its own bumps, the rows this function would
-  -- write for it, and marks itself: its triggers skip the comparison (about 0.5 ms of the server's time a download).
-  IF current_setting('dcs.counted_at', true) = statement_timestamp()::text THEN
+  -- write for it, and marks itself: each of its triggers takes its table's entry off the mark and returns.
+  IF starts_with(COALESCE(current_setting('dcs.counted', true), ''), statement_timestamp()::text || '|')
+      AND strpos(current_setting('dcs.counted', true), '|' || TG_TABLE_NAME || '|') > 0 THEN
+    PERFORM set_config('dcs.counted', overlay(current_setting('dcs.counted', true) PLACING '|'
+      FROM strpos(current_setting('dcs.counted', true), '|' || TG_TABLE_NAME || '|') FOR length(TG_TABLE_NAME) + 2), true);
     RETURN NULL;
   END IF;
   IF TG_OP = 'INSERT' THEN

@@ -661,8 +661,8 @@ export async function countFileDownload(
 /**
  * The counts, and the read cache's version bumps they make (src/db/cache-versions.ts): the statement writes the rows
  * its tables' version triggers would write for a change of counters only ("<table>#counts", for the table and for
- * the download; the download's also for its category, as -id), and marks itself (dcs.counted_at, its own
- * statement_timestamp()) so that those triggers skip their comparison of the rows before and after, two thirds of
+ * the download; the download's also for its category, as -id), and marks itself (dcs.counted: its own
+ * statement_timestamp() and one entry per trigger it fires) so that those triggers skip their comparison of the rows before and after, two thirds of
  * the statement's time in the server (migration 20270201000000_counted_download_bumps). A table whose row was not
  * there to count (a file deleted meanwhile) bumps nothing, as its trigger would not.
  *
@@ -671,7 +671,8 @@ export async function countFileDownload(
  * two counts of one file wait on each other's rows (they did, for 20 s, when the file and version came first here and
  * last in the statement of the release before, both counting on one database as during a rolling upgrade).
  */
-const COUNT_FILE_DOWNLOAD = `WITH "m" AS (SELECT set_config('dcs.counted_at', statement_timestamp()::text, true) AS "at"),
+const COUNT_FILE_DOWNLOAD = `WITH "m" AS (SELECT set_config('dcs.counted', statement_timestamp()::text
+      || '|download|download_daily_stats|download_daily_stats|file|version|', true) AS "at"),
     "f" AS (UPDATE "file" SET "downloadCount" = "downloadCount" + 1
       WHERE "id" = $1::int AND (SELECT "at" FROM "m") IS NOT NULL RETURNING "versionId"),
     "v" AS (UPDATE "version" SET "downloadCount" = "downloadCount" + 1
