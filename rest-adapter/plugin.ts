@@ -16,7 +16,7 @@ import { ApiError, headersOf, toErrorItem, type ErrorBodyItem } from '../src/err
 import { beforeDeadline, deadline } from '../src/graphql/limits.js';
 import { startResponseBudget } from '../src/graphql/response-size.js';
 import { boundTo } from '../src/db/operation-scope.js';
-import { clientOf } from '../src/graphql/context.js';
+import { clientOf, endOperation } from '../src/graphql/context.js';
 import { drainRefusedBody } from '../src/input/drain.js';
 import { ownUtf8 } from '../src/bytes.js';
 import { addPairs, Opaque, toVariables, type Raw, type RawFields } from './inputs.js';
@@ -581,6 +581,7 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
         result = await beforeDeadline(work, limit);
       } finally {
         limit.clear();
+        endOperation(contextValue);
       }
       if (result.errors?.length) return fail(result.errors.map(itemOf), headersOf(result.errors[0]));
       const enveloped = envelope(hit.r.envelope, lowerEnums(result.data?.[hit.r.rootField], hit.r.enums), hit.r.spread);

@@ -124,40 +124,52 @@ const stopped = () =>
 
 type Close = (client: pg.PoolClient, reason: Error) => void;
 
+/** The connections running (or queueing) statements of one operation, with how many and how to close each. */
+interface Running {
+  clients: Map<pg.PoolClient, { close: Close; statements: number }>;
+  onAbort: () => void;
+}
+
 /**
- * The connections running (or queueing) statements of each operation, with how many and how to close each: one abort
- * listener per operation, however many statements it sends.
+ * The operations with statements running: one abort listener per operation, however many statements it sends at once.
+ * An operation's entry is taken out as soon as none of its statements runs. Left in until the operation's signal is
+ * collected, it cost more than its size: V8's young-generation collector keeps the value of every entry of this
+ * long-lived map alive through the next collection even once its key is garbage, and so copied each request's
+ * statements and everything they held once more, then into the old generation (bench/README.md, garbage collection).
  */
-const inFlight = new WeakMap<OperationSignal, Map<pg.PoolClient, { close: Close; statements: number }>>();
+const inFlight = new WeakMap<OperationSignal, Running>();
 
 /** Records that `client` runs a statement of the operation of `signal`; returns what to call when it has ended. */
 function statementOf(signal: OperationSignal, client: pg.PoolClient, close: Close): () => void {
-  let clients = inFlight.get(signal);
-  if (!clients) {
-    const running: Map<pg.PoolClient, { close: Close; statements: number }> = new Map();
-    clients = running;
+  let running = inFlight.get(signal);
+  if (!running) {
+    const clients: Running['clients'] = new Map();
+    const onAbort = () => {
+      inFlight.delete(signal);
+      for (const [c, entry] of clients) {
+        entry.close(c, stopped());
+        void cancelStatement(c);
+      }
+      clients.clear();
+    };
+    running = { clients, onAbort };
     inFlight.set(signal, running);
-    signal.addEventListener(
-      'abort',
-      () => {
-        for (const [c, entry] of running) {
-          entry.close(c, stopped());
-          void cancelStatement(c);
-        }
-        running.clear();
-      },
-      { once: true },
-    );
+    signal.addEventListener('abort', onAbort, { once: true });
   }
-  const running = clients;
-  const entry = running.get(client) ?? { close, statements: 0 };
+  const { clients } = running;
+  const entry = clients.get(client) ?? { close, statements: 0 };
   entry.statements++;
-  running.set(client, entry);
+  clients.set(client, entry);
   let ended = false;
+  const own = running;
   return () => {
     if (ended) return;
     ended = true;
-    if (--entry.statements === 0 && running.get(client) === entry) running.delete(client);
+    if (--entry.statements === 0 && clients.get(client) === entry) clients.delete(client);
+    if (clients.size === 0 && inFlight.get(signal) === own) {
+      inFlight.delete(signal);
+      signal.removeEventListener('abort', own.onAbort);
+    }
   };
 }
 

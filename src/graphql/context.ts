@@ -11,6 +11,7 @@ import type { Events } from '../events.js';
 import type { CursorSeal } from '../db/keyset.js';
 import { OPERATION_SLOT, type Carrier } from '../db/operation-scope.js';
 import { operationDatabase, operationPrisma } from '../db/operation-bound.js';
+import { RequestCache } from '@pothos/plugin-scope-auth';
 
 export interface Services {
   prisma: PrismaClient;
@@ -107,4 +108,17 @@ export function createContext(services: Services, visitor: Visitor): Context {
 export function clientOf(context: unknown): string {
   const visitor = (context as { visitor?: { apiKeyId: number; userId: number } } | undefined)?.visitor;
   return visitor ? `${visitor.apiKeyId}:${visitor.userId}` : 'anonymous';
+}
+
+/**
+ * Lets go of what the schema's plugins keep for `context` once an operation on it has its whole result: the scope
+ * checks' cache (@pothos/plugin-scope-auth), which holds the context and so the whole request. It is kept in a map
+ * that lives as long as the schema, keyed by the context; left in until the context is collected, V8's
+ * young-generation collector kept every such entry's value alive through the next collection even once the request
+ * was over, and so copied each request's objects and then moved them into the old generation, where only a full
+ * collection frees them (bench/README.md, garbage collection). A field resolved later on the same context (a deferred
+ * part) only makes the cache again.
+ */
+export function endOperation(context: unknown): void {
+  if (typeof context === 'object' && context !== null) RequestCache.clearForContext(context);
 }

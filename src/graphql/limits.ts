@@ -21,7 +21,7 @@ import { operationCost } from './cost.js';
 import { startResponseBudget } from './response-size.js';
 import { boundTo } from '../db/operation-scope.js';
 import { OperationAbort, type OperationSignal } from '../db/operation-signal.js';
-import { clientOf } from './context.js';
+import { clientOf, endOperation } from './context.js';
 
 // graphql's parser class is not exported from its root; required (the CommonJS build, the one `graphql` resolves to
 // here and in the tests' alias) so that it is the same instance as the rest of graphql.
@@ -296,7 +296,21 @@ export function operationLimitsPlugin(limits: GraphqlLimits): Plugin {
         }
         // A race, as compiled runs take no signal (src/graphql/compiled.ts). The work wrapped here holds its fair-share
         // slot until it really ends (fairSharePlugin releases in its own finally), whenever the answer goes out.
-        return beforeDeadline(work, limit).finally(limit.clear);
+        const context = execArgs.contextValue;
+        return beforeDeadline(work, limit).then(
+          (result) => {
+            limit.clear();
+            // A stream (@defer, @stream) resolves fields after its first part: its context's caches stay.
+            if (typeof (result as { [Symbol.asyncIterator]?: unknown })[Symbol.asyncIterator] !== 'function')
+              endOperation(context);
+            return result;
+          },
+          (err: unknown) => {
+            limit.clear();
+            endOperation(context);
+            throw err;
+          },
+        );
       });
     },
   };

@@ -270,6 +270,13 @@ export function metricsPlugin(opts: MetricsOptions): Plugin {
       const t0 = started.get(request);
       const seconds = t0 === undefined ? 0 : (performance.now() - t0) / 1000;
       const pathname = pathOf(request);
+      const operation = operations.get(request) ?? declaredLabel(given.get(request)) ?? 'unparsed';
+      // Taken out now rather than when the request is collected: the young-generation collector keeps a long-lived
+      // WeakMap's values alive through its next run even once their key is garbage (src/graphql/context.ts).
+      started.delete(request);
+      paths.delete(request);
+      operations.delete(request);
+      given.delete(request);
       const status = String(response.status);
       if (pathname === '/api' || pathname.startsWith('/api/')) {
         const route =
@@ -295,7 +302,6 @@ export function metricsPlugin(opts: MetricsOptions): Plugin {
         }
       } else if (pathname === '/graphql' && !(response.headers.get('content-type') ?? '').startsWith('text/html')) {
         // A request refused before its parameters were read (a malformed body) has no operation: "unparsed".
-        const operation = operations.get(request) ?? declaredLabel(given.get(request)) ?? 'unparsed';
         gqlRequests.inc({ operation, status });
         gqlSeconds.observe({ operation }, seconds);
       } else {
