@@ -161,6 +161,13 @@ try {
         variables: { downloadId: s.downloadId, full: true },
       }),
     },
+    {
+      name: 'GraphQL download get, full, GET',
+      path: `/graphql?${new URLSearchParams({
+        query: print(getDocument.document as DocumentNode),
+        variables: JSON.stringify({ downloadId: s.downloadId, full: true }),
+      })}`,
+    },
     { name: 'REST comments of one download', path: `/api/mc-dm-comments/?download_id=${s.commentDownloadId}` },
     { name: 'REST category get', path: `/api/mc-dm-categories/${s.leafCategory}/` },
     // A file's bytes, each request a counted download (the service's most frequent write), and the liveness probe.
@@ -216,16 +223,20 @@ try {
   const rows = scenarios.map((sc) => {
     const fa = figures.get(`${sc.name}\0${a!.name}`)!;
     const fb = figures.get(`${sc.name}\0${b!.name}`)!;
+    // Each round measures A and B back to back: the spread of their ratio over the rounds is what this machine's
+    // drift does to one comparison (a build against itself has moved by a quarter on a busy machine).
+    const perRound = fa.cpu.map((x, i) => fb.cpu[i]! / x).sort((x, y) => x - y);
     return [
       sc.name,
       `${median(fa.cpu).toFixed(3)} / ${median(fb.cpu).toFixed(3)}`,
       (median(fb.cpu) / median(fa.cpu)).toFixed(2),
+      `${perRound[0]!.toFixed(2)}–${perRound[perRound.length - 1]!.toFixed(2)}`,
       `${median(fa.rps).toFixed(0)} / ${median(fb.rps).toFixed(0)}`,
       (median(fb.rps) / median(fa.rps)).toFixed(2),
       String(fa.errors + fb.errors),
     ];
   });
-  const head = ['scenario', 'CPU ms/req A / B', 'B ÷ A', 'req/s A / B', 'B ÷ A', 'errors'];
+  const head = ['scenario', 'CPU ms/req A / B', 'B ÷ A', 'rounds', 'req/s A / B', 'B ÷ A', 'errors'];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   console.log([line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n'));

@@ -391,6 +391,12 @@ interface Cell {
    * %: near 100, that thread is what bounds the process's throughput, whatever the other cores do.
    */
   mainThreadBusyPct: number | null;
+  /**
+   * CPU time of the PostgreSQL server's processes per request, in ms, when they run on this machine (null when none is
+   * seen in /proc): the database's share of each answer, which competes with the services for the same cores. The
+   * writer's statements during the cell are in it too, alike for every face.
+   */
+  dbCpuMsPerRequest: number | null;
 }
 
 /**
@@ -411,6 +417,36 @@ function cpuMs(pid: number | undefined, thread?: number): number | null {
   }
 }
 const CLOCK_TICKS = 100;
+
+/** CPU time (ms) each process named `postgres` on this machine has used so far, by pid (empty without /proc). */
+function postgresCpu(): Map<number, number> {
+  const out = new Map<number, number>();
+  let pids: string[] = [];
+  try {
+    pids = fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  } catch {
+    return out;
+  }
+  for (const d of pids) {
+    try {
+      const stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== 'postgres') continue;
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(Number(d), ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS);
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return out;
+}
+
+/** CPU the PostgreSQL processes used between two postgresCpu() readings (a process started meanwhile counts whole). */
+function postgresCpuBetween(before: Map<number, number>, after: Map<number, number>): number | null {
+  if (after.size === 0) return null;
+  let ms = 0;
+  for (const [pid, t] of after) ms += t - (before.get(pid) ?? 0);
+  return ms;
+}
 
 async function readCacheCounts(): Promise<{ hit: number; miss: number } | null> {
   try {
@@ -439,6 +475,7 @@ async function measure(sc: MixedScenario, face: FaceName, rate: number, warm: bo
   const pid = (face === 'peer' ? peer : face === 'floor' ? floor : service)?.pid;
   const cpu0 = cpuMs(pid);
   const main0 = cpuMs(pid, pid);
+  const db0 = postgresCpu();
   const result = await autocannon({
     url,
     connections: CLIENTS,
@@ -449,6 +486,7 @@ async function measure(sc: MixedScenario, face: FaceName, rate: number, warm: bo
   });
   const cpu1 = cpuMs(pid);
   const main1 = cpuMs(pid, pid);
+  const dbMs = postgresCpuBetween(db0, postgresCpu());
   const cache1 = cache0 && (await readCacheCounts());
   const hits = cache0 && cache1 ? cache1.hit - cache0.hit : 0;
   const answered = cache0 && cache1 ? hits + cache1.miss - cache0.miss : 0;
@@ -466,6 +504,8 @@ async function measure(sc: MixedScenario, face: FaceName, rate: number, warm: bo
         ? Math.round(((cpu1 - cpu0) / result.requests.total) * 1000) / 1000
         : null,
     mainThreadBusyPct: main0 !== null && main1 !== null ? Math.round((main1 - main0) / (result.duration * 10)) : null,
+    dbCpuMsPerRequest:
+      dbMs !== null && result.requests.total > 0 ? Math.round((dbMs / result.requests.total) * 1000) / 1000 : null,
   };
 }
 
@@ -515,6 +555,7 @@ function report(cells: Cell[], list: MixedScenario[], rate: number, writes: Writ
     const hit = (c?: Cell) => (c?.cacheHitPct == null ? '-' : `${c.cacheHitPct}%`);
     const errors = [r, g, p, f].reduce((n, c) => n + (c?.errors ?? 0), 0);
     const cpu = (c?: Cell) => (c?.cpuMsPerRequest == null ? 'n/a' : c.cpuMsPerRequest.toFixed(2));
+    const dbCpu = (c?: Cell) => (c?.dbCpuMsPerRequest == null ? 'n/a' : c.dbCpuMsPerRequest.toFixed(2));
     return [
       sc.name,
       `${r?.rps ?? 'n/a'} / ${g?.rps ?? 'n/a'} / ${p?.rps ?? 'n/a'}`,
@@ -524,7 +565,8 @@ function report(cells: Cell[], list: MixedScenario[], rate: number, writes: Writ
       lat(p),
       `${hit(r)} / ${hit(g)}`,
       `${cpu(r)} / ${cpu(g)} / ${cpu(p)}`,
-      ...(FLOOR ? [`${f?.rps ?? 'n/a'}`, ratio(f, p), cpu(f)] : []),
+      `${dbCpu(r)} / ${dbCpu(g)} / ${dbCpu(p)}`,
+      ...(FLOOR ? [`${f?.rps ?? 'n/a'}`, ratio(f, p), cpu(f), dbCpu(f)] : []),
       String(errors),
     ];
   });
@@ -541,7 +583,8 @@ function report(cells: Cell[], list: MixedScenario[], rate: number, writes: Writ
         'peer p50/p99',
         'cache hits REST / GraphQL',
         'CPU ms/req REST / GraphQL / peer',
-        ...(FLOOR ? ['floor req/s', 'floor ÷ peer', 'floor CPU ms/req'] : []),
+        'PostgreSQL CPU ms/req',
+        ...(FLOOR ? ['floor req/s', 'floor ÷ peer', 'floor CPU ms/req', 'floor PostgreSQL CPU'] : []),
         'errors',
       ],
       rows,
@@ -625,12 +668,17 @@ try {
   for (const rate of RATES) {
     const writer = startWriter(rate, pools);
     const w0 = performance.now();
-    for (const sc of list) {
-      for (const face of ['rest', 'graphql', ...(PEER ? ['peer'] : []), ...(FLOOR ? ['floor'] : [])] as FaceName[]) {
+    for (const [i, sc] of list.entries()) {
+      // The faces take turns at going first: the first cell of a scenario reads rows whose pages the database may not
+      // have in memory yet, and the later ones find them there (on 500,000 downloads the face always measured first
+      // had a p99 twice the next one's on the same reads).
+      const faces = ['rest', 'graphql', ...(PEER ? ['peer'] : []), ...(FLOOR ? ['floor'] : [])] as FaceName[];
+      const turn = (i + RATES.indexOf(rate)) % faces.length;
+      for (const face of [...faces.slice(turn), ...faces.slice(0, turn)]) {
         const cell = await measure(sc, face, rate, warm);
         cells.push(cell);
         console.log(
-          `  ${rate} w/s  ${sc.name.padEnd(28)} ${face.padEnd(7)} ${String(cell.rps).padStart(8)} req/s  p50 ${cell.p50} ms  p99 ${cell.p99} ms${cell.cacheHitPct === null ? '' : `  cache hits ${cell.cacheHitPct}%`}${cell.cpuMsPerRequest === null ? '' : `  CPU ${cell.cpuMsPerRequest} ms/req`}${cell.mainThreadBusyPct === null ? '' : ` (main thread ${cell.mainThreadBusyPct}% busy)`}${cell.errors ? `  (${cell.errors} errors)` : ''}`,
+          `  ${rate} w/s  ${sc.name.padEnd(28)} ${face.padEnd(7)} ${String(cell.rps).padStart(8)} req/s  p50 ${cell.p50} ms  p99 ${cell.p99} ms${cell.cacheHitPct === null ? '' : `  cache hits ${cell.cacheHitPct}%`}${cell.cpuMsPerRequest === null ? '' : `  CPU ${cell.cpuMsPerRequest} ms/req`}${cell.mainThreadBusyPct === null ? '' : ` (main thread ${cell.mainThreadBusyPct}% busy)`}${cell.dbCpuMsPerRequest === null ? '' : `  PostgreSQL CPU ${cell.dbCpuMsPerRequest} ms/req`}${cell.errors ? `  (${cell.errors} errors)` : ''}`,
         );
       }
     }
