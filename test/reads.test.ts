@@ -33,6 +33,18 @@ describe('downloadRelationsOf', () => {
       tags: true,
     });
     expect(downloadRelationsOf({ include: { tags: { select: { tag: true } } } })).toBeNull();
+    // Anything beside the tag's name, at any level, is Prisma's too.
+    expect(
+      downloadRelationsOf({ include: { tags: { select: { tag: { select: { name: true, id: true } } } } } }),
+    ).toBeNull();
+    expect(
+      downloadRelationsOf({ include: { tags: { select: { tag: { select: { name: true } }, tagId: true } } } }),
+    ).toBeNull();
+    expect(
+      downloadRelationsOf({ include: { tags: { select: { tag: { select: { name: true } } }, take: 1 } } }),
+    ).toBeNull();
+    expect(downloadRelationsOf({ include: { tags: { select: { tag: { select: { name: false } } } } } })).toBeNull();
+    expect(downloadRelationsOf({ include: { tags: true } })).toBeNull();
     expect(downloadRelationsOf({ include: { category: { include: { parent: true } } } })).toBeNull();
     expect(downloadRelationsOf({ select: { id: true } })).toBeNull();
   });

@@ -77,8 +77,18 @@ export type DownloadRow = Download & {
   tags?: { tag: { name: string } }[];
 };
 
-/** The query argument `Download.tags` adds: the tag names only. */
-const TAGS_SELECTION = JSON.stringify({ select: { tag: { select: { name: true } } } });
+/**
+ * Whether `v` is the query argument `Download.tags` adds, the tag names only: `{ select: { tag: { select: { name: true } } } }`.
+ * Walked rather than compared as JSON text: 0.12 µs where `JSON.stringify` took 1.24 (a loop on a slow machine), on
+ * every download read.
+ */
+function isTagsSelection(v: unknown): boolean {
+  const only = (o: unknown, key: string): unknown =>
+    o !== null && typeof o === 'object' && Object.keys(o).length === 1
+      ? (o as Record<string, unknown>)[key]
+      : undefined;
+  return only(only(only(only(v, 'select'), 'tag'), 'select'), 'name') === true;
+}
 
 /**
  * The relations a Pothos/Prisma query argument (`{}` or `{ include: { category: true, currentVersion: true } }`)
@@ -91,10 +101,7 @@ export function downloadRelationsOf(
   if (query.select !== undefined || Object.keys(query).some((k) => k !== 'include')) return null;
   const include = query.include ?? {};
   for (const [k, v] of Object.entries(include)) {
-    if (
-      k === 'tags' ? JSON.stringify(v) !== TAGS_SELECTION : (k !== 'category' && k !== 'currentVersion') || v !== true
-    )
-      return null;
+    if (k === 'tags' ? !isTagsSelection(v) : (k !== 'category' && k !== 'currentVersion') || v !== true) return null;
   }
   return {
     category: include.category === true,
@@ -108,12 +115,23 @@ export type DownloadOrderColumn = (typeof DOWNLOAD_ORDER_COLUMNS)[number];
 
 // ───────────── the reads
 
+/**
+ * The statement of downloadById for each set of relations, built once: the same string object on every call, so the
+ * maps that key on its text (the prepared statement's name, the read cache's tables read) find it by its cached hash
+ * instead of hashing and comparing three kilobytes of SQL per read (built and looked up twice: 0.36 µs against 0.03,
+ * in a loop on a slow machine).
+ */
+const byIdSql = new Map<number, string>();
+
 /** A download with the relations `rel` asks for; null when there is none. */
 export async function downloadById(db: Db, id: number, rel: DownloadRelations): Promise<DownloadRow | null> {
-  const rows = await db.query<JsonRow>(
-    `SELECT ${jsonOf('Download', 'd')} AS d${relationColumns(rel)} FROM download d WHERE d.id = $1`,
-    [id],
-  );
+  const shape = (rel.category ? 1 : 0) | (rel.currentVersion ? 2 : 0) | (rel.tags ? 4 : 0);
+  let sql = byIdSql.get(shape);
+  if (sql === undefined) {
+    sql = `SELECT ${jsonOf('Download', 'd')} AS d${relationColumns(rel)} FROM download d WHERE d.id = $1`;
+    byIdSql.set(shape, sql);
+  }
+  const rows = await db.query<JsonRow>(sql, [id]);
   return rows.length ? downloadRow(rows[0]!, rel) : null;
 }
 
