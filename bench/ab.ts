@@ -136,13 +136,14 @@ try {
   ];
   for (const svc of services) {
     for (let i = 0; ; i++) {
-      if (svc.child.exitCode !== null) fail(`${svc.name}: the service exited with ${svc.child.exitCode} at start.`);
+      if (svc.child.exitCode !== null)
+        throw new Error(`${svc.name}: the service exited with ${svc.child.exitCode} at start.`);
       try {
         if ((await fetch(`http://127.0.0.1:${svc.port}/readyz`)).status === 200) break;
       } catch {
         /* not yet */
       }
-      if (i > 600) fail(`${svc.name}: not ready after 60 s.`);
+      if (i > 600) throw new Error(`${svc.name}: not ready after 60 s.`);
       await new Promise((r) => setTimeout(r, 100));
     }
   }
@@ -241,6 +242,10 @@ try {
   const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   console.log([line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n'));
   console.log(`\npeak RSS: A ${peakMb(a!.child.pid!).toFixed(0)} MB, B ${peakMb(b!.child.pid!).toFixed(0)} MB`);
+} catch (err) {
+  // Thrown, not exited: the services, the other revision's worktree and the database are still removed below.
+  console.error((err as Error).message);
+  process.exitCode = 2;
 } finally {
   for (const child of children) if (child.exitCode === null) child.kill('SIGTERM');
   await Promise.all(

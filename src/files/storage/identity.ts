@@ -33,8 +33,7 @@ export function localStorageId(root: string): string {
 /**
  * How long the start's transaction may wait for its connection and then run. Prisma's default of 5 s is too short
  * for it: it is the process's first Prisma call, which loads its query compiler, on a start that may be slow (a
- * loaded machine, several instances waiting on its lock, the service run under valgrind by `npm run bench:ab --
- * --instructions`).
+ * loaded machine, several instances waiting on its lock, the service run under valgrind: there it failed the start).
  */
 const START_TRANSACTION = { maxWait: 60_000, timeout: 120_000 };
 
