@@ -19,6 +19,7 @@ import pg from 'pg';
 import { routes } from '../rest-adapter/routes.js';
 import { openDatabase } from '../src/db/client.js';
 import { seed, sizeFor } from './seed.js';
+import { cpuMs, postgresCpu, postgresCpuBetween } from './proc.js';
 import { SERVICE_ENV, serviceArgs } from './service.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -78,11 +79,6 @@ function buildOther(dir: string): string {
   return path.join(dir, 'dist/src/main.js');
 }
 
-const cpuMs = (pid: number) => {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(f[11]) + Number(f[12])) * (1000 / 100); // utime + stime, in clock ticks of 10 ms
-};
 const median = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)]!;
 
 const KEY = 'dm_ab_bench_key_00000000000000000000000000000';
@@ -123,6 +119,7 @@ try {
         READ_CACHE_MB: opts['read-cache-mb']!,
         LOG_LEVEL: 'warn',
         DATA_DIR: dataDir,
+        COMMENT_FLOOD_SECONDS: '0',
         ...env,
       },
       stdio: ['ignore', 'ignore', 'inherit'],
@@ -174,6 +171,28 @@ try {
     // A file's bytes, each request a counted download (the service's most frequent write), and the liveness probe.
     { name: 'REST file download, counted', path: `/api/mc-dm-files/${blob!.id}/data/` },
     { name: '/healthz', path: '/healthz' },
+    // The writer's two other writes in bench:mixed, each request on the next of 500 downloads (one download edited by
+    // 32 clients at once would measure its row lock's queue), each a change (the same tag line again writes nothing).
+    {
+      name: 'REST download edit',
+      path: '/api/mc-dm-downloads/:id/',
+      method: 'PUT' as const,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      next: (n: number) => ({
+        path: `/api/mc-dm-downloads/${1 + (n % 500)}/`,
+        body: `tag_line=Edited+by+the+benchmark+${n}`,
+      }),
+    },
+    {
+      name: 'REST comment post',
+      path: '/api/mc-dm-comments/',
+      method: 'POST' as const,
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'forum-api-user': '1' },
+      next: (n: number) => ({
+        path: '/api/mc-dm-comments/',
+        body: `download_id=${1 + (n % 500)}&message=Benchmark+comment+${n}`,
+      }),
+    },
     { name: 'REST list, 100, full', path: '/api/mc-dm-downloads/?per_page=100&with=full' },
     {
       name: 'GraphQL list, 100, full',
@@ -186,6 +205,7 @@ try {
       }),
     },
   ].filter((sc) => !opts.only || new RegExp(opts.only).test(sc.name));
+  let sent = 0;
   const cell = (svc: (typeof services)[number], sc: (typeof scenarios)[number], seconds: number, clients: number) =>
     autocannon({
       url: `http://127.0.0.1:${svc.port}${sc.path}`,
@@ -194,20 +214,27 @@ try {
       body: sc.body,
       connections: clients,
       duration: seconds,
+      ...(sc.next && {
+        requests: [{ setupRequest: (req: autocannon.Request) => ({ ...req, ...sc.next!(sent++) }) }],
+      }),
     });
   // Warm-up: both services compile and plan every scenario before anything is measured.
   for (const svc of services) for (const sc of scenarios) await cell(svc, sc, 2, 8);
-  const figures = new Map<string, { cpu: number[]; rps: number[]; errors: number }>();
+  const figures = new Map<string, { cpu: number[]; db: number[]; rps: number[]; errors: number }>();
   for (let round = 0; round < ROUNDS; round++) {
     for (const sc of scenarios) {
       // In turns, the first of each pair alternating, so that neither is always measured on a machine the other
       // has just warmed or loaded.
       for (const svc of round % 2 === 0 ? services : [...services].reverse()) {
-        const before = cpuMs(svc.child.pid!);
+        const before = cpuMs(svc.child.pid) ?? 0;
+        const db0 = postgresCpu();
         const r = await cell(svc, sc, SECONDS, CLIENTS);
-        const used = cpuMs(svc.child.pid!) - before;
-        const f = figures.get(`${sc.name}\0${svc.name}`) ?? { cpu: [], rps: [], errors: 0 };
+        const used = (cpuMs(svc.child.pid) ?? 0) - before;
+        // PostgreSQL's CPU over the cell (the server and every backend: the other service's idle timers included).
+        const dbUsed = postgresCpuBetween(db0, postgresCpu()) ?? 0;
+        const f = figures.get(`${sc.name}\0${svc.name}`) ?? { cpu: [], db: [], rps: [], errors: 0 };
         f.cpu.push(used / Math.max(1, r.requests.total));
+        f.db.push(dbUsed / Math.max(1, r.requests.total));
         f.rps.push(r.requests.total / r.duration);
         f.errors += r.errors + r.timeouts + r.non2xx;
         figures.set(`${sc.name}\0${svc.name}`, f);
@@ -232,12 +259,22 @@ try {
       `${median(fa.cpu).toFixed(3)} / ${median(fb.cpu).toFixed(3)}`,
       (median(fb.cpu) / median(fa.cpu)).toFixed(2),
       `${perRound[0]!.toFixed(2)}–${perRound[perRound.length - 1]!.toFixed(2)}`,
+      `${median(fa.db).toFixed(3)} / ${median(fb.db).toFixed(3)}`,
       `${median(fa.rps).toFixed(0)} / ${median(fb.rps).toFixed(0)}`,
       (median(fb.rps) / median(fa.rps)).toFixed(2),
       String(fa.errors + fb.errors),
     ];
   });
-  const head = ['scenario', 'CPU ms/req A / B', 'B ÷ A', 'rounds', 'req/s A / B', 'B ÷ A', 'errors'];
+  const head = [
+    'scenario',
+    'CPU ms/req A / B',
+    'B ÷ A',
+    'rounds',
+    'PostgreSQL CPU ms/req A / B',
+    'req/s A / B',
+    'B ÷ A',
+    'errors',
+  ];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   console.log([line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n'));

@@ -23,6 +23,7 @@ import { routes } from '../rest-adapter/routes.js';
 import { openDatabase } from '../src/db/client.js';
 import { document, peerScenarios, type Rows } from './peer-scenarios.js';
 import { seed, sizeFor, type SeedResult } from './seed.js';
+import { cpuMs, postgresCpu, postgresCpuBetween } from './proc.js';
 import { SERVICE_ENV, serviceArgs } from './service.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -397,55 +398,6 @@ interface Cell {
    * writer's statements during the cell are in it too, alike for every face.
    */
   dbCpuMsPerRequest: number | null;
-}
-
-/**
- * CPU time (user + system) a process has used so far, in ms, from /proc (Linux; null elsewhere); with `thread`, only
- * that thread's (a process's main thread has the process's id).
- */
-function cpuMs(pid: number | undefined, thread?: number): number | null {
-  try {
-    const stat = fs.readFileSync(
-      thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`,
-      'utf8',
-    );
-    // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th, in clock ticks.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
-  } catch {
-    return null;
-  }
-}
-const CLOCK_TICKS = 100;
-
-/** CPU time (ms) each process named `postgres` on this machine has used so far, by pid (empty without /proc). */
-function postgresCpu(): Map<number, number> {
-  const out = new Map<number, number>();
-  let pids: string[] = [];
-  try {
-    pids = fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d));
-  } catch {
-    return out;
-  }
-  for (const d of pids) {
-    try {
-      const stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
-      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== 'postgres') continue;
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      out.set(Number(d), ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS);
-    } catch {
-      /* gone meanwhile */
-    }
-  }
-  return out;
-}
-
-/** CPU the PostgreSQL processes used between two postgresCpu() readings (a process started meanwhile counts whole). */
-function postgresCpuBetween(before: Map<number, number>, after: Map<number, number>): number | null {
-  if (after.size === 0) return null;
-  let ms = 0;
-  for (const [pid, t] of after) ms += t - (before.get(pid) ?? 0);
-  return ms;
 }
 
 async function readCacheCounts(): Promise<{ hit: number; miss: number } | null> {

@@ -23,6 +23,7 @@ import pg from 'pg';
 import { openDatabase } from '../src/db/client.js';
 import { seed, grow, sizeFor, type SeedResult, type SeedSize } from './seed.js';
 import { summarize, type CpuProfile } from './cpu-profile.js';
+import { cpuMs, postgresCpu } from './proc.js';
 import { SERVICE_ENV, serviceArgs } from './service.js';
 import { peerScenarios, type PeerScenario, type Rows } from './peer-scenarios.js';
 import { routes } from '../rest-adapter/routes.js';
@@ -248,33 +249,10 @@ interface Figure {
   cacheHitPct?: number | null;
 }
 
-/** CPU time (user + system) a process has used, in ms, from /proc/<pid>/stat; null where there is no /proc. */
-function cpuMs(pid: number): number | null {
-  try {
-    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-  } catch {
-    return null;
-  }
-}
-
 /** CPU time of every PostgreSQL process on this machine (its server and backends), in ms; null without /proc. */
 function postgresCpuMs(): number | null {
-  try {
-    let total = 0;
-    for (const entry of fs.readdirSync('/proc')) {
-      if (!/^\d+$/.test(entry)) continue;
-      try {
-        const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
-        if (stat.includes(' (postgres) ')) total += cpuMs(Number(entry)) ?? 0;
-      } catch {
-        /* ended meanwhile */
-      }
-    }
-    return total;
-  } catch {
-    return null;
-  }
+  const byProcess = postgresCpu();
+  return byProcess.size ? [...byProcess.values()].reduce((a, b) => a + b, 0) : null;
 }
 
 function rssMb(pid: number): number {

@@ -14,6 +14,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { cpuMs } from './proc.js';
 
 const { values: opts } = parseArgs({
   options: {
@@ -42,19 +43,6 @@ interface Run {
   rest: number;
   cpu?: number;
   phases?: Record<string, number>;
-}
-
-/** CPU time (user + system) the process has used so far, in ms (Linux: /proc; elsewhere unknown). */
-function cpuMs(pid: number): number | undefined {
-  try {
-    const fields = fs
-      .readFileSync(`/proc/${pid}/stat`, 'utf8')
-      .replace(/^.*\) /, '')
-      .split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10; // utime + stime, in clock ticks of 10 ms
-  } catch {
-    return undefined;
-  }
 }
 
 async function once(dataDir: string): Promise<Run> {
@@ -109,7 +97,7 @@ async function once(dataDir: string): Promise<Run> {
     if (rest.status !== 200) throw new Error(`REST answered ${rest.status}: ${await rest.text()}`);
     await rest.text();
     const restMs = performance.now() - t0;
-    const cpu = cpuMs(child.pid!);
+    const cpu = cpuMs(child.pid) ?? undefined;
     const listening = out.split('\n').find((l) => l.includes('"msg":"listening"'));
     const phases = listening ? (JSON.parse(listening) as { startup?: Record<string, number> }).startup : undefined;
     return { ready, graphql, rest: restMs, cpu, phases };
