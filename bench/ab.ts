@@ -145,6 +145,7 @@ try {
     }
   }
   const key = { 'forum-api-key': KEY };
+  const randomDownload = () => 1 + Math.floor(Math.random() * DOWNLOADS);
   const getDocument = routes.find((r) => r.method === 'GET' && r.path === '/api/mc-dm-downloads/:download_id/')!;
   const listDocument = routes.find((r) => r.method === 'GET' && r.path === '/api/mc-dm-downloads/')!;
   const scenarios = [
@@ -165,6 +166,30 @@ try {
         query: print(getDocument.document as DocumentNode),
         variables: JSON.stringify({ downloadId: s.downloadId, full: true }),
       })}`,
+    },
+    // The same reads, each request on its own random download of the catalogue (bench:mixed's varied rows).
+    {
+      name: 'REST download get, full, varied',
+      path: '/api/mc-dm-downloads/:id/',
+      next: () => ({ path: `/api/mc-dm-downloads/${randomDownload()}/?with=full` }),
+    },
+    {
+      name: 'GraphQL download get, full, varied',
+      path: '/graphql',
+      method: 'POST' as const,
+      headers: { 'content-type': 'application/json' },
+      next: () => ({
+        path: '/graphql',
+        body: JSON.stringify({
+          query: print(getDocument.document as DocumentNode),
+          variables: { downloadId: randomDownload(), full: true },
+        }),
+      }),
+    },
+    {
+      name: 'REST comments of one download, varied',
+      path: '/api/mc-dm-comments/',
+      next: () => ({ path: `/api/mc-dm-comments/?download_id=${randomDownload()}` }),
     },
     { name: 'REST comments of one download', path: `/api/mc-dm-comments/?download_id=${s.commentDownloadId}` },
     { name: 'REST category get', path: `/api/mc-dm-categories/${s.leafCategory}/` },

@@ -119,6 +119,32 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)(
       },
     );
 
+    // Download reads asked for at the same moment share one statement (src/db/shared-reads.ts): it is cancelled once
+    // every operation that joined it has passed its deadline.
+    it('download reads sharing a statement: each answers 503 operation_timeout, and the statement is gone', async () => {
+      await t.gqlOk('{ viewer { userId } }');
+      const before = { ...t.app.db.sharedReadCounts() };
+      await holder.query('BEGIN');
+      await holder.query('LOCK TABLE download IN ACCESS EXCLUSIVE MODE');
+      try {
+        const answers = await Promise.all([
+          t.rest('GET', `/api/mc-dm-downloads/${downloadId}/`, { query: { with: 'full' } }),
+          t.rest('GET', `/api/mc-dm-downloads/${downloadId}/`),
+          t.gql('query($d: Int!) { download(downloadId: $d) { title } }', { d: downloadId }),
+        ]);
+        expect(answers.map((a) => a.status)).toEqual([503, 503, 503]);
+        const after = t.app.db.sharedReadCounts();
+        expect(after.reads - before.reads).toBe(3);
+        // Two shapes of the read (REST's with=full, and the bare row both other reads ask for): the latter two shared
+        // a statement, which only their two deadlines together could cancel.
+        expect(after.statements - before.statements).toBeLessThan(3);
+        expect(await noneWithin(1000)).toBe(true);
+      } finally {
+        await holder.query('ROLLBACK');
+      }
+      expect((await t.rest('GET', `/api/mc-dm-downloads/${downloadId}/`)).status).toBe(200);
+    });
+
     // A client that goes away (its connection closed) stops the operation as the deadline does, long before it: the
     // deadline also listens on the request's signal, which the HTTP layer aborts when the connection closes.
     it.each([

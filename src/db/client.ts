@@ -14,6 +14,7 @@ import { readTemplate } from './template.js';
 import { openPool } from './pool.js';
 import { OPERATION, operationOf, type Carrier, type Operation } from './operation-scope.js';
 import { withReleasedTransactions } from './transactions.js';
+import { sharedReads } from './shared-reads.js';
 import { statementName } from './statement-names.js';
 import type { Database, Session, StatementOptions } from './database.js';
 import { LiteStatements, type ResultOptions, type Results } from './lite-statements.js';
@@ -159,6 +160,11 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
     adapter: new PrismaPGlite(forPrisma as unknown as PGlite) as unknown as PrismaPg,
     errorFormat: PRISMA_ERROR_FORMAT,
   });
+  // One statement for the reads by key that arrive together; counted once, each read seen as it is asked.
+  const liteShared = sharedReads(<R>(sql: string, params: unknown[]) => {
+    statements++;
+    return prepared.query<R>(sql, params, {});
+  });
   const session: Session = {
     exec: async (sql) => {
       await lite.exec(sql);
@@ -178,6 +184,11 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
       // database about as much as planning it.
       return prepared.query<R>(sql, params, { customPlan: opts?.prepared === false });
     },
+    readShared: <R extends { k: number }>(sql: string, key: number, params: unknown[] = []) => {
+      seen(sql);
+      return liteShared.read<R>(sql, key, params);
+    },
+    sharedReadCounts: () => liteShared.counts,
     cacheVersions: async ({ downloads = [], versions = [] } = {}) =>
       versionsOf(await prepared.query<{ t: string; v: string }>(VERSIONS_SQL, [downloads, versions]), downloads),
     compactCacheVersions: async () => {
@@ -284,6 +295,15 @@ async function openPostgres(url: string, poolSize: number, statementsPerKey: num
   );
   const bookkeeping = <R extends pg.QueryResultRow>(sql: string, values?: unknown[]) =>
     pool.query<R>({ name: statementName(sql), text: sql, values });
+  /** One statement through the pool, bound to `operation` when given (not observed: query() and readShared() are). */
+  const send = async <R>(sql: string, params: unknown[] | undefined, operation?: Operation, unnamed = false) => {
+    const config: pg.QueryConfig & Carrier = unnamed
+      ? { text: sql, values: params }
+      : { name: statementName(sql), text: sql, values: params };
+    if (operation) config[OPERATION] = operation;
+    return (await pool.query(config)).rows as R[];
+  };
+  const pgShared = sharedReads((sql, params, operation) => send(sql, params, operation));
   const prisma = new PrismaClient({
     adapter: withReleasedTransactions(new PrismaPg(pool), { destroy, cancel }),
     errorFormat: PRISMA_ERROR_FORMAT,
@@ -299,13 +319,21 @@ async function openPostgres(url: string, poolSize: number, statementsPerKey: num
         const of = operation ?? operationOf();
         if (of) seen(sql, of);
       }
-      const config: pg.QueryConfig & Carrier =
-        opts?.prepared === false
-          ? { text: sql, values: params }
-          : { name: statementName(sql), text: sql, values: params };
-      if (operation) config[OPERATION] = operation;
-      return (await pool.query(config)).rows as R[];
+      return send<R>(sql, params, operation, opts?.prepared === false);
     },
+    readShared: <R extends { k: number }>(
+      sql: string,
+      key: number,
+      params: unknown[] = [],
+      opts?: StatementOptions,
+    ) => {
+      const operation = opts?.operation ?? operationOf();
+      // Seen for each operation that asks (the read cache learns per answer what it read); the shared statement is
+      // sent unobserved.
+      if (observers.length > 0 && operation) seen(sql, operation);
+      return pgShared.read<R>(sql, key, params, operation);
+    },
+    sharedReadCounts: () => pgShared.counts,
     async session(fn, operation) {
       const client = await pool.connect();
       // Every statement on it belongs to the operation (src/db/pool.ts reads it there).

@@ -31,6 +31,20 @@ export interface Database {
    * and runs it with plan_cache_mode force_custom_plan (src/db/lite-statements.ts).
    */
   query<R = Record<string, unknown>>(sql: string, params?: unknown[], opts?: StatementOptions): Promise<R[]>;
+  /**
+   * The row of `key`, or undefined: `sql` reads the rows of the keys in `$1` (an `int[]`), names each row's key `k`,
+   * and takes `params` as `$2`…. The reads of one text and the same parameters asked for in the same turn of the
+   * event loop, by any operations, are sent as one statement (src/db/shared-reads.ts). Counted and seen as one
+   * statement of each operation that asked.
+   */
+  readShared<R extends { k: number }>(
+    sql: string,
+    key: number,
+    params?: unknown[],
+    opts?: Pick<StatementOptions, 'operation'>,
+  ): Promise<R | undefined>;
+  /** readShared()'s reads so far, and the statements sent for them. */
+  sharedReadCounts(): { readonly reads: number; readonly statements: number };
   /** Runs `fn` on one dedicated connection (its statements bound to `operation`, when given). */
   session<T>(fn: (s: Session) => Promise<T>, operation?: Operation): Promise<T>;
   /**

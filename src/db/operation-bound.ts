@@ -6,17 +6,21 @@ import type { Database, StatementOptions } from './database.js';
 import { inOperation, operationIn, statementsBound, type Carrier, type Operation } from './operation-scope.js';
 
 /** `db`, its statements carrying the operation in `slot` (read when each is sent). */
-export function operationDatabase<D extends Partial<Pick<Database, 'query' | 'session' | 'transaction'>>>(
-  db: D,
-  slot: Carrier,
-): D {
+export function operationDatabase<
+  D extends Partial<Pick<Database, 'query' | 'readShared' | 'session' | 'transaction'>>,
+>(db: D, slot: Carrier): D {
   if (!statementsBound()) return db; // the embedded database: nothing to bind
-  const view = Object.create(db) as D & Pick<Database, 'query' | 'session' | 'transaction'>;
+  const view = Object.create(db) as D & Pick<Database, 'query' | 'readShared' | 'session' | 'transaction'>;
   const shared = db as unknown as Database;
   view.query = <R>(sql: string, params?: unknown[], opts?: StatementOptions) => {
     const operation = operationIn(slot);
     return shared.query<R>(sql, params, operation ? { ...opts, operation } : opts);
   };
+  if (shared.readShared)
+    view.readShared = <R extends { k: number }>(sql: string, key: number, params?: unknown[]) => {
+      const operation = operationIn(slot);
+      return shared.readShared<R>(sql, key, params, operation ? { operation } : undefined);
+    };
   if (shared.session) view.session = (fn, operation) => shared.session(fn, operation ?? operationIn(slot));
   if (shared.transaction) view.transaction = (fn, operation) => shared.transaction(fn, operation ?? operationIn(slot));
   return view;

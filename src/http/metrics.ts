@@ -26,7 +26,7 @@ const PAGES = new Set(['/', '/healthz', '/readyz', '/metrics', '/site.css']);
 export interface MetricsOptions {
   access: MetricsAccess;
   routes: Route[];
-  db: Pick<Database, 'connections'>;
+  db: Pick<Database, 'connections' | 'sharedReadCounts'>;
   /** Operations executing and waiting for their turn (src/http/fair-share.ts). */
   operations: { readonly inFlight: number; readonly queued: number };
   /** /graphql executions by how they ran (src/graphql/compiled.ts). */
@@ -140,6 +140,15 @@ export function metricsPlugin(opts: MetricsOptions): Plugin {
     '/graphql executions by how they ran: compiled (graphql-jit) or interpreted.',
     'mode',
     () => ({ compiled: opts.executions?.compiled ?? 0, interpreted: opts.executions?.interpreted ?? 0 }),
+  );
+  countsOf(
+    'dcs_shared_reads_total',
+    'Reads by key that may share a statement with those asked for at the same moment (a download by id): the reads, and the statements sent for them.',
+    'counted',
+    () => {
+      const c = opts.db.sharedReadCounts();
+      return { read: c.reads, statement: c.statements };
+    },
   );
   countsOf(
     'dcs_read_cache_total',

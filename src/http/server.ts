@@ -63,7 +63,7 @@ export interface HttpOptions {
   services: Services;
   ping(): Promise<void>;
   /** The database's connection counts, for /metrics. */
-  db: Pick<Database, 'connections' | 'kind'>;
+  db: Pick<Database, 'connections' | 'kind' | 'sharedReadCounts'>;
   log: Logger;
   rateLimits: RateLimits;
   /** Persisted documents by SHA-256 (src/graphql/trusted-documents.ts). */

@@ -132,6 +132,7 @@ export async function leaseLite(): Promise<Database> {
   return {
     ...db,
     query: live(db.query) as Database['query'],
+    readShared: live(db.readShared) as Database['readShared'],
     session: live(db.session) as Database['session'],
     transaction: live(db.transaction) as Database['transaction'],
     cacheVersions: live(db.cacheVersions) as Database['cacheVersions'],

@@ -6,7 +6,7 @@
 // counter tables (src/db/totals.ts).
 import type { Comment, Download, Prisma, User } from '../../generated/prisma/client.js';
 import type { Database } from '../../db/database.js';
-import { filterOfWhere, filterSql, type Bind, type FilterSpec } from '../../db/filters.js';
+import { filterOfWhere, filterSql, sqlRef, type Bind, type FilterSpec } from '../../db/filters.js';
 import { firstRow, includeOf, jsonOf, revive, type JsonRow, type PrismaQuery } from '../../db/rows.js';
 import { pageSql, type ListRead, type Slice } from '../../db/slices.js';
 import { totalOf, type Key, type Runner } from '../../db/totals.js';
@@ -31,7 +31,7 @@ export const COMMENT_FILTER: FilterSpec<CommentFilter> = [
   { key: 'since', column: 'commentDate', type: 'timestamp', op: 'atLeast' },
 ];
 
-function commentWhere(f: CommentFilter, t: string, param: Bind): string[] {
+function commentWhere(f: CommentTotalFilter, t: string, param: Bind): string[] {
   return ['TRUE', ...filterSql(COMMENT_FILTER, f, t, param)];
 }
 
@@ -101,30 +101,38 @@ export async function commentById(db: Db, id: number, user: CommentUser): Promis
  * caller resolves no field that reads another).
  */
 export async function commentPage(
-  db: Db,
+  db: Db & Partial<Pick<Database, 'readShared'>>,
   filter: CommentFilter,
   slice: Slice,
   user: CommentUser,
   wholeDownload = true,
 ): Promise<ListRead<CommentRow, Download>> {
+  const byParent = filter.downloadId !== undefined;
+  // One download's page through the database's shared reads when it has them: the pages of the same shape (filter,
+  // slice, author) asked for at the same moment, of any downloads, are read in one statement whose download ids are
+  // its first parameter, each page beside its own id (`q.k`); src/db/shared-reads.ts.
+  const shared = byParent && db.readShared !== undefined;
   const params: unknown[] = [];
   const param: Bind = (v) => {
     params.push(v);
-    return `$${params.length}`;
+    return `$${params.length + (shared ? 1 : 0)}`;
   };
-  const byParent = filter.downloadId !== undefined;
+  const f: CommentTotalFilter = shared ? { ...filter, downloadId: sqlRef('q.k') } : filter;
   const downloadJson = jsonOf('Download', 'd', wholeDownload ? undefined : DOWNLOAD_PERMISSION_COLUMNS);
   const parent = byParent
-    ? `(SELECT ${downloadJson} FROM download d WHERE d.id = ${param(filter.downloadId)}::int)`
+    ? `(SELECT ${downloadJson} FROM download d WHERE d.id = ${shared ? 'q.k' : `${param(filter.downloadId)}::int`})`
     : 'NULL';
   // Every row of a download's list has that download: it is read once, as the parent.
   const download = byParent ? '' : `, 'd', (SELECT ${downloadJson} FROM download d WHERE d.id = t."downloadId")`;
   const rowJson = `json_build_object('c', ${jsonOf('Comment', 't')}, 'u', ${userSql(user, 't')}${download})`;
-  const r = (await firstRow(
-    db,
-    `SELECT ${parent} AS parent, ${commentTotalSql(filter, param)} AS total, ${pageSql('comment', commentWhere(filter, 't', param), rowJson, slice, param)} AS rows`,
-    params,
-  ))!;
+  const select = `SELECT ${parent} AS parent, ${commentTotalSql(f, param)} AS total, ${pageSql('comment', commentWhere(f, 't', param), rowJson, slice, param)} AS rows`;
+  const r = shared
+    ? (await db.readShared!<JsonRow & { k: number }>(
+        `SELECT q.k AS k, s.parent, s.total, s.rows FROM unnest($1::int[]) AS q(k) CROSS JOIN LATERAL (${select}) s`,
+        filter.downloadId!,
+        params,
+      ))!
+    : (await firstRow(db, select, params))!;
   const parentRow = byParent ? revive<Download | null>('Download', r.parent ?? null) : undefined;
   const rows = (r.rows as JsonRow[]).map((x) => commentRow(x, user, parentRow ?? undefined));
   return { ...(byParent ? { parent: parentRow } : {}), total: Number(r.total), rows };

@@ -123,16 +123,26 @@ export type DownloadOrderColumn = (typeof DOWNLOAD_ORDER_COLUMNS)[number];
  */
 const byIdSql = new Map<number, string>();
 
-/** A download with the relations `rel` asks for; null when there is none. */
-export async function downloadById(db: Db, id: number, rel: DownloadRelations): Promise<DownloadRow | null> {
+/**
+ * A download with the relations `rel` asks for; null when there is none. Through the database's shared reads when it
+ * has them (an operation's database, not a transaction's): the downloads asked for by id in the same turn, by every
+ * request then running, are read in one statement (src/db/shared-reads.ts).
+ */
+export async function downloadById(
+  db: Db & Partial<Pick<Database, 'readShared'>>,
+  id: number,
+  rel: DownloadRelations,
+): Promise<DownloadRow | null> {
   const shape = (rel.category ? 1 : 0) | (rel.currentVersion ? 2 : 0) | (rel.tags ? 4 : 0);
   let sql = byIdSql.get(shape);
   if (sql === undefined) {
-    sql = `SELECT ${jsonOf('Download', 'd')} AS d${relationColumns(rel)} FROM download d WHERE d.id = $1`;
+    sql = `SELECT d.id AS k, ${jsonOf('Download', 'd')} AS d${relationColumns(rel)} FROM download d WHERE d.id = ANY($1::int[])`;
     byIdSql.set(shape, sql);
   }
-  const rows = await db.query<JsonRow>(sql, [id]);
-  return rows.length ? downloadRow(rows[0]!, rel) : null;
+  const row = db.readShared
+    ? await db.readShared<JsonRow & { k: number }>(sql, id)
+    : (await db.query<JsonRow>(sql, [[id]]))[0];
+  return row ? downloadRow(row, rel) : null;
 }
 
 /** One page in the given order (ties broken by id in the same direction) and the number of matching rows. */
