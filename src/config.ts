@@ -395,7 +395,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     searchLanguage: oneOf(env, 'SEARCH_LANGUAGE', SEARCH_LANGUAGES, 'english'),
     cacheSeconds: int(env, 'CACHE_SECONDS', 5),
     readCacheMb: int(env, 'READ_CACHE_MB', 64),
-    readCacheAdmitWindow: int(env, 'READ_CACHE_ADMIT_WINDOW', 10_000),
+    readCacheAdmitWindow: int(env, 'READ_CACHE_ADMIT_WINDOW', 1_000),
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 600),
     rateLimitSuperPerMinute: int(env, 'RATE_LIMIT_SUPER_PER_MINUTE', 0),
     webhooks: {

@@ -147,7 +147,7 @@ describe('configuration', () => {
       allowSplitStorage: false,
       failedProbesPerMinute: 10,
       readCacheMb: 64,
-      readCacheAdmitWindow: 10_000,
+      readCacheAdmitWindow: 1_000,
       externalUrlIdleSeconds: 10,
       externalUrlDeadlineSeconds: 300,
       http: { headersTimeout: 10, bodyTimeout: 30, requestTimeout: 3600, idleTimeout: 30, keepAliveTimeout: 5 },
