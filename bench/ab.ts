@@ -1,8 +1,10 @@
 // `npm run bench:ab`: this checkout's service against another revision's, side by side on one PostgreSQL database,
 // in alternating cells, so that both see the same machine. On a 2-core machine shared with PostgreSQL and the load
 // generator, the same cell measured twice minutes apart moves by a third; measured in turns within one run, two
-// builds' CPU per request can be compared to a few percent. Prints, per scenario, the service's CPU per request and
-// req/s of each (medians of the rounds) and the ratio.
+// builds' CPU per request can be compared to a few percent. Prints, per scenario, the service's CPU per request, the
+// PostgreSQL server's (when it runs on this machine) and req/s of each (medians of the rounds) and the ratios. The
+// scenarios: one-row reads of one row and of random rows of the catalogue (`varied`), a counted file download, a
+// download edit and a comment post (each request on the next of 500 downloads), /healthz and a 100-row list.
 //
 //   npm run bench:ab                                  # the working tree against HEAD (what the uncommitted change does)
 //   npm run bench:ab -- --against HEAD~3 --rounds 7   # against an older revision

@@ -139,6 +139,8 @@ function boundToAll(operations: Operation[] | null): { operation?: Operation; re
   return {
     operation: { signal },
     // Taken off when the statement has ended: the joined operations' signals outlive none of it.
-    release: () => signals.forEach((s, i) => s.removeEventListener('abort', listeners[i]!)),
+    release: () => {
+      for (const [i, s] of signals.entries()) s.removeEventListener('abort', listeners[i]!);
+    },
   };
 }
