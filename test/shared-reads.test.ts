@@ -145,7 +145,7 @@ forEachDatabase((kind) => {
     let owner: { key: string };
 
     beforeAll(async () => {
-      t = await startTestApp(kind, { readCacheMb: 0, commentFloodSeconds: 0 });
+      t = await startTestApp(kind, { readCacheMb: 0, commentFloodSeconds: 0, externalUrlAllowPrivate: true });
       const category = (await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Shared' } })).body.category
         .category_id;
       owner = await t.user('owner');
@@ -263,6 +263,51 @@ forEachDatabase((kind) => {
       expect((together.slice(7) as { status: number }[]).map((r) => r.status)).toEqual([403, 404]);
       // The seven pages read (of two shapes: 20 a page and 1 a page, the GraphQL one's of the first), and the two refused.
       expect(after.reads - before.reads).toBeGreaterThanOrEqual(7);
+      expect(after.statements - before.statements).toBeLessThan(after.reads - before.reads);
+    });
+
+    it('categories, comments and files by id at once: each answers what it answers alone', async () => {
+      const category = (await restGet(ids[0]!)).body.download.category_id as number;
+      const comments = (
+        await t.rest('GET', '/api/mc-dm-comments/', { query: { download_id: ids[3]! } })
+      ).body.comments.map((c: { comment_id: number }) => c.comment_id) as number[];
+      expect(comments.length).toBeGreaterThan(1); // the comments the test before posted
+      const files: number[] = [];
+      for (const id of ids.slice(0, 3)) {
+        const version = (await restGet(id)).body.download.current_version_id;
+        const made = await t.rest('POST', '/api/mc-dm-files/', {
+          key: owner.key,
+          form: { version_id: version, external_url: `http://127.0.0.1:9/${id}.zip`, link_only: 1 },
+        });
+        expect(made.status).toBe(200);
+        files.push(made.body.file.file_id);
+      }
+      const reads = [
+        () => t.rest('GET', `/api/mc-dm-categories/${category}/`),
+        () => t.rest('GET', `/api/mc-dm-categories/${category}/`, { key: viewer.key }),
+        () => t.rest('GET', '/api/mc-dm-categories/999999/'),
+        ...comments.map((c) => () => t.rest('GET', `/api/mc-dm-comments/${c}/`)),
+        () => t.rest('GET', '/api/mc-dm-comments/999999/'),
+        ...files.map((f) => () => t.rest('GET', `/api/mc-dm-files/${f}/`)),
+        ...files.map((f) => () => t.rest('GET', `/api/mc-dm-files/${f}/`, { key: owner.key })),
+        () => t.rest('GET', '/api/mc-dm-files/999999/'),
+      ];
+      const alone: unknown[] = [];
+      for (const read of reads) alone.push(strip(await read()));
+      const before = { ...t.app.db.sharedReadCounts() };
+      const together = (await Promise.all(reads.map((read) => read()))).map(strip);
+      const after = t.app.db.sharedReadCounts();
+      expect(together).toEqual(alone);
+      expect((together as { status: number }[]).map((r) => r.status)).toEqual([
+        200,
+        200,
+        404,
+        ...comments.map(() => 200),
+        404,
+        ...files.map(() => 200),
+        ...files.map(() => 200),
+        404,
+      ]);
       expect(after.statements - before.statements).toBeLessThan(after.reads - before.reads);
     });
 

@@ -17,6 +17,7 @@
 // and at most MAX_KEYS rows. A read outside any operation (a job) makes the statement uncancellable, as its own
 // would have been. A read whose operation has already ended is sent on its own, and refused as such.
 import { OperationAbort } from './operation-signal.js';
+import type { Database } from './database.js';
 import type { Operation } from './operation-scope.js';
 
 /** The most keys one statement carries; reads past it start the next statement. */
@@ -143,4 +144,18 @@ function boundToAll(operations: Operation[] | null): { operation?: Operation; re
       for (const [i, s] of signals.entries()) s.removeEventListener('abort', listeners[i]!);
     },
   };
+}
+
+/**
+ * The row of `key` through the database's shared reads when it has them (an operation's database), else with a
+ * statement of its own (a transaction's session, which has none): `sql` as for SharedReads.read.
+ */
+export async function readByKey<R extends { k: number }>(
+  db: Pick<Database, 'query'> & Partial<Pick<Database, 'readShared'>>,
+  sql: string,
+  key: number,
+  params: unknown[] = [],
+): Promise<R | undefined> {
+  if (db.readShared) return db.readShared<R>(sql, key, params);
+  return (await db.query<R>(sql, [[key], ...params])).find((r) => Number(r.k) === key);
 }

@@ -8,6 +8,7 @@ import type { Database } from '../../db/database.js';
 import type { Bind } from '../../db/filters.js';
 import { columnsOf, firstRow, includeOf, jsonOf, revive, type JsonRow, type PrismaQuery } from '../../db/rows.js';
 import { pageSql, type ListRead, type Slice } from '../../db/slices.js';
+import { readByKey } from '../../db/shared-reads.js';
 
 type Db = Pick<Database, 'query'>;
 
@@ -69,10 +70,22 @@ function categoryRow(r: JsonRow, parent: boolean): CategoryRow {
   return Object.assign(revive<Category>('Category', r.c), { parent: revive<Category | null>('Category', r.p ?? null) });
 }
 
-/** A category, with its parent category when `parent` (null at the top); null when there is none. */
-export async function categoryById(db: Db, id: number, parent = false): Promise<CategoryRow | null> {
-  const r = await firstRow(db, `SELECT ${categoryJson('c', parent)} AS c FROM category c WHERE c.id = $1::int`, [id]);
-  return r ? categoryRow(r.c, parent) : null;
+/** The statement of categoryById, with and without the parent, built once. */
+const byIdSql = (parent: boolean) =>
+  `SELECT c.id AS k, ${categoryJson('c', parent)} AS c FROM category c WHERE c.id = ANY($1::int[])`;
+const BY_ID = [byIdSql(false), byIdSql(true)] as const;
+
+/**
+ * A category, with its parent category when `parent` (null at the top); null when there is none. Read with the
+ * categories asked for by id at the same moment, when `db` shares reads (src/db/shared-reads.ts).
+ */
+export async function categoryById(
+  db: Db & Partial<Pick<Database, 'readShared'>>,
+  id: number,
+  parent = false,
+): Promise<CategoryRow | null> {
+  const r = await readByKey<JsonRow & { k: number }>(db, BY_ID[parent ? 1 : 0], id);
+  return r ? categoryRow(r.c as JsonRow, parent) : null;
 }
 
 /**

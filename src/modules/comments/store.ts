@@ -9,6 +9,7 @@ import type { Database } from '../../db/database.js';
 import { filterOfWhere, filterSql, sqlRef, type Bind, type FilterSpec } from '../../db/filters.js';
 import { firstRow, includeOf, jsonOf, revive, type JsonRow, type PrismaQuery } from '../../db/rows.js';
 import { pageSql, type ListRead, type Slice } from '../../db/slices.js';
+import { readByKey } from '../../db/shared-reads.js';
 import { totalOf, type Key, type Runner } from '../../db/totals.js';
 import { DOWNLOAD_PERMISSION_COLUMNS } from '../../permissions/access.js';
 
@@ -84,13 +85,20 @@ function commentRow(r: JsonRow, user: CommentUser, download: Download | undefine
 
 // ───────────── the reads
 
-/** A comment with its download (and author as asked for); null when there is none. */
-export async function commentById(db: Db, id: number, user: CommentUser): Promise<CommentRow | null> {
-  const r = await firstRow(
+/**
+ * A comment with its download (and author as asked for); null when there is none. Read with the comments asked for
+ * by id at the same moment, when `db` shares reads (src/db/shared-reads.ts).
+ */
+export async function commentById(
+  db: Db & Partial<Pick<Database, 'readShared'>>,
+  id: number,
+  user: CommentUser,
+): Promise<CommentRow | null> {
+  const r = await readByKey<JsonRow & { k: number }>(
     db,
-    `SELECT ${jsonOf('Comment', 't')} AS c, ${jsonOf('Download', 'd')} AS d, ${userSql(user, 't')} AS u
-       FROM comment t JOIN download d ON d.id = t."downloadId" WHERE t.id = $1::int`,
-    [id],
+    `SELECT t.id AS k, ${jsonOf('Comment', 't')} AS c, ${jsonOf('Download', 'd')} AS d, ${userSql(user, 't')} AS u
+       FROM comment t JOIN download d ON d.id = t."downloadId" WHERE t.id = ANY($1::int[])`,
+    id,
   );
   return r ? commentRow(r, user, undefined) : null;
 }

@@ -12,6 +12,7 @@ import type { Database } from '../../db/database.js';
 import { filterSql, type Bind, type CustomTerm, type FilterSpec } from '../../db/filters.js';
 import { jsonOf, revive, type JsonRow } from '../../db/rows.js';
 import { keySql, totalOf, type Key, type Runner } from '../../db/totals.js';
+import { readByKey } from '../../db/shared-reads.js';
 
 type Db = Pick<Database, 'query'>;
 
@@ -139,9 +140,7 @@ export async function downloadById(
     sql = `SELECT d.id AS k, ${jsonOf('Download', 'd')} AS d${relationColumns(rel)} FROM download d WHERE d.id = ANY($1::int[])`;
     byIdSql.set(shape, sql);
   }
-  const row = db.readShared
-    ? await db.readShared<JsonRow & { k: number }>(sql, id)
-    : (await db.query<JsonRow>(sql, [[id]]))[0];
+  const row = await readByKey<JsonRow & { k: number }>(db, sql, id);
   return row ? downloadRow(row, rel) : null;
 }
 

@@ -9,6 +9,7 @@ import type { Bind } from '../../db/filters.js';
 import { firstRow, includeOf, jsonOf, revive, type JsonRow, type PrismaQuery } from '../../db/rows.js';
 import { pageSql, type ListRead, type Slice } from '../../db/slices.js';
 import { keySql, totalOf, type Key, type Runner } from '../../db/totals.js';
+import { readByKey } from '../../db/shared-reads.js';
 
 type Db = Pick<Database, 'query'>;
 
@@ -54,21 +55,23 @@ const teamSql = (downloadId: string, userId: number, param: Bind) =>
  * there is none.
  */
 export async function fileById(
-  db: Db,
+  db: Db & Partial<Pick<Database, 'readShared'>>,
   id: number,
   userId: number,
 ): Promise<{ file: FileWithCategory; isTeamMember: boolean } | null> {
-  const params: unknown[] = [id];
+  // The ids are $1 (read with the files asked for by id at the same moment, src/db/shared-reads.ts); the rest follow.
+  const params: unknown[] = [];
   const param: Bind = (v) => {
     params.push(v);
-    return `$${params.length}`;
+    return `$${params.length + 1}`;
   };
-  const r = await firstRow(
+  const r = await readByKey<JsonRow & { k: number }>(
     db,
-    `SELECT ${jsonOf('File', 'f')} AS f, ${jsonOf('Version', 'v')} AS v, ${jsonOf('Download', 'd')} AS d, ${jsonOf('Category', 'c')} AS c,
+    `SELECT f.id AS k, ${jsonOf('File', 'f')} AS f, ${jsonOf('Version', 'v')} AS v, ${jsonOf('Download', 'd')} AS d, ${jsonOf('Category', 'c')} AS c,
          ${teamSql('d.id', userId, param)} AS team
        FROM file f JOIN version v ON v.id = f."versionId" JOIN download d ON d.id = v."downloadId" JOIN category c ON c.id = d."categoryId"
-       WHERE f.id = $1::int`,
+       WHERE f.id = ANY($1::int[])`,
+    id,
     params,
   );
   if (!r) return null;
