@@ -4,7 +4,7 @@
 // lag late), other visitors, revoked keys, mutations and errors, a second instance on the same PostgreSQL database,
 // and a random run of reads and writes in which every answer given is compared with one computed afresh.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ReadCache } from '../src/http/read-cache.js';
+import { ReadCache, SHARE_WAIT_MS } from '../src/http/read-cache.js';
 import {
   CATEGORY_TABLES,
   COUNTER_COLUMNS,
@@ -117,6 +117,59 @@ describe('ReadCache', () => {
     if ('drop' in r) r.drop();
     return 'value' in r ? r.value : undefined;
   };
+
+  describe('concurrent misses of one answer', () => {
+    const sql = ['SELECT title FROM download WHERE id = $1'];
+
+    it('a miss after the same versions waits for the answer being computed, and gets it', async () => {
+      const now = versions({ download: 1 });
+      const cache = new ReadCache({ ...options, versions: async () => now });
+      const first = await cache.lookup<string>('a');
+      if (!('store' in first)) throw new Error('kept');
+      const second = cache.lookup<string>('a'); // waits: the same versions, the same answer being computed
+      await new Promise((r) => setTimeout(r, 20));
+      cache.observe(sql[0]);
+      first.store('A', 1);
+      expect(await second).toEqual({ value: 'A' });
+      expect(cache.counts).toEqual({ hit: 1, miss: 1 });
+    });
+
+    it('a miss after other versions computes its own', async () => {
+      let n = 0;
+      const cache = new ReadCache({ ...options, versions: async () => versions({ download: ++n }) });
+      const first = await cache.lookup<string>('a');
+      const second = await cache.lookup<string>('a'); // versions read later: a write may lie between the two
+      expect('store' in first && 'store' in second).toBe(true);
+      expect(cache.counts).toEqual({ hit: 0, miss: 2 });
+    });
+
+    it('a dropped answer, an emptied cache or an answer past the wait: the waiting miss computes its own', async () => {
+      const now = versions({ download: 1 });
+      const cache = new ReadCache({ ...options, ttlMs: 60_000, versions: async () => now });
+      // Dropped (an answer with errors, say).
+      let first = await cache.lookup<string>('a');
+      let second = cache.lookup<string>('a');
+      if ('drop' in first) first.drop();
+      let own = await second;
+      expect('store' in own).toBe(true);
+      if ('drop' in own) own.drop();
+      // Emptied meanwhile (a key revoked, permissions edited): what was computed may have read what changed.
+      first = await cache.lookup<string>('b');
+      second = cache.lookup<string>('b');
+      await new Promise((r) => setImmediate(r));
+      cache.clear();
+      own = await second;
+      expect('store' in own).toBe(true);
+      if ('drop' in own) own.drop();
+      if ('store' in first) first.store('B', 1);
+      expect(await kept(cache, 'b')).toBeUndefined(); // not kept either
+      // Never ended (an execution abandoned): the wait ends after SHARE_WAIT_MS.
+      await cache.lookup<string>('c');
+      const started = Date.now();
+      expect('store' in (await cache.lookup<string>('c'))).toBe(true);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(SHARE_WAIT_MS - 50);
+    });
+  });
 
   it("counts a statement that names its operation for that operation's answer only (a PostgreSQL server)", async () => {
     let now = versions({ download: 1, comment: 1, category: 1 });

@@ -345,6 +345,24 @@ forEachDatabase((kind) => {
       await t?.close();
     });
 
+    it('the same read asked by many at once after a write is computed once or twice, and all get it', async () => {
+      const list = () => t.rest('GET', '/api/mc-dm-downloads/', { query: { per_page: 5 } });
+      await list();
+      // An edit evicts the list; then eight clients ask for it at once.
+      expect((await t.rest('PUT', `/api/mc-dm-downloads/${ids[0]}/`, { form: { tag_line: 'stampede' } })).status).toBe(
+        200,
+      );
+      const counts = t.app.readCache.counts;
+      const [hits, misses] = [counts.hit, counts.miss];
+      const answers = await Promise.all(Array.from({ length: 8 }, list));
+      expect(new Set(answers.map((a) => JSON.stringify(a.body))).size).toBe(1);
+      expect(answers[0]!.body.downloads.map((d: { tag_line: string }) => d.tag_line)).toContain('stampede');
+      // The first lookup reads the versions at once; the others, arriving meanwhile, share the next versions statement
+      // and one computation (each would have computed its own before).
+      expect(counts.miss - misses).toBeLessThanOrEqual(2);
+      expect(counts.hit - hits + counts.miss - misses).toBe(8);
+    });
+
     it('an answer computed from a shared statement is evicted by a write to its download', async () => {
       const get = (id: number) => t.rest('GET', `/api/mc-dm-downloads/${id}/`);
       const titles = async () =>

@@ -44,6 +44,12 @@
 // Looking the versions up is one short statement; requests arriving while one is in flight share the next one (each
 // request gets versions read after it arrived).
 //
+// Concurrent misses: a miss whose lookup read the very versions another miss of the same key read (the same versions
+// statement) waits for that one's answer, up to SHARE_WAIT_MS, instead of computing it too: that answer was computed
+// after versions read after this request arrived, so it is as fresh as its own would be. A dropped answer, an
+// emptied cache or the wait running out leaves it to compute its own. (A write that empties a popular answer had
+// every client asking for it compute it at once: at 500,000 downloads the unfiltered list's p99 reached 890 ms.)
+//
 // Answers are kept as the UTF-8 bytes of the JSON sent (both faces), each in a buffer of its own, and written as they
 // are on a hit: bounded by READ_CACHE_MB of those bytes, least recently used first out. 0 turns it off. (GraphQL
 // answers were kept as graphql-js result objects before: null-prototype dictionaries that took 3.3 times their JSON
@@ -133,6 +139,19 @@ export interface ReadCacheCounts {
 
 /** An answer computed for longer than this is not kept (what it read is no longer watched). */
 const COLLECT_MS = 60_000;
+/**
+ * How long a miss waits for the same answer being computed by another request (see "Concurrent misses"); past it, it
+ * computes its own. Also how long such a computation is offered to later misses at all.
+ */
+export const SHARE_WAIT_MS = 1_000;
+
+/** A miss being computed: the versions its lookup read, and its answer once stored (undefined: dropped). */
+interface Computing {
+  versions: TableVersions;
+  started: number;
+  answer: Promise<unknown>;
+  settle(value: unknown): void;
+}
 
 export class ReadCache {
   private readonly entries = new Map<string, Entry<unknown>>();
@@ -145,6 +164,8 @@ export class ReadCache {
   private compacting = false;
   /** Answers being computed, oldest first. */
   private readonly collecting = new Set<Collector>();
+  /** The latest miss of each key being computed, oldest first (see "Concurrent misses"). */
+  private readonly computing = new Map<string, Computing>();
   readonly counts: ReadCacheCounts = { hit: 0, miss: 0 };
 
   constructor(private readonly options: ReadCacheOptions) {}
@@ -239,23 +260,64 @@ export class ReadCache {
       this.counts.hit++;
       return { value: entry.value };
     }
+    // Concurrent misses: the same answer being computed after the very versions this lookup read (one versions
+    // statement serves the lookups arriving together) is as fresh as one this request would compute, so it waits for
+    // that answer rather than computing it again (a write that empties a popular answer otherwise has every client
+    // asking for it compute it at once). Not for longer than SHARE_WAIT_MS, and not if it is dropped.
+    const pending = this.computing.get(key);
+    if (pending && pending.versions === versions && pending.started > now - SHARE_WAIT_MS) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const value = await Promise.race([
+        pending.answer,
+        new Promise<undefined>((resolve) => {
+          timer = setTimeout(() => resolve(undefined), SHARE_WAIT_MS - (now - pending.started));
+        }),
+      ]);
+      clearTimeout(timer);
+      if (value !== undefined) {
+        this.counts.hit++;
+        return { value: value as V };
+      }
+    }
     this.counts.miss++;
     for (const c of this.collecting) {
       if (c.started > now - COLLECT_MS) break;
       c.open = false;
       this.collecting.delete(c);
     }
+    for (const [k, p] of this.computing) {
+      if (p.started > now - SHARE_WAIT_MS) break;
+      this.computing.delete(k);
+      p.settle(undefined);
+    }
     const c: Collector = { started: now, tables: new Set(), all: false, open: true, owner };
     this.collecting.add(c);
+    let settle!: (value: unknown) => void;
+    const mine: Computing = {
+      versions,
+      started: now,
+      answer: new Promise((resolve) => {
+        settle = resolve;
+      }),
+      settle: (value) => settle(value),
+    };
+    this.computing.delete(key); // to the back: the newest
+    this.computing.set(key, mine);
+    const finish = (value: unknown) => {
+      if (this.computing.get(key) === mine) this.computing.delete(key);
+      mine.settle(value);
+    };
     return {
       store: (value, bytes) => {
         this.collecting.delete(c);
         if (c.open) this.put(key, this.entryOf(value, bytes, c, versions, downloadOf(scope, versions)));
+        finish(c.open ? value : undefined);
         c.open = false;
       },
       drop: () => {
         this.collecting.delete(c);
         c.open = false;
+        finish(undefined);
       },
     };
   }
@@ -353,6 +415,9 @@ export class ReadCache {
     this.bytes = 0;
     for (const c of this.collecting) c.open = false;
     this.collecting.clear();
+    // Nor given to the misses waiting for them, nor to later ones.
+    for (const p of this.computing.values()) p.settle(undefined);
+    this.computing.clear();
   }
 }
 
