@@ -13,10 +13,7 @@ import {
 } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { ApiError, headersOf, toErrorItem, type ErrorBodyItem } from '../src/errors.js';
-import { beforeDeadline, deadline } from '../src/graphql/limits.js';
-import { startResponseBudget } from '../src/graphql/response-size.js';
-import { boundTo } from '../src/db/operation-scope.js';
-import { clientOf, endOperation } from '../src/graphql/context.js';
+import { runWithinLimits } from '../src/graphql/limits.js';
 import { drainRefusedBody } from '../src/input/drain.js';
 import { ownUtf8 } from '../src/bytes.js';
 import { addPairs, Opaque, toVariables, type Raw, type RawFields } from './inputs.js';
@@ -563,26 +560,21 @@ export function restAdapter(options: RestAdapterOptions): Plugin {
       if (kept && 'value' in kept) return jsonText(200, kept.value);
       if (kept?.passed) kept = undefined; // asked for the first time: nothing to keep
       if (kept) unkept = kept.drop;
-      const limit = deadline(options.limits.timeoutMs, request.signal);
-      // GRAPHQL_MAX_RESPONSE_BYTES, as on /graphql: past it the route answers 400 operation_too_expensive (response_size).
-      if (options.limits.maxResponseBytes)
-        startResponseBudget(contextValue, options.limits.maxResponseBytes, (refusal) => limit.abort(refusal));
-      let result: ExecutionResult;
-      try {
-        const admitted = await options.admit?.(contextValue, limit.signal);
-        // The fair-share slot is held until the work ends, even when the answer went out at the deadline.
-        // Its statements are cancelled in the server when the deadline passes (src/db/operation-scope.ts).
-        const work = boundTo(
-          limit.signal,
-          () => hit.r.run(variableValues, contextValue, limit.signal),
-          clientOf(contextValue),
-          contextValue,
-        ).finally(() => admitted?.());
-        result = await beforeDeadline(work, limit);
-      } finally {
-        limit.clear();
-        endOperation(contextValue);
-      }
+      // Admitted within the deadline (a wait for a fair-share slot counts towards it); the slot is held until the work
+      // really ends, even when the answer went out at the deadline.
+      const result: ExecutionResult = await runWithinLimits(
+        options.limits,
+        contextValue,
+        request.signal,
+        async (signal) => {
+          const admitted = await options.admit?.(contextValue, signal);
+          try {
+            return await hit.r.run(variableValues, contextValue, signal);
+          } finally {
+            admitted?.();
+          }
+        },
+      );
       if (result.errors?.length) return fail(result.errors.map(itemOf), headersOf(result.errors[0]));
       const enveloped = envelope(hit.r.envelope, lowerEnums(result.data?.[hit.r.rootField], hit.r.enums), hit.r.spread);
       if (csv) return csvText(hit.r.csv!, enveloped[hit.r.envelope]);

@@ -215,6 +215,67 @@ export function beforeDeadline<T>(work: Promise<T>, limit: Pick<Deadline, 'signa
   });
 }
 
+/** What an operation's cost is computed from: its document, operation and variables. */
+export interface CostArgs {
+  schema: Parameters<typeof operationCost>[0];
+  document: Parameters<typeof operationCost>[1];
+  variableValues?: unknown;
+  operationName?: string | null;
+}
+
+/** Throws operation_too_expensive (cost) when the operation, with these variables, costs more than GRAPHQL_MAX_COST. */
+export function checkOperationCost(limits: Pick<GraphqlLimits, 'maxCost'>, args: CostArgs): void {
+  const cost = operationCost(
+    args.schema,
+    args.document,
+    args.variableValues as Record<string, unknown> | undefined,
+    args.operationName,
+  );
+  if (cost > limits.maxCost) throw tooExpensive('cost', cost, limits.maxCost);
+}
+
+/**
+ * Runs one operation's work under its limits, as both faces run every operation: a deadline (GRAPHQL_TIMEOUT_MS, or
+ * the client going away), the response's byte budget (GRAPHQL_MAX_RESPONSE_BYTES: past it the operation stops as at
+ * its deadline, answering 400 operation_too_expensive with kind response_size), and its statements bound to the
+ * deadline (cancelled in the server when it passes: src/db/operation-scope.ts). The answer is raced against the
+ * deadline, as compiled runs take no signal (src/graphql/compiled.ts); work that outlives it keeps what it holds (a
+ * fair-share slot is released in the work's own finally) until it really ends. The operation's per-request caches
+ * are emptied at the end, except for a stream's (@defer, @stream), whose fields resolve after its first part.
+ */
+export function runWithinLimits<T>(
+  limits: Pick<GraphqlLimits, 'timeoutMs' | 'maxResponseBytes'>,
+  context: unknown,
+  outer: AbortSignal | null | undefined,
+  work: (signal: OperationSignal) => T | Promise<T>,
+): Promise<Awaited<T>> {
+  const limit = deadline(limits.timeoutMs, outer);
+  if (limits.maxResponseBytes) startResponseBudget(context, limits.maxResponseBytes, (refusal) => limit.abort(refusal));
+  let running: Promise<Awaited<T>>;
+  try {
+    running = Promise.resolve(boundTo(limit.signal, () => work(limit.signal), clientOf(context), context)) as Promise<
+      Awaited<T>
+    >;
+  } catch (err) {
+    limit.clear();
+    endOperation(context);
+    throw err;
+  }
+  return beforeDeadline(running, limit).then(
+    (result) => {
+      limit.clear();
+      if (typeof (result as { [Symbol.asyncIterator]?: unknown })?.[Symbol.asyncIterator] !== 'function')
+        endOperation(context);
+      return result;
+    },
+    (err: unknown) => {
+      limit.clear();
+      endOperation(context);
+      throw err;
+    },
+  );
+}
+
 export function operationLimitsPlugin(limits: GraphqlLimits): Plugin {
   // Aliases and depth are checked before graphql-js's own validation, whose rules would first walk the whole of a
   // refused document (1000 aliases take tens of milliseconds there): the first rule over its limit stops the walk.
@@ -232,20 +293,7 @@ export function operationLimitsPlugin(limits: GraphqlLimits): Plugin {
       onReject: [refuse('depth', limits.maxDepth)],
     }),
   ];
-  const checkCost = (args: {
-    schema: Parameters<typeof operationCost>[0];
-    document: Parameters<typeof operationCost>[1];
-    variableValues?: unknown;
-    operationName?: string | null;
-  }) => {
-    const cost = operationCost(
-      args.schema,
-      args.document,
-      args.variableValues as Record<string, unknown> | undefined,
-      args.operationName,
-    );
-    if (cost > limits.maxCost) throw tooExpensive('cost', cost, limits.maxCost);
-  };
+  const checkCost = (args: CostArgs) => checkOperationCost(limits, args);
   return {
     // Tokens and bracket nesting are checked inside the parser, which stops reading at the first token over a limit.
     onParse({ setParseFn }) {
@@ -272,46 +320,12 @@ export function operationLimitsPlugin(limits: GraphqlLimits): Plugin {
     onExecute({ args, executeFn, setExecuteFn }) {
       checkCost(args);
       const request = (args.contextValue as { request?: Request } | undefined)?.request;
-      setExecuteFn((execArgs) => {
-        const limit = deadline(limits.timeoutMs, request?.signal);
-        // The result's bytes are counted as its leaves resolve (src/graphql/response-size.ts): past the limit, the
-        // operation is stopped as the deadline stops it, answering 400 operation_too_expensive (response_size).
-        if (limits.maxResponseBytes)
-          startResponseBudget(execArgs.contextValue, limits.maxResponseBytes, (refusal) => limit.abort(refusal));
-        let work: Promise<Awaited<ReturnType<typeof executeFn>>>;
-        try {
-          // Its statements are bound to the deadline: cancelled in the server when it passes (src/db/operation-scope.ts).
-          work = Promise.resolve(
-            boundTo(
-              limit.signal,
-              // Object.assign, not a spread with a new key (V8's slow path: src/graphql/context.ts).
-              () => executeFn(Object.assign({}, execArgs, { signal: limit.signal }) as typeof execArgs),
-              clientOf(execArgs.contextValue),
-              execArgs.contextValue,
-            ),
-          );
-        } catch (err) {
-          limit.clear();
-          throw err;
-        }
-        // A race, as compiled runs take no signal (src/graphql/compiled.ts). The work wrapped here holds its fair-share
-        // slot until it really ends (fairSharePlugin releases in its own finally), whenever the answer goes out.
-        const context = execArgs.contextValue;
-        return beforeDeadline(work, limit).then(
-          (result) => {
-            limit.clear();
-            // A stream (@defer, @stream) resolves fields after its first part: its context's caches stay.
-            if (typeof (result as { [Symbol.asyncIterator]?: unknown })[Symbol.asyncIterator] !== 'function')
-              endOperation(context);
-            return result;
-          },
-          (err: unknown) => {
-            limit.clear();
-            endOperation(context);
-            throw err;
-          },
-        );
-      });
+      setExecuteFn((execArgs) =>
+        runWithinLimits(limits, execArgs.contextValue, request?.signal, (signal) =>
+          // Object.assign, not a spread with a new key (V8's slow path: src/graphql/context.ts).
+          executeFn(Object.assign({}, execArgs, { signal }) as typeof execArgs),
+        ),
+      );
     },
   };
 }
