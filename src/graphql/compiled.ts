@@ -88,6 +88,21 @@ export class CompiledOperations {
     }
     return op.query ? op : undefined;
   }
+
+  /**
+   * The run of `args`' operation compiled, counted as such, or undefined (counted as interpreted) when it is to be
+   * interpreted: not compiled (yet), or variables the interpreter's own coercion refuses, which it refuses word for word.
+   * `count` false: only asked, not run (the direct path for known queries counts the run when it makes it).
+   */
+  runnable(args: ExecuteArgs, count = true): ((signal?: OperationSignal) => Promise<ExecutionResult>) | undefined {
+    const op = this.compiled(args.schema, args.document, args.operationName);
+    if (!op || (op.variables.length > 0 && refusesVariables(args, op.variables))) {
+      if (count) this.runs.interpreted++;
+      return undefined;
+    }
+    if (count) this.runs.compiled++;
+    return (signal) => run(op.query!, args, signal);
+  }
 }
 
 /** Whether the document asks for @defer or @stream anywhere (its operations or fragments). */
@@ -158,7 +173,7 @@ function normalized(result: ExecutionResult, document: DocumentNode): ExecutionR
   return { ...result, errors: result.errors.map((e) => asGraphQLError(e, document)) };
 }
 
-interface ExecuteArgs {
+export interface ExecuteArgs {
   schema: GraphQLSchema;
   document: DocumentNode;
   rootValue?: unknown;
@@ -177,14 +192,8 @@ export function compiledExecutionPlugin(operations: CompiledOperations): Plugin 
     onExecute({ executeFn, setExecuteFn }) {
       setExecuteFn((args) => {
         const a = args as unknown as ExecuteArgs;
-        const op = operations.compiled(a.schema, a.document, a.operationName);
-        // Variables the interpreter's own coercion refuses are refused by it, word for word.
-        if (!op || (op.variables.length > 0 && refusesVariables(a, op.variables))) {
-          operations.runs.interpreted++;
-          return executeFn(args);
-        }
-        operations.runs.compiled++;
-        return run(op.query!, a);
+        const compiled = operations.runnable(a);
+        return compiled ? compiled(a.signal) : executeFn(args);
       });
     },
   };
@@ -195,7 +204,11 @@ function refusesVariables(a: ExecuteArgs, variables: readonly VariableDefinition
   return 'errors' in coerced && Boolean(coerced.errors);
 }
 
-async function run(query: CompiledQuery['query'], a: ExecuteArgs): Promise<ExecutionResult> {
-  a.signal?.throwIfAborted(); // the deadline passed while waiting for a slot: nothing is started
+async function run(
+  query: CompiledQuery['query'],
+  a: ExecuteArgs,
+  signal: OperationSignal | undefined,
+): Promise<ExecutionResult> {
+  signal?.throwIfAborted(); // the deadline passed while waiting for a slot: nothing is started
   return normalized(await query(a.rootValue, a.contextValue, a.variableValues ?? {}), a.document);
 }

@@ -54,7 +54,7 @@
 // are on a hit: bounded by READ_CACHE_MB of those bytes, least recently used first out. 0 turns it off. (GraphQL
 // answers were kept as graphql-js result objects before: null-prototype dictionaries that took 3.3 times their JSON
 // on the heap, gave the collector a large old generation to walk, and were serialized again on every hit.)
-import { getOperationAST, type DocumentNode, type ExecutionResult } from 'graphql';
+import { getOperationAST, type DocumentNode, type ExecutionResult, type GraphQLSchema } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { Visitor } from '../permissions/access.js';
 import { ownUtf8 } from '../bytes.js';
@@ -473,20 +473,30 @@ function visitorKey(v: Visitor): string {
   return key;
 }
 
+interface QueryArgs {
+  schema: GraphQLSchema;
+  document: DocumentNode;
+  operationName?: string | null;
+  variableValues?: Record<string, unknown> | null;
+  contextValue?: unknown;
+}
+
 /**
- * /graphql queries answered from the cache. Register after the plugins that decide whether an operation may run at
- * all (limits, cost): a hit skips only the execution. Mutations and subscriptions always run; so does any request whose
- * answer has errors (it is not kept).
+ * The keys of /graphql queries in the read cache. One per server, shared by readCachePlugin and the direct path for
+ * queries run before (src/http/known-queries.ts), so that either finds what the other kept.
  */
-export function readCachePlugin(cache: ReadCache): Plugin {
-  let scopes: CacheScopes | null = null;
-  const ids = new WeakMap<DocumentNode, { id: number; queries: Map<string, boolean> }>();
-  let next = 0;
-  const isQuery = (document: DocumentNode, operationName: string | null | undefined) => {
-    let doc = ids.get(document);
+export class GraphqlAnswers {
+  private scopes: CacheScopes | null = null;
+  private readonly ids = new WeakMap<DocumentNode, { id: number; queries: Map<string, boolean> }>();
+  private next = 0;
+
+  constructor(readonly cache: ReadCache) {}
+
+  private queryId(document: DocumentNode, operationName: string | null | undefined): number | null {
+    let doc = this.ids.get(document);
     if (!doc) {
-      doc = { id: next++, queries: new Map() };
-      ids.set(document, doc);
+      doc = { id: this.next++, queries: new Map() };
+      this.ids.set(document, doc);
     }
     const name = operationName ?? '';
     let query = doc.queries.get(name);
@@ -495,18 +505,42 @@ export function readCachePlugin(cache: ReadCache): Plugin {
       doc.queries.set(name, query);
     }
     return query ? doc.id : null;
-  };
+  }
+
+  /** The cache's lookup for a query's answer; null when none is kept (the cache is off, a mutation, no visitor). */
+  lookup(args: QueryArgs): Promise<Lookup<Buffer>> | null {
+    if (!this.cache.enabled) return null;
+    const visitor = (args.contextValue as { visitor?: Visitor } | undefined)?.visitor;
+    const id = visitor ? this.queryId(args.document, args.operationName) : null;
+    if (id === null || !visitor) return null;
+    const key = `graphql\0${id}\0${args.operationName ?? ''}\0${JSON.stringify(args.variableValues ?? {})}`;
+    this.scopes ??= new CacheScopes(args.schema);
+    const scope = this.scopes.scopeOf(args.document, args.operationName, args.variableValues);
+    const owner = (args.contextValue as { [OPERATION_SLOT]?: Carrier })[OPERATION_SLOT];
+    return this.cache.lookupFor<Buffer>(key, visitor, scope, owner);
+  }
+}
+
+/**
+ * What a result keeps: its data alone, as UTF-8 bytes, or null when it is not kept. Answers with errors are not kept,
+ * nor (none does today) with extensions.
+ */
+export function keptBytesOf(result: ExecutionResult | undefined): Buffer | null {
+  const plain = !result?.errors?.length && !Object.keys(result?.extensions ?? {}).some((k) => k !== 'http');
+  return plain && result?.data ? ownUtf8(JSON.stringify({ data: result.data })) : null;
+}
+
+/**
+ * /graphql queries answered from the cache. Register after the plugins that decide whether an operation may run at
+ * all (limits, cost): a hit skips only the execution. Mutations and subscriptions always run; so does any request whose
+ * answer has errors (it is not kept).
+ */
+export function readCachePlugin(answers: GraphqlAnswers): Plugin {
   return {
     async onExecute({ args, setResultAndStopExecution }) {
-      if (!cache.enabled) return;
-      const visitor = (args.contextValue as { visitor?: Visitor } | undefined)?.visitor;
-      const id = visitor ? isQuery(args.document, args.operationName) : null;
-      if (id === null || !visitor) return;
-      const key = `graphql\0${id}\0${args.operationName ?? ''}\0${JSON.stringify(args.variableValues ?? {})}`;
-      scopes ??= new CacheScopes(args.schema);
-      const scope = scopes.scopeOf(args.document, args.operationName, args.variableValues);
-      const owner = (args.contextValue as { [OPERATION_SLOT]?: Carrier })[OPERATION_SLOT];
-      const found = await cache.lookupFor<Buffer>(key, visitor, scope, owner);
+      const lookup = answers.lookup(args as QueryArgs);
+      if (!lookup) return;
+      const found = await lookup;
       if ('value' in found) {
         setResultAndStopExecution(keptResult(found.value));
         return;
@@ -514,13 +548,9 @@ export function readCachePlugin(cache: ReadCache): Plugin {
       if (found.passed) return;
       return {
         onExecuteDone({ result }) {
-          const r = result as ExecutionResult;
-          // Answers with errors are not kept, nor (none does today) with extensions: a kept answer is its data alone.
-          const plain = !r?.errors?.length && !Object.keys(r?.extensions ?? {}).some((k) => k !== 'http');
-          if (plain && r.data) {
-            const bytes = ownUtf8(JSON.stringify({ data: r.data }));
-            found.store(bytes, bytes.length);
-          } else found.drop();
+          const bytes = keptBytesOf(result as ExecutionResult);
+          if (bytes) found.store(bytes, bytes.length);
+          else found.drop();
         },
       };
     },

@@ -42,7 +42,8 @@ import { graphqlStatusPlugin } from './statuses.js';
 import { trustedDocumentsPlugins, type TrustedDocuments } from '../graphql/trusted-documents.js';
 import { subscriptionTransportPlugin } from './subscriptions.js';
 import { SubscriptionSlots, subscriptionSlotsPlugin } from './subscription-slots.js';
-import { readCachePlugin, type ReadCache } from './read-cache.js';
+import { GraphqlAnswers, readCachePlugin, type ReadCache } from './read-cache.js';
+import { KnownQueries } from './known-queries.js';
 import { CacheScopes } from './cache-scope.js';
 
 const SERVER_ERROR = 'An unexpected error occurred. It has been logged.';
@@ -129,6 +130,38 @@ export function createRequestHandler({
   // faces and both executors; done once per schema, in place.
   countResponseBytes(schema);
   const restScopes = new CacheScopes(schema);
+  const answers = new GraphqlAnswers(readCache);
+  const metrics = metricsPlugin({
+    access: config.metrics,
+    routes,
+    db,
+    operations: shares,
+    executions: compiled.runs,
+    knownQueries: {
+      get direct() {
+        return known.counts.direct;
+      },
+      get handedBack() {
+        return known.counts.handedBack;
+      },
+    },
+    readCache: readCache.counts,
+    webhooks: dispatcher,
+    isSuperKey: async (request) =>
+      (await visitorFromHeaders(services, request.headers, services.groups, services.auth)).isSuper,
+  });
+  // Queries run before, answered without Yoga's pipeline (src/http/known-queries.ts).
+  const known = new KnownQueries({
+    schema,
+    compiled,
+    answers,
+    limits: config.graphql,
+    maxBodyBytes: config.maxBodyBytes,
+    enabled: !config.graphql.trustedDocumentsOnly,
+    contextFor,
+    admit: (ctx, signal) => admitOperation(shares, allowance, ctx, signal),
+    noteOperation: metrics.noteOperation,
+  });
   const yoga = createYoga({
     cors: false, // httpPolicyPlugin answers CORS (CORS_ORIGINS)
     schema,
@@ -156,7 +189,7 @@ export function createRequestHandler({
       defaultQuery: DEFAULT_QUERY,
       shouldPersistHeaders: false,
     },
-    context: ({ request }) => contextFor(request),
+    context: ({ request }) => known.contextFor(request),
     maskedErrors: {
       maskError(error) {
         if (error instanceof GraphQLError) {
@@ -214,26 +247,18 @@ export function createRequestHandler({
       useDeferStream(), // @defer / @stream (the directives are in the schema): parts as multipart/mixed or SSE
       compiledExecutionPlugin(compiled), // first of the execution wrappers: it replaces the executor itself
       fairSharePlugin(shares, allowance), // before operationLimitsPlugin: its deadline covers the wait for a slot
+      known.executionPlugin(), // after fairSharePlugin, before operationLimitsPlugin
       operationLimitsPlugin(services.config.graphql),
       wholeNumbersPlugin(), // ids below 1, negative numbers: refused before execution, as the REST face does
-      readCachePlugin(readCache), // after the limits: a query refused for its cost is refused, kept or not
+      readCachePlugin(answers), // after the limits: a query refused for its cost is refused, kept or not
       contractCodesPlugin(),
       graphqlStatusPlugin(),
       subscriptionTransportPlugin(),
       subscriptionSlotsPlugin(streams), // after operationLimitsPlugin: a subscription over the limits takes no slot
       textInputPlugin(),
       // After contractCodesPlugin (errors are counted by their final code), before the plugins that answer routes.
-      metricsPlugin({
-        access: config.metrics,
-        routes,
-        db,
-        operations: shares,
-        executions: compiled.runs,
-        readCache: readCache.counts,
-        webhooks: dispatcher,
-        isSuperKey: async (request) =>
-          (await visitorFromHeaders(services, request.headers, services.groups, services.auth)).isSuper,
-      }),
+      metrics,
+      known.requestPlugin(), // after the metrics' start of the request: it may answer it
       graphqlUploadPlugin({
         maxFieldBytes: config.maxBodyBytes,
         contextFor,

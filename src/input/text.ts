@@ -68,21 +68,30 @@ function findInDocument(doc: DocumentNode): { path: string; why: string } | null
   return found;
 }
 
+// A document's literals never change, and Yoga hands the same parsed document to every request that sends the same
+// text: each document is walked once.
+const documents = new WeakMap<DocumentNode, { path: string; why: string } | null>();
+function inDocument(doc: DocumentNode) {
+  let hit = documents.get(doc);
+  if (hit === undefined) {
+    hit = findInDocument(doc);
+    documents.set(doc, hit);
+  }
+  return hit;
+}
+
+/** The first text an operation's variables or literals hold that no field takes (U+0000, a lone surrogate), or null. */
+export function badTextIn(
+  variables: Record<string, unknown> | null | undefined,
+  document: DocumentNode,
+): { path: string; why: string } | null {
+  return findInValue(variables ?? {}, '') ?? inDocument(document);
+}
+
 export function textInputPlugin(): Plugin {
-  // A document's literals never change, and Yoga hands the same parsed document to every request that sends the same
-  // text: each document is walked once.
-  const documents = new WeakMap<DocumentNode, { path: string; why: string } | null>();
-  const inDocument = (doc: DocumentNode) => {
-    let hit = documents.get(doc);
-    if (hit === undefined) {
-      hit = findInDocument(doc);
-      documents.set(doc, hit);
-    }
-    return hit;
-  };
   return {
     onExecute({ args, setResultAndStopExecution }) {
-      const hit = findInValue(args.variableValues ?? {}, '') ?? inDocument(args.document);
+      const hit = badTextIn(args.variableValues, args.document);
       if (hit) setResultAndStopExecution({ errors: [invalidInput(hit.path, `${hit.path} ${hit.why}.`)] });
     },
   };
