@@ -117,17 +117,15 @@ export class KnownQueries {
   }
 
   /** The answer to a request, or null when it goes through the pipeline (with what was done for it here). */
-  private async answer(request: Request, type: string, R: typeof Response): Promise<Response | null> {
-    let text: string;
+  private async answer(request: Request, type: string, R: typeof Response, back: HandedBack): Promise<Response | null> {
     try {
-      text = await request.text();
+      back.text = await request.text();
     } catch (error) {
       // The body could not be read (the client went away): the pipeline's parser meets the same failure.
-      this.handedBack.set(request, { text: '', unread: error });
+      back.unread = error;
       return null;
     }
-    const back: HandedBack = { text };
-    this.handedBack.set(request, back);
+    const text = back.text;
     const params = plainParams(text);
     const document = params && this.documents.get(keyOf(params.query, params.operationName));
     if (!params || !document) return null;
@@ -214,9 +212,16 @@ export class KnownQueries {
         const length = request.headers.get('content-length');
         if (!type || !contentType || !/^application\/json\s*(;|$)/i.test(contentType)) return;
         if (length === null || !(Number(length) <= maxBodyBytes)) return;
-        return this.answer(request, type, fetchAPI.Response).then((response) => {
-          if (response) endResponse(response);
-        });
+        // What is done here for a request handed back is kept with it; one answered here leaves nothing behind.
+        const back: HandedBack = { text: '' };
+        return this.answer(request, type, fetchAPI.Response, back).then(
+          (response) => {
+            if (response) endResponse(response);
+            else this.handedBack.set(request, back);
+          },
+          // Nothing here should throw; if anything does, the pipeline answers the request as it would have.
+          () => void this.handedBack.set(request, back),
+        );
       },
       // A request handed back is parsed from the body this path read, by the parser Yoga chose for it.
       onRequestParse: ({ request, requestParser, setRequestParser, fetchAPI }) => {
