@@ -2,8 +2,14 @@
 // status, headers and bytes as the pipeline gives, under every Accept header the path takes; anything it does not
 // answer (errors, refusals, other media types, persisted documents, mutations, @defer) is answered as the pipeline
 // answers it, with the request's key read and its rate limit counted once; an answer kept by one path is given by the
-// other. Both databases, in-process and over HTTP.
+// other; a trusted document named by its id is answered directly too (with trusted documents only, only by its id).
+// Both databases, in-process and over HTTP.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.js';
 import { forEachDatabase, startTestApp, SUPER_KEY, type TestApp } from './helpers/app.js';
 
 /** /graphql requests for known queries so far, by path, from /metrics. */
@@ -240,6 +246,57 @@ forEachDatabase((kind) => {
       // A write is seen by the next read, whichever path answers it.
       await t.rest('PUT', `/api/mc-dm-categories/${categoryId}/`, { form: { title: 'Renamed' } });
       expect(await t.gqlOk(query, { id: categoryId })).toEqual({ category: { title: 'Renamed' } });
+    });
+  });
+});
+
+forEachDatabase((kind) => {
+  describe('trusted documents only', () => {
+    const CATEGORIES = 'query Cats($n: Int) { categories(perPage: $n) { nodes { title } } }';
+    const id = crypto.createHash('sha256').update(CATEGORIES, 'utf8').digest('hex');
+    let t: TestApp;
+    let dir: string;
+    beforeAll(async () => {
+      dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-known-'));
+      const file = path.join(dir, 'documents.json');
+      fs.writeFileSync(file, JSON.stringify({ [`sha256:${id}`]: CATEGORIES }));
+      t = await startTestApp(kind, {
+        readCacheMb: 0,
+        graphql: { ...loadConfig({}).graphql, persistedDocumentsPath: file, trustedDocumentsOnly: true },
+      });
+      await t.rest('POST', '/api/mc-dm-categories/', { form: { title: 'Trusted' } });
+    });
+    afterAll(async () => {
+      await t?.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    });
+
+    it("answers a trusted document named by its id directly, and never the same document's text", async () => {
+      const send = (body: unknown) =>
+        t
+          .send('/graphql', {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'forum-api-key': SUPER_KEY },
+            body: JSON.stringify(body),
+          })
+          .then(seen);
+      const before = await known(t);
+      const byId = [];
+      for (const documentId of [id, `sha256:${id}`, id]) byId.push(await send({ documentId, variables: { n: 5 } }));
+      expect(JSON.parse(byId[0]!.body)).toEqual({ data: { categories: { nodes: [{ title: 'Trusted' }] } } });
+      expect(byId[1]).toEqual(byId[0]);
+      expect(byId[2]).toEqual(byId[0]);
+      const middle = await known(t);
+      expect(middle.direct - before.direct).toBe(2);
+      // Its text, now known, is still refused: only ids run here.
+      const byText = await send({ query: CATEGORIES, variables: { n: 5 } });
+      expect(byText.status).toBe(400);
+      expect(JSON.parse(byText.body).errors[0].extensions.code).toBe('persisted_document_required');
+      expect((await known(t)).direct).toBe(middle.direct);
+      // An id the file does not hold is the pipeline's to refuse.
+      const unknown = await send({ documentId: 'f'.repeat(64) });
+      expect(unknown.status).not.toBe(200);
+      expect((await known(t)).direct).toBe(middle.direct);
     });
   });
 });

@@ -27,7 +27,9 @@ export const KNOWN_QUERIES = 500;
 export const KNOWN_QUERY_CHARS = 32 * 1024;
 
 interface Params {
-  query: string;
+  query?: string;
+  /** A trusted document's SHA-256 (`<hex>` or `sha256:<hex>`), sent instead of its text. */
+  documentId?: string;
   variables?: Record<string, unknown> | null;
   operationName?: string | null;
 }
@@ -47,8 +49,10 @@ export interface KnownQueriesOptions {
   answers: GraphqlAnswers;
   limits: GraphqlLimits;
   maxBodyBytes: number;
-  /** Off when only trusted documents may run: their requests name documents, never send text. */
-  enabled: boolean;
+  /** The trusted documents by SHA-256 (GRAPHQL_PERSISTED_DOCUMENTS): a request may name one by `documentId`. */
+  trustedDocuments: ReadonlyMap<string, string>;
+  /** GRAPHQL_TRUSTED_DOCUMENTS_ONLY: a query's text is refused, only `documentId` is answered here. */
+  trustedOnly: boolean;
   /** A request's context: its visitor, once the key is read and the rate limit counted (throws their refusals). */
   contextFor(request: Request): Promise<unknown>;
   /** Waits for the operation's fair share (and response allowance); resolves with what ends them. */
@@ -68,10 +72,14 @@ function answerType(accept: string | null): string | null {
 }
 
 const PARAM_NAMES = new Set(['query', 'variables', 'operationName']);
+const BODY_NAMES = new Set([...PARAM_NAMES, 'documentId']);
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** The body's parameters when they are a plain query's: query text, variables, operation name, nothing else. */
+/**
+ * The body's parameters when they are a plain query's: its text or a trusted document's id (not both), variables, the
+ * operation's name, nothing else.
+ */
 function plainParams(text: string): Params | null {
   let body: unknown;
   try {
@@ -79,8 +87,9 @@ function plainParams(text: string): Params | null {
   } catch {
     return null;
   }
-  if (!isPlainObject(body) || typeof body.query !== 'string') return null;
-  for (const key in body) if (!PARAM_NAMES.has(key)) return null;
+  if (!isPlainObject(body) || typeof (body.query ?? body.documentId) !== 'string') return null;
+  if (body.query !== undefined && body.documentId !== undefined) return null;
+  for (const key in body) if (!BODY_NAMES.has(key)) return null;
   if (body.variables != null && !isPlainObject(body.variables)) return null;
   if (body.operationName != null && typeof body.operationName !== 'string') return null;
   return body as unknown as Params;
@@ -106,7 +115,8 @@ export class KnownQueries {
   /** Remembers a query text the pipeline is about to execute (it was parsed, validated and within the limits). */
   private remember(params: unknown, document: DocumentNode, operationName: string | null | undefined): void {
     if (!isPlainObject(params) || typeof params.query !== 'string' || params.query.length > KNOWN_QUERY_CHARS) return;
-    // Persisted documents (extensions, documentId) are the pipeline's: only what this path takes is remembered.
+    // By its text, whether the request sent it or named a trusted document (whose text the pipeline put in the
+    // parameters). Apollo's persisted queries (extensions) are the pipeline's: their documents may be an instance's own.
     for (const key in params) if (params[key] !== undefined && !PARAM_NAMES.has(key)) return;
     if (getOperationAST(document, operationName)?.operation !== 'query') return;
     const key = keyOf(params.query, operationName);
@@ -114,6 +124,16 @@ export class KnownQueries {
     this.documents.delete(key);
     if (this.documents.size >= KNOWN_QUERIES) this.documents.delete(this.documents.keys().next().value!);
     this.documents.set(key, document);
+  }
+
+  /**
+   * The text a request runs: its own, or the trusted document its id names (the pipeline reads the same map); null
+   * when this path leaves it to the pipeline (text where only trusted documents run, an id not in the file).
+   */
+  private queryOf(params: Params): string | null {
+    if (params.documentId !== undefined)
+      return this.opts.trustedDocuments.get(params.documentId.replace(/^sha256:/, '')) ?? null;
+    return this.opts.trustedOnly ? null : params.query!;
   }
 
   /** The answer to a request, or null when it goes through the pipeline (with what was done for it here). */
@@ -127,7 +147,8 @@ export class KnownQueries {
     }
     const text = back.text;
     const params = plainParams(text);
-    const document = params && this.documents.get(keyOf(params.query, params.operationName));
+    const query = params && this.queryOf(params);
+    const document = query && this.documents.get(keyOf(query, params.operationName));
     if (!params || !document) return null;
     const { schema, limits } = this.opts;
     const variables = params.variables ?? undefined;
@@ -203,10 +224,10 @@ export class KnownQueries {
    * metrics): a request answered here ends Yoga's request hooks.
    */
   requestPlugin(): Plugin {
-    const { maxBodyBytes, enabled } = this.opts;
+    const { maxBodyBytes } = this.opts;
     return {
       onRequest: ({ request, url, endResponse, fetchAPI }) => {
-        if (!enabled || url.pathname !== '/graphql' || request.method !== 'POST' || this.documents.size === 0) return;
+        if (url.pathname !== '/graphql' || request.method !== 'POST' || this.documents.size === 0) return;
         const type = answerType(request.headers.get('accept'));
         const contentType = request.headers.get('content-type');
         const length = request.headers.get('content-length');
@@ -243,7 +264,6 @@ export class KnownQueries {
    * operationLimitsPlugin (it is answered inside the deadline's wrapper, as any execution).
    */
   executionPlugin(): Plugin {
-    const { enabled } = this.opts;
     return {
       onExecute: ({ args, setExecuteFn }) => {
         const { request, params } = args.contextValue as { request?: Request; params?: unknown };
@@ -252,7 +272,7 @@ export class KnownQueries {
           setExecuteFn(() => ('error' in outcome ? Promise.reject(outcome.error) : Promise.resolve(outcome.result)));
           return;
         }
-        if (enabled) this.remember(params, args.document, args.operationName);
+        this.remember(params, args.document, args.operationName);
       },
     };
   }
