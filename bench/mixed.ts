@@ -8,7 +8,8 @@
 // --database-url postgres://… (a server: a fresh database is made on it, then dropped), --read-cache-mb N (the
 // service's READ_CACHE_MB; 0 turns the cache off), --only <regex> (scenarios), --no-peer, --floor (also the floor,
 // bench/floor.ts: the least work any server can do for the same reads, one statement building the peer's JSON; what
-// it reaches against the peer bounds what any implementation can reach on this machine).
+// it reaches against the peer bounds what any implementation can reach on this machine), --embedded (also the service
+// on the embedded database, seeded alike and written at the same rate: its two faces ÷ the PostgreSQL service's).
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -38,6 +39,8 @@ const { values: opts } = parseArgs({
     only: { type: 'string' },
     'no-peer': { type: 'boolean', default: false },
     floor: { type: 'boolean', default: false },
+    /** Also a second service on the embedded database (PGlite), seeded alike, its two faces measured beside the rest. */
+    embedded: { type: 'boolean', default: false },
     /** Node's flags for the service process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" (space-separated). */
     /** A file the service's log (its standard output, LOG_LEVEL warn) is appended to; by default it is dropped. */
     'service-log': { type: 'string' },
@@ -65,6 +68,7 @@ if (READ_CACHE_MB !== undefined && !/^\d+$/.test(READ_CACHE_MB)) fail('--read-ca
 const ONLY = opts.only ? new RegExp(opts.only) : null;
 const PEER = !opts['no-peer'];
 const FLOOR = opts.floor!;
+const EMBEDDED = opts.embedded!;
 const KEY = 'dm_bench_super_key_0000000000000000000000000000';
 /** The unmeasured run before each cell. */
 const WARMUP_SECONDS = 2;
@@ -79,6 +83,7 @@ async function freePort(): Promise<number> {
 const BASE = `http://127.0.0.1:${await freePort()}`;
 const PEER_BASE = `http://127.0.0.1:${await freePort()}`;
 const FLOOR_BASE = `http://127.0.0.1:${await freePort()}`;
+const EMBEDDED_BASE = `http://127.0.0.1:${await freePort()}`;
 
 // ───────────── the catalogue and the rows requests pick from
 
@@ -90,6 +95,8 @@ interface Pools {
   leaves: number[];
   /** Files whose bytes are in storage, for the writer's counted downloads. */
   files: number[];
+  /** Their storage keys (the seed writes the same ones on every database). */
+  fileKeys: string[];
   /** Pages of the unfiltered lists that exist (of 20 and of 100 rows). */
   pages20: number;
   pages100: number;
@@ -98,6 +105,15 @@ const pick = <T>(list: T[]): T => list[Math.floor(Math.random() * list.length)]!
 const upTo = (n: number) => 1 + Math.floor(Math.random() * n);
 /** Deep pages cost every server an offset scan; readers mostly look at the first ones. */
 const PAGE_SPAN = 50;
+
+/** The 64 bytes of each of these files, in a data directory's storage. */
+function putFileBytes(dataDir: string, keys: string[]): void {
+  for (const key of keys) {
+    const p = path.join(dataDir, 'files', key);
+    fs.mkdirSync(path.dirname(p), { recursive: true });
+    fs.writeFileSync(p, Buffer.alloc(64, 7));
+  }
+}
 
 async function preparePools(db: pg.Client, dataDir: string): Promise<Pools> {
   const ids = async (sql: string) => (await db.query<{ id: number }>(sql)).rows.map((r) => r.id);
@@ -114,16 +130,16 @@ async function preparePools(db: pg.Client, dataDir: string): Promise<Pools> {
       [chosen],
     )
   ).rows;
-  for (const f of files) {
-    const p = path.join(dataDir, 'files', f.key);
-    fs.mkdirSync(path.dirname(p), { recursive: true });
-    fs.writeFileSync(p, Buffer.alloc(64, 7));
-  }
+  putFileBytes(
+    dataDir,
+    files.map((f) => f.key),
+  );
   const total = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM download')).rows[0]!.n;
   return {
     downloads,
     leaves,
     files: files.map((f) => f.id),
+    fileKeys: files.map((f) => f.key),
     pages20: Math.min(PAGE_SPAN, Math.floor(total / 20)),
     pages100: Math.min(PAGE_SPAN, Math.floor(total / 100)),
   };
@@ -262,17 +278,27 @@ function mixedScenarios(pools: Pools): MixedScenario[] {
   return all.filter((sc) => !ONLY || ONLY.test(sc.name));
 }
 
-type FaceName = 'rest' | 'graphql' | 'peer' | 'floor';
+type FaceName = 'rest' | 'graphql' | 'peer' | 'floor' | 'embedded rest' | 'embedded graphql';
+
+/** The service's request for a face (the embedded service's faces ask what the other service's do). */
+function faceRequest(sc: MixedScenario, face: FaceName, p: Record<string, number>): Face {
+  if (face === 'embedded rest') return sc.rest(p);
+  if (face === 'embedded graphql') return sc.graphql(p);
+  return sc[face](p);
+}
+const isEmbedded = (face: FaceName) => face === 'embedded rest' || face === 'embedded graphql';
+const baseOf = (face: FaceName) =>
+  face === 'peer' ? PEER_BASE : face === 'floor' ? FLOOR_BASE : isEmbedded(face) ? EMBEDDED_BASE : BASE;
 const JSON_HEADERS = { 'content-type': 'application/json' };
 /** An autocannon request that asks for a fresh random row each time it is sent. */
 function varied(sc: MixedScenario, face: FaceName): autocannon.Request {
-  const first = sc[face](sc.params());
+  const first = faceRequest(sc, face, sc.params());
   return {
     method: first.method,
     path: first.path,
     headers: first.body ? JSON_HEADERS : {},
     setupRequest: (req: any) => {
-      const f = sc[face](sc.params());
+      const f = faceRequest(sc, face, sc.params());
       return { ...req, path: f.path, ...(f.body ? { body: f.body } : {}) };
     },
   } as autocannon.Request;
@@ -323,7 +349,7 @@ interface WriterTally {
 }
 
 /** Writes through the REST face at `rate` a second until stopped: 3 in 5 count a file download, 1 posts a comment, 1 edits a download. */
-function startWriter(rate: number, pools: Pools): { stop(): Promise<WriterTally> } {
+function startWriter(rate: number, pools: Pools, base: string = BASE): { stop(): Promise<WriterTally> } {
   const tally: WriterTally = { sent: 0, failed: 0, lastError: null };
   if (rate === 0) return { stop: async () => tally };
   const inFlight = new Set<Promise<void>>();
@@ -333,14 +359,14 @@ function startWriter(rate: number, pools: Pools): { stop(): Promise<WriterTally>
     const d = pick(pools.downloads);
     const res =
       kind < 3
-        ? await fetch(`${BASE}/api/mc-dm-files/${pick(pools.files)}/data/`, { headers: { 'forum-api-key': KEY } })
+        ? await fetch(`${base}/api/mc-dm-files/${pick(pools.files)}/data/`, { headers: { 'forum-api-key': KEY } })
         : kind === 3
-          ? await fetch(`${BASE}/api/mc-dm-comments/`, {
+          ? await fetch(`${base}/api/mc-dm-comments/`, {
               method: 'POST',
               headers: { ...form, 'forum-api-user': String(1 + (n % 100)) },
               body: `download_id=${d}&message=Benchmark+comment+${n}`,
             })
-          : await fetch(`${BASE}/api/mc-dm-downloads/${d}/`, {
+          : await fetch(`${base}/api/mc-dm-downloads/${d}/`, {
               method: 'PUT',
               headers: form,
               body: `tag_line=Edited+by+the+benchmark+${n}`,
@@ -403,9 +429,9 @@ interface Cell {
   dbCpuMsPerRequest: number | null;
 }
 
-async function readCacheCounts(): Promise<{ hit: number; miss: number } | null> {
+async function readCacheCounts(base: string): Promise<{ hit: number; miss: number } | null> {
   try {
-    const text = await (await fetch(`${BASE}/metrics`, { headers: { 'forum-api-key': KEY } })).text();
+    const text = await (await fetch(`${base}/metrics`, { headers: { 'forum-api-key': KEY } })).text();
     const count = (result: string) =>
       Number(new RegExp(`^dcs_read_cache_total\\{result="${result}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? NaN);
     const counts = { hit: count('hit'), miss: count('miss') };
@@ -416,7 +442,7 @@ async function readCacheCounts(): Promise<{ hit: number; miss: number } | null> 
 }
 
 async function measure(sc: MixedScenario, face: FaceName, rate: number): Promise<Cell> {
-  const url = face === 'peer' ? PEER_BASE : face === 'floor' ? FLOOR_BASE : BASE;
+  const url = baseOf(face);
   const request = varied(sc, face);
   // Every cell is warmed up as it is measured (all its clients, the writer at its rate), and not counted: the first
   // cell of a scenario used to pay for the database pages its rows are on and for the server's first runs of its
@@ -429,8 +455,8 @@ async function measure(sc: MixedScenario, face: FaceName, rate: number): Promise
     headers: { 'forum-api-key': KEY },
     timeout: 30,
   });
-  const cache0 = face === 'peer' || face === 'floor' ? null : await readCacheCounts();
-  const pid = (face === 'peer' ? peer : face === 'floor' ? floor : service)?.pid;
+  const cache0 = face === 'peer' || face === 'floor' ? null : await readCacheCounts(url);
+  const pid = (face === 'peer' ? peer : face === 'floor' ? floor : isEmbedded(face) ? embedded : service)?.pid;
   const cpu0 = cpuMs(pid);
   const main0 = cpuMs(pid, pid);
   const db0 = postgresCpu();
@@ -445,7 +471,7 @@ async function measure(sc: MixedScenario, face: FaceName, rate: number): Promise
   const cpu1 = cpuMs(pid);
   const main1 = cpuMs(pid, pid);
   const dbMs = postgresCpuBetween(db0, postgresCpu());
-  const cache1 = cache0 && (await readCacheCounts());
+  const cache1 = cache0 && (await readCacheCounts(url));
   const hits = cache0 && cache1 ? cache1.hit - cache0.hit : 0;
   const answered = cache0 && cache1 ? hits + cache1.miss - cache0.miss : 0;
   return {
@@ -510,8 +536,9 @@ function report(cells: Cell[], list: MixedScenario[], rate: number, writes: Writ
   const lat = (c?: Cell) => (c ? `${c.p50} / ${c.p99}` : 'n/a');
   const rows = list.map((sc) => {
     const [r, g, p, f] = [at(sc.name, 'rest'), at(sc.name, 'graphql'), at(sc.name, 'peer'), at(sc.name, 'floor')];
+    const [er, eg] = [at(sc.name, 'embedded rest'), at(sc.name, 'embedded graphql')];
     const hit = (c?: Cell) => (c?.cacheHitPct == null ? '-' : `${c.cacheHitPct}%`);
-    const errors = [r, g, p, f].reduce((n, c) => n + (c?.errors ?? 0), 0);
+    const errors = [r, g, p, f, er, eg].reduce((n, c) => n + (c?.errors ?? 0), 0);
     const cpu = (c?: Cell) => (c?.cpuMsPerRequest == null ? 'n/a' : c.cpuMsPerRequest.toFixed(2));
     const dbCpu = (c?: Cell) => (c?.dbCpuMsPerRequest == null ? 'n/a' : c.dbCpuMsPerRequest.toFixed(2));
     return [
@@ -525,6 +552,15 @@ function report(cells: Cell[], list: MixedScenario[], rate: number, writes: Writ
       `${cpu(r)} / ${cpu(g)} / ${cpu(p)}`,
       `${dbCpu(r)} / ${dbCpu(g)} / ${dbCpu(p)}`,
       ...(FLOOR ? [`${f?.rps ?? 'n/a'}`, ratio(f, p), cpu(f), dbCpu(f)] : []),
+      ...(EMBEDDED
+        ? [
+            `${er?.rps ?? 'n/a'} / ${eg?.rps ?? 'n/a'}`,
+            `${ratio(er, r)} / ${ratio(eg, g)}`,
+            lat(er),
+            lat(eg),
+            `${hit(er)} / ${hit(eg)}`,
+          ]
+        : []),
       String(errors),
     ];
   });
@@ -543,6 +579,15 @@ function report(cells: Cell[], list: MixedScenario[], rate: number, writes: Writ
         'CPU ms/req REST / GraphQL / peer',
         'PostgreSQL CPU ms/req',
         ...(FLOOR ? ['floor req/s', 'floor ÷ peer', 'floor CPU ms/req', 'floor PostgreSQL CPU'] : []),
+        ...(EMBEDDED
+          ? [
+              'embedded req/s REST / GraphQL',
+              'embedded ÷ PostgreSQL',
+              'embedded REST p50/p99',
+              'embedded GraphQL p50/p99',
+              'embedded cache hits',
+            ]
+          : []),
         'errors',
       ],
       rows,
@@ -564,6 +609,8 @@ const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-mixed-'));
 let service: ChildProcess | null = null;
 let peer: ChildProcess | null = null;
 let floor: ChildProcess | null = null;
+let embedded: ChildProcess | null = null;
+const embeddedDir = EMBEDDED ? fs.mkdtempSync(path.join(os.tmpdir(), 'dcs-mixed-embedded-')) : null;
 const began = Date.now();
 try {
   const t0 = performance.now();
@@ -582,24 +629,57 @@ try {
   console.log(
     `Seeded ${DOWNLOADS.toLocaleString('en')} downloads on PostgreSQL in ${((performance.now() - t0) / 1000).toFixed(0)} s`,
   );
+  if (embeddedDir) {
+    // The same catalogue on the embedded database (the seed's statements number its rows alike), and the same files'
+    // bytes in its storage.
+    const t1 = performance.now();
+    const edb = await openDatabase({ pgliteDir: path.join(embeddedDir, 'db') });
+    try {
+      await seed(edb, KEY, sizeFor(DOWNLOADS));
+      await edb.query('UPDATE file SET "fileSize" = 64 WHERE id = ANY($1::int[])', [pools.files]);
+    } finally {
+      await edb.close();
+    }
+    putFileBytes(embeddedDir, pools.fileKeys);
+    console.log(`Seeded them on the embedded database in ${((performance.now() - t1) / 1000).toFixed(0)} s`);
+  }
   const list = mixedScenarios(pools);
+  const serviceEnv = (base: string, data: string, database: Record<string, string>) => ({
+    ...SERVICE_ENV,
+    ...database,
+    DATA_DIR: data,
+    PORT: new URL(base).port,
+    HOST: '127.0.0.1',
+    DM_BOOTSTRAP_KEY: KEY,
+    LOG_LEVEL: 'warn',
+    BASE_URL: 'http://localhost',
+    COMMENT_FLOOD_SECONDS: '0',
+    ...(READ_CACHE_MB !== undefined ? { READ_CACHE_MB } : {}),
+  });
+  const nodeFlags = opts['node-flags'].split(/\s+/).filter(Boolean);
   service = start(
-    serviceArgs(opts['node-flags'].split(/\s+/).filter(Boolean)),
-    {
-      ...SERVICE_ENV,
-      DATABASE_URL: databaseUrl,
-      DATA_DIR: dataDir,
-      PORT: new URL(BASE).port,
-      HOST: '127.0.0.1',
-      DM_BOOTSTRAP_KEY: KEY,
-      LOG_LEVEL: 'warn',
-      BASE_URL: 'http://localhost',
-      COMMENT_FLOOD_SECONDS: '0',
-      ...(READ_CACHE_MB !== undefined ? { READ_CACHE_MB } : {}),
-    },
+    serviceArgs(nodeFlags),
+    serviceEnv(BASE, dataDir, { DATABASE_URL: databaseUrl }),
     opts['service-log'],
   );
   await waitReady(service, `${BASE}/readyz`);
+  if (embeddedDir) {
+    embedded = start(serviceArgs(nodeFlags), serviceEnv(EMBEDDED_BASE, embeddedDir, {}), opts['service-log']);
+    await waitReady(embedded, `${EMBEDDED_BASE}/readyz`);
+    // The same rows on both: 20 random downloads read through REST on each.
+    for (let i = 0; i < 20; i++) {
+      const id = pick(pools.downloads);
+      const [a, b] = await Promise.all(
+        [BASE, EMBEDDED_BASE].map(
+          async (base) =>
+            (await (await fetch(`${base}/api/mc-dm-downloads/${id}/`, { headers: { 'forum-api-key': KEY } })).json())
+              .download,
+        ),
+      );
+      if (a?.title !== b?.title || a?.category_id !== b?.category_id)
+        throw new Error(`download ${id}: the embedded database holds another row than PostgreSQL`);
+    }
+  }
   if (PEER) {
     peer = start(['--import', 'tsx', 'bench/peer.ts'], {
       DATABASE_URL: databaseUrl,
@@ -624,6 +704,8 @@ try {
   const reports: string[] = [];
   for (const rate of RATES) {
     const writer = startWriter(rate, pools);
+    // With --embedded, the embedded service's catalogue is written at the same rate, through its own REST face.
+    const embeddedWriter = EMBEDDED ? startWriter(rate, pools, EMBEDDED_BASE) : null;
     const w0 = performance.now(); // the achieved rate counts the warm-up's writes over its time too
     // The writer runs alone for a while before the first cell: the service's write paths (never run before the first
     // rate with writes) are compiled and their statements prepared meanwhile. Without it the first cell measured at a
@@ -634,7 +716,13 @@ try {
       // The faces take turns at going first: the first cell of a scenario reads rows whose pages the database may not
       // have in memory yet, and the later ones find them there (on 500,000 downloads the face always measured first
       // had a p99 twice the next one's on the same reads).
-      const faces = ['rest', 'graphql', ...(PEER ? ['peer'] : []), ...(FLOOR ? ['floor'] : [])] as FaceName[];
+      const faces = [
+        'rest',
+        'graphql',
+        ...(PEER ? ['peer'] : []),
+        ...(FLOOR ? ['floor'] : []),
+        ...(EMBEDDED ? ['embedded rest', 'embedded graphql'] : []),
+      ] as FaceName[];
       const turn = (i + RATES.indexOf(rate)) % faces.length;
       for (const face of [...faces.slice(turn), ...faces.slice(0, turn)]) {
         const cell = await measure(sc, face, rate);
@@ -645,6 +733,11 @@ try {
       }
     }
     const writes = await writer.stop();
+    const embeddedWrites = await embeddedWriter?.stop();
+    if (embeddedWrites?.failed)
+      console.log(
+        `  the embedded service's writer: ${embeddedWrites.failed} of ${embeddedWrites.sent} refused or failed; last: ${embeddedWrites.lastError}`,
+      );
     const text = report(cells, list, rate, writes, (performance.now() - w0) / 1000);
     reports.push(text);
     console.log(text);
@@ -666,8 +759,9 @@ try {
     ),
   );
 } finally {
-  await Promise.all([stop(service), stop(peer), stop(floor)]);
+  await Promise.all([stop(service), stop(peer), stop(floor), stop(embedded)]);
   fs.rmSync(dataDir, { recursive: true, force: true });
+  if (embeddedDir) fs.rmSync(embeddedDir, { recursive: true, force: true });
   const c = new pg.Client({ connectionString: opts['database-url'] });
   await c.connect();
   await c.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`);
