@@ -207,6 +207,31 @@ describe('ReadCache', () => {
     expect(await kept(cache, 'a')).toBeUndefined();
   });
 
+  it("forgets, once its operation starts, what others' statements read while it waited its turn", async () => {
+    let now = versions({ download: 1, comment: 1, category: 1 });
+    const cache = new ReadCache({ ...options, versions: async () => now });
+    const slot: Carrier = {};
+    const other: Carrier = {};
+    const r = await cache.lookup<string>('a', undefined, slot);
+    const o = await cache.lookup<string>('o', undefined, other);
+    if (!('store' in r) || !('store' in o)) throw new Error('kept');
+    // The embedded database: no statement names its operation. While 'a' waits for its fair-share turn, another
+    // operation writes comments and reads a statement no one can read the tables of.
+    cache.observe('UPDATE comment SET message = $1 WHERE id = $2 RETURNING id, message');
+    cache.observe(undefined);
+    cache.started(slot); // 'a' is admitted
+    cache.observe('SELECT title FROM download WHERE id = $1');
+    r.store('A', 1);
+    o.store('O', 1);
+    // A comment written: 'a' (which read downloads only) is kept; the other answer counted it all.
+    now = versions({ download: 1, comment: 2, category: 1 });
+    expect(await kept(cache, 'a')).toBe('A');
+    expect(await kept(cache, 'o')).toBeUndefined();
+    // A download written: 'a' goes.
+    now = versions({ download: 2, comment: 2, category: 1 });
+    expect(await kept(cache, 'a')).toBeUndefined();
+  });
+
   it('gives an answer again while the tables it read keep their versions, within its time to live', async () => {
     let now = versions({ download: 1, comment: 1 });
     const cache = new ReadCache({ ...options, ttlMs: 50, versions: async () => now });

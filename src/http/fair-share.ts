@@ -280,7 +280,12 @@ export async function admitOperation(
  * /graphql executions take their slot here. Registered before operationLimitsPlugin, whose execution deadline then
  * covers the wait: an operation still waiting at the deadline answers 503 operation_timeout like a slow one.
  */
-export function fairSharePlugin(share: FairShare, allowance?: ResponseAllowance): Plugin {
+export function fairSharePlugin(
+  share: FairShare,
+  allowance?: ResponseAllowance,
+  /** Told when an operation is admitted, before it runs. */
+  onAdmitted?: (context: unknown) => void,
+): Plugin {
   return {
     onExecute({ executeFn, setExecuteFn }) {
       if (share.limit === 0 && !allowance?.perMinute) return;
@@ -291,6 +296,7 @@ export function fairSharePlugin(share: FairShare, allowance?: ResponseAllowance)
           args.contextValue,
           (args as { signal?: OperationSignal }).signal,
         );
+        onAdmitted?.(args.contextValue);
         try {
           return await executeFn(args);
         } finally {

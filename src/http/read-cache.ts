@@ -243,6 +243,22 @@ export class ReadCache {
   }
 
   /**
+   * The operation of the context whose slot is `owner` starts running now (its fair-share slot is granted). Whatever
+   * its answers being computed were seen to read until now was read by other operations: nothing of its own is sent
+   * between its lookup and its start. On the embedded database, whose statements name no operation, a read waiting
+   * its turn behind writes no longer counts what they read as its own (the answer was then evicted by the next write
+   * to any of it); after the start every statement counts, as before.
+   */
+  started(owner: Carrier | undefined): void {
+    if (!owner) return;
+    for (const c of this.collecting) {
+      if (c.owner !== owner) continue;
+      c.tables.clear();
+      c.all = false;
+    }
+  }
+
+  /**
    * Looks `key` up: `value` when a kept answer is still valid (see the rules above); else `store`, to call with the
    * answer once it is computed (it was computed after the versions this lookup read), or `drop` when it will not be.
    */

@@ -28,7 +28,8 @@ import { useDeferStream } from '@graphql-yoga/plugin-defer-stream';
 import { metricsPlugin } from './metrics.js';
 import type { EventDispatcher } from '../jobs/events.js';
 import type { Database } from '../db/client.js';
-import { OPERATION_SLOT } from '../db/operation-scope.js';
+import { OPERATION_SLOT, type Carrier } from '../db/operation-scope.js';
+import type { OperationSignal } from '../db/operation-signal.js';
 import { textInputPlugin } from '../input/text.js';
 import { UploadSlots } from './upload-slots.js';
 import { uploadPrecheck } from './upload-precheck.js';
@@ -129,6 +130,13 @@ export function createRequestHandler({
   // Leaf resolvers count the bytes of each result into its operation's budget (GRAPHQL_MAX_RESPONSE_BYTES), on both
   // faces and both executors; done once per schema, in place.
   countResponseBytes(schema);
+  // An operation admitted to run: what its answers being computed were seen to read so far was others' (read-cache.ts).
+  const admitted = (ctx: unknown) => readCache.started((ctx as { [OPERATION_SLOT]?: Carrier })[OPERATION_SLOT]);
+  const admit = async (ctx: unknown, signal: OperationSignal) => {
+    const done = await admitOperation(shares, allowance, ctx, signal);
+    admitted(ctx);
+    return done;
+  };
   const restScopes = new CacheScopes(schema);
   const answers = new GraphqlAnswers(readCache);
   const metrics = metricsPlugin({
@@ -160,7 +168,7 @@ export function createRequestHandler({
     trustedDocuments,
     trustedOnly: config.graphql.trustedDocumentsOnly,
     contextFor,
-    admit: (ctx, signal) => admitOperation(shares, allowance, ctx, signal),
+    admit,
     noteOperation: metrics.noteOperation,
   });
   const yoga = createYoga({
@@ -247,7 +255,7 @@ export function createRequestHandler({
       ),
       useDeferStream(), // @defer / @stream (the directives are in the schema): parts as multipart/mixed or SSE
       compiledExecutionPlugin(compiled), // first of the execution wrappers: it replaces the executor itself
-      fairSharePlugin(shares, allowance), // before operationLimitsPlugin: its deadline covers the wait for a slot
+      fairSharePlugin(shares, allowance, admitted), // before operationLimitsPlugin: its deadline covers the wait for a slot
       known.executionPlugin(), // after fairSharePlugin, before operationLimitsPlugin
       operationLimitsPlugin(services.config.graphql),
       wholeNumbersPlugin(), // ids below 1, negative numbers: refused before execution, as the REST face does
@@ -281,7 +289,7 @@ export function createRequestHandler({
           requireScopes((ctx as { visitor: { scopes: ReadonlySet<string> } }).visitor, scopes),
         beforeUpload: uploadPrecheck,
         acquireUploadSlot: () => slots.acquire(),
-        admit: (ctx, signal) => admitOperation(shares, allowance, ctx, signal),
+        admit,
         limits: config.graphql,
         readCache: readCache.enabled
           ? {
